@@ -1,0 +1,53 @@
+//! The tool catalog: every tool the server can expose, one `ToolSpec` row each.
+//!
+//! A row is the single source of truth for a tool. The JSON input schema, argument
+//! validation, MCP annotations, `_meta`, retry class, policy decision and generated docs
+//! are all *derived* from it (see `schema`, `registry`, `policy`), so a tool is never
+//! described twice. Invariant guarded here: rows are plain `const` data — building the
+//! catalog does no I/O and cannot fail at run time; `tests/catalog.rs` checks the rows
+//! (unique names, described parameters, paths that exist in the official PVE API schema).
+
+mod backup;
+mod cluster;
+mod lxc;
+mod network;
+mod nodes;
+pub mod params;
+mod pools;
+mod qemu;
+mod storage;
+mod tasks;
+mod types;
+
+pub use types::{
+    Backend, Category, Effect, HttpMethod, Location, Module, Param, ParamKind, Tier, ToolSpec,
+    delete, get, post, put,
+};
+
+/// Every catalog row, grouped by category in a stable order (the order of `tools/list`).
+pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
+    [
+        nodes::TOOLS,
+        cluster::TOOLS,
+        qemu::TOOLS,
+        lxc::TOOLS,
+        storage::TOOLS,
+        backup::TOOLS,
+        tasks::TOOLS,
+        network::TOOLS,
+        pools::TOOLS,
+    ]
+    .into_iter()
+    .flatten()
+}
+
+/// Looks a canonical tool up by its wire name (aliases are not resolved here).
+pub fn find(name: &str) -> Option<&'static ToolSpec> {
+    all().find(|spec| spec.name == name)
+}
+
+/// Every wire name a user may write in an allow/deny list: canonical names only,
+/// because aliases always follow their canonical tool.
+pub fn canonical_names() -> impl Iterator<Item = &'static str> {
+    all().map(|spec| spec.name)
+}

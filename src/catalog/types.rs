@@ -1,0 +1,480 @@
+//! The vocabulary of a catalog row: tiers, modules, categories, effects, parameters, backends.
+//!
+//! Everything here is `Copy` and `const`-constructible so that rows can be written as
+//! static data with struct-update syntax (`..ToolSpec::BASE`). The string forms
+//! (`read-only`, `core`, `qemu`, …) are the ones users already write in their settings;
+//! they must never change.
+
+use std::fmt;
+
+/// Access tier: how much a tool may change. Ordered: a tool is exposed only when its
+/// tier is at or below the configured one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tier {
+    /// Reads only.
+    ReadOnly,
+    /// Reads plus guest power and other operational actions.
+    ReadExecute,
+    /// Everything, including creation, deletion and configuration changes.
+    Full,
+}
+
+impl Tier {
+    /// All tiers, lowest first.
+    pub const ALL: [Tier; 3] = [Tier::ReadOnly, Tier::ReadExecute, Tier::Full];
+
+    /// The wire form used in `PVE_ACCESS_TIER` and `_meta.accessTier`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Tier::ReadOnly => "read-only",
+            Tier::ReadExecute => "read-execute",
+            Tier::Full => "full",
+        }
+    }
+
+    /// Parses the exact wire form (case-sensitive, as the reference did).
+    pub fn parse(value: &str) -> Option<Tier> {
+        Tier::ALL.into_iter().find(|tier| tier.as_str() == value)
+    }
+}
+
+/// Module mode: `core` hides the `advanced` tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Module {
+    /// Everyday tools, shown by default.
+    Core,
+    /// Specialist tools (access control, firewall, in-guest execution), shown on request.
+    Advanced,
+}
+
+impl Module {
+    /// Both modes.
+    pub const ALL: [Module; 2] = [Module::Core, Module::Advanced];
+
+    /// The wire form used in `PVE_MODULE_MODE` and `_meta.module`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Module::Core => "core",
+            Module::Advanced => "advanced",
+        }
+    }
+
+    /// Parses the exact wire form.
+    pub fn parse(value: &str) -> Option<Module> {
+        Module::ALL.into_iter().find(|m| m.as_str() == value)
+    }
+}
+
+/// Tool category, as named in `PVE_CATEGORIES` and `_meta.category`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[allow(missing_docs)]
+pub enum Category {
+    Nodes,
+    Cluster,
+    Qemu,
+    Lxc,
+    Storage,
+    Backup,
+    Tasks,
+    Network,
+    Firewall,
+    Pools,
+    Access,
+    Templates,
+    Monitoring,
+    Remote,
+}
+
+impl Category {
+    /// Every category, in documentation order.
+    pub const ALL: [Category; 14] = [
+        Category::Nodes,
+        Category::Cluster,
+        Category::Qemu,
+        Category::Lxc,
+        Category::Storage,
+        Category::Backup,
+        Category::Tasks,
+        Category::Network,
+        Category::Firewall,
+        Category::Pools,
+        Category::Access,
+        Category::Templates,
+        Category::Monitoring,
+        Category::Remote,
+    ];
+
+    /// The wire form (lower case).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Category::Nodes => "nodes",
+            Category::Cluster => "cluster",
+            Category::Qemu => "qemu",
+            Category::Lxc => "lxc",
+            Category::Storage => "storage",
+            Category::Backup => "backup",
+            Category::Tasks => "tasks",
+            Category::Network => "network",
+            Category::Firewall => "firewall",
+            Category::Pools => "pools",
+            Category::Access => "access",
+            Category::Templates => "templates",
+            Category::Monitoring => "monitoring",
+            Category::Remote => "remote",
+        }
+    }
+
+    /// Parses a category name (callers lower-case user input first).
+    pub fn parse(value: &str) -> Option<Category> {
+        Category::ALL.into_iter().find(|c| c.as_str() == value)
+    }
+}
+
+/// What a tool does to the cluster. Drives the MCP hints and the retry class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads state; safe to retry on transient failures.
+    Read,
+    /// Changes state; never retried by the client.
+    Write {
+        /// May remove or interrupt something (the reference's `destructive` flag).
+        destructive: bool,
+        /// Repeating the same call has no further effect.
+        idempotent: bool,
+    },
+}
+
+impl Effect {
+    /// Whether the tool only reads.
+    pub const fn is_read(self) -> bool {
+        matches!(self, Effect::Read)
+    }
+
+    /// The reference's `destructive` flag.
+    pub const fn is_destructive(self) -> bool {
+        matches!(
+            self,
+            Effect::Write {
+                destructive: true,
+                ..
+            }
+        )
+    }
+
+    /// The reference's `idempotent` flag (reads are idempotent).
+    pub const fn is_idempotent(self) -> bool {
+        match self {
+            Effect::Read => true,
+            Effect::Write { idempotent, .. } => idempotent,
+        }
+    }
+}
+
+/// HTTP method of a REST backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum HttpMethod {
+    Get,
+    Post,
+    Put,
+    Delete,
+}
+
+impl HttpMethod {
+    /// Upper-case method name as in the PVE API schema.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "GET",
+            HttpMethod::Post => "POST",
+            HttpMethod::Put => "PUT",
+            HttpMethod::Delete => "DELETE",
+        }
+    }
+
+    /// GET and DELETE carry parameters in the query string; POST and PUT in a form body.
+    pub const fn uses_query(self) -> bool {
+        matches!(self, HttpMethod::Get | HttpMethod::Delete)
+    }
+}
+
+impl fmt::Display for HttpMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a tool reaches Proxmox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// One REST request; `path` is relative to `/api2/json` with `{param}` placeholders.
+    Rest {
+        /// HTTP method.
+        method: HttpMethod,
+        /// Path template, e.g. `/nodes/{node}/qemu/{vmid}/status/current`.
+        path: &'static str,
+    },
+    /// Legacy multi-node list: `GET path` for the given node, or for every node of
+    /// `GET /nodes` when `node` is omitted, results concatenated.
+    PerNodeList {
+        /// Path template containing `{node}`.
+        path: &'static str,
+    },
+}
+
+impl Backend {
+    /// The REST method and path template this backend requests (for docs and checks).
+    pub const fn method_and_path(self) -> (HttpMethod, &'static str) {
+        match self {
+            Backend::Rest { method, path } => (method, path),
+            Backend::PerNodeList { path } => (HttpMethod::Get, path),
+        }
+    }
+}
+
+/// JSON type of a parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum ParamKind {
+    String,
+    Integer,
+    Number,
+    Boolean,
+}
+
+impl ParamKind {
+    /// JSON Schema `type` keyword.
+    pub const fn json_type(self) -> &'static str {
+        match self {
+            ParamKind::String => "string",
+            ParamKind::Integer => "integer",
+            ParamKind::Number => "number",
+            ParamKind::Boolean => "boolean",
+        }
+    }
+}
+
+/// Where a parameter goes in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Location {
+    /// Substituted (percent-encoded) into the path template.
+    Path,
+    /// Query string (GET/DELETE).
+    Query,
+    /// Form-encoded body (POST/PUT).
+    Body,
+}
+
+/// One tool parameter. Names are Proxmox's own, so rows can be checked against the
+/// official API schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Param {
+    /// Wire name (Proxmox's parameter name).
+    pub name: &'static str,
+    /// JSON type.
+    pub kind: ParamKind,
+    /// Description written for a model: meaning, unit, format, example.
+    pub description: &'static str,
+    /// Whether the call is rejected without it.
+    pub required: bool,
+    /// Where it is sent.
+    pub location: Location,
+    /// Inclusive lower bound (integers and numbers).
+    pub minimum: Option<i64>,
+    /// Inclusive upper bound (integers and numbers).
+    pub maximum: Option<i64>,
+    /// Maximum length in characters (strings).
+    pub max_length: Option<u32>,
+    /// Anchored regular expression the value must match (strings).
+    pub pattern: Option<&'static str>,
+    /// Allowed values (strings); empty = any.
+    pub one_of: &'static [&'static str],
+}
+
+impl Param {
+    const fn new(
+        name: &'static str,
+        kind: ParamKind,
+        location: Location,
+        description: &'static str,
+    ) -> Param {
+        Param {
+            name,
+            kind,
+            description,
+            required: location_is_path(location),
+            location,
+            minimum: None,
+            maximum: None,
+            max_length: None,
+            pattern: None,
+            one_of: &[],
+        }
+    }
+
+    /// A path parameter (always required).
+    pub const fn path(name: &'static str, kind: ParamKind, description: &'static str) -> Param {
+        Param::new(name, kind, Location::Path, description)
+    }
+
+    /// An optional query-string parameter.
+    pub const fn query(name: &'static str, kind: ParamKind, description: &'static str) -> Param {
+        Param::new(name, kind, Location::Query, description)
+    }
+
+    /// An optional form-body parameter.
+    pub const fn body(name: &'static str, kind: ParamKind, description: &'static str) -> Param {
+        Param::new(name, kind, Location::Body, description)
+    }
+
+    /// Marks the parameter required.
+    pub const fn required(self) -> Param {
+        Param {
+            required: true,
+            ..self
+        }
+    }
+
+    /// Marks the parameter optional (used for the legacy per-node lists' `node`).
+    pub const fn optional(self) -> Param {
+        Param {
+            required: false,
+            ..self
+        }
+    }
+
+    /// Sets an inclusive numeric range.
+    pub const fn range(self, minimum: i64, maximum: i64) -> Param {
+        Param {
+            minimum: Some(minimum),
+            maximum: Some(maximum),
+            ..self
+        }
+    }
+
+    /// Sets an inclusive lower bound only.
+    pub const fn min(self, minimum: i64) -> Param {
+        Param {
+            minimum: Some(minimum),
+            ..self
+        }
+    }
+
+    /// Sets an anchored pattern and a length cap.
+    pub const fn pattern(self, pattern: &'static str, max_length: u32) -> Param {
+        Param {
+            pattern: Some(pattern),
+            max_length: Some(max_length),
+            ..self
+        }
+    }
+
+    /// Restricts the value to a fixed set.
+    pub const fn one_of(self, values: &'static [&'static str]) -> Param {
+        Param {
+            one_of: values,
+            ..self
+        }
+    }
+}
+
+const fn location_is_path(location: Location) -> bool {
+    matches!(location, Location::Path)
+}
+
+/// One tool: the whole truth about it.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolSpec {
+    /// Canonical wire name (`pve_…`), or a legacy name for the two deprecated list tools.
+    pub name: &'static str,
+    /// Short human title (MCP `title`).
+    pub title: &'static str,
+    /// What it does, when to use it, what it returns — written for a model.
+    pub description: &'static str,
+    /// Category for `PVE_CATEGORIES`.
+    pub category: Category,
+    /// Access tier.
+    pub tier: Tier,
+    /// Module.
+    pub module: Module,
+    /// Read or write, destructive, idempotent.
+    pub effect: Effect,
+    /// Requires `confirm: true` and is announced as needing a person.
+    pub confirm: bool,
+    /// Kept for compatibility; prefer another tool.
+    pub deprecated: bool,
+    /// Legacy wire names that call this tool.
+    pub aliases: &'static [&'static str],
+    /// Parameters, in the order shown to clients.
+    pub params: &'static [Param],
+    /// At least one of these parameters must be present (update tools).
+    pub at_least_one_of: &'static [&'static str],
+    /// How the call reaches Proxmox.
+    pub backend: Backend,
+    /// Per-attempt timeout in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl ToolSpec {
+    /// Defaults for struct-update syntax in rows; every row overrides the identity fields.
+    pub const BASE: ToolSpec = ToolSpec {
+        name: "",
+        title: "",
+        description: "",
+        category: Category::Nodes,
+        tier: Tier::ReadOnly,
+        module: Module::Core,
+        effect: Effect::Read,
+        confirm: false,
+        deprecated: false,
+        aliases: &[],
+        params: &[],
+        at_least_one_of: &[],
+        backend: Backend::Rest {
+            method: HttpMethod::Get,
+            path: "/",
+        },
+        timeout_ms: 15_000,
+    };
+
+    /// Looks a parameter up by name.
+    pub fn param(&self, name: &str) -> Option<&'static Param> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// Reads may be retried on transient failures; writes never are.
+    pub const fn retries_reads(&self) -> bool {
+        self.effect.is_read()
+    }
+}
+
+/// Shorthand for a GET backend.
+pub const fn get(path: &'static str) -> Backend {
+    Backend::Rest {
+        method: HttpMethod::Get,
+        path,
+    }
+}
+
+/// Shorthand for a POST backend.
+pub const fn post(path: &'static str) -> Backend {
+    Backend::Rest {
+        method: HttpMethod::Post,
+        path,
+    }
+}
+
+/// Shorthand for a DELETE backend.
+pub const fn delete(path: &'static str) -> Backend {
+    Backend::Rest {
+        method: HttpMethod::Delete,
+        path,
+    }
+}
+
+/// Shorthand for a PUT backend.
+pub const fn put(path: &'static str) -> Backend {
+    Backend::Rest {
+        method: HttpMethod::Put,
+        path,
+    }
+}

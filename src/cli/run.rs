@@ -1,0 +1,168 @@
+//! `run`: build the server once and serve it over stdio.
+//!
+//! Start-up does no network I/O: configuration and policy are read and validated, the
+//! REST client is constructed (lazily connecting), and only then is the transport opened.
+//! With `--demo` an in-process emulator stands in for Proxmox so a newcomer can try
+//! every tool with no cluster. Invariant: nothing but MCP frames is written to stdout.
+
+use clap::Args;
+use rmcp::ServiceExt;
+
+use super::CliError;
+use crate::config::{self, Paths, ProcessEnv, TlsSetting};
+use crate::emulator::{Emulator, EmulatorOptions};
+use crate::policy::Settings;
+use crate::pve;
+use crate::registry::Registry;
+use crate::server::{AppState, Server};
+
+/// Flags of `run`.
+#[derive(Debug, Args, Default)]
+pub struct RunArgs {
+    /// Serve against a built-in Proxmox emulator (3 nodes, sample VMs and containers) instead of a real cluster.
+    #[arg(long)]
+    pub demo: bool,
+}
+
+/// Serves MCP until the client closes stdin or a termination signal arrives.
+pub async fn run(args: RunArgs) -> Result<(), CliError> {
+    let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
+    if transport.trim().eq_ignore_ascii_case("http") {
+        return Err(CliError::Config(
+            "MCP_TRANSPORT=http: the Streamable HTTP transport is not available in this build; unset MCP_TRANSPORT to serve over stdio".into(),
+        ));
+    }
+    let settings = Settings::from_lookup(|key| std::env::var(key).ok())
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let registry = Registry::build(&settings);
+
+    // Held until the server stops: dropping it stops the demo emulator.
+    let mut _demo: Option<Emulator> = None;
+    let (pve, connection_note) = if args.demo {
+        let (emulator, client) = start_demo().await?;
+        let note = format!(
+            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; sample guests 101, 102, 201, 202, 203). Nothing real is touched.",
+            emulator.base_url()
+        );
+        eprintln!("nandi-proxmox-mcp: {note}");
+        eprintln!("nandi-proxmox-mcp: {}", settings.summary());
+        _demo = Some(emulator);
+        (Some(client), note)
+    } else {
+        connect_from_config()?
+    };
+
+    tracing::info!(
+        tools = registry.canonical_count(),
+        aliases = registry.alias_count(),
+        policy = %settings.summary(),
+        "tool registry initialized"
+    );
+    let server = Server::new(AppState {
+        registry,
+        settings,
+        pve,
+        connection_note,
+    });
+    serve_stdio(server).await
+}
+
+async fn start_demo() -> Result<(Emulator, pve::Client), CliError> {
+    let options = EmulatorOptions::default();
+    let connection = |emulator: &Emulator| pve::Connection {
+        host: emulator.host().to_owned(),
+        port: emulator.port(),
+        user: options.user.clone(),
+        realm: options.realm.clone(),
+        token_name: options.token_name.clone(),
+        token_secret: options.token_secret.clone(),
+        tls: emulator
+            .cert_fingerprint()
+            .map_or(pve::TlsMode::Insecure, pve::TlsMode::Fingerprint),
+    };
+    let emulator = Emulator::start(EmulatorOptions::default())
+        .await
+        .map_err(|e| CliError::Runtime(format!("could not start the demo emulator: {e}")))?;
+    let client = pve::Client::new(&connection(&emulator))
+        .map_err(|e| CliError::Runtime(format!("demo client: {e}")))?;
+    Ok((emulator, client))
+}
+
+fn connect_from_config() -> Result<(Option<pve::Client>, String), CliError> {
+    let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
+    let config = config::load(&ProcessEnv, &paths).map_err(|e| CliError::Config(e.to_string()))?;
+    let Some(proxmox) = config.proxmox else {
+        tracing::warn!(
+            "no Proxmox connection configured: tools are listed but every call returns PROXMOX_NOT_CONFIGURED; run `nandi-proxmox-mcp setup` or try `run --demo`"
+        );
+        return Ok((
+            None,
+            "No Proxmox connection is configured yet: calls return PROXMOX_NOT_CONFIGURED until `nandi-proxmox-mcp setup` is run.".into(),
+        ));
+    };
+    let connection = pve::Connection {
+        host: proxmox.host.clone(),
+        port: proxmox.port,
+        user: proxmox.user.clone(),
+        realm: proxmox.realm.clone(),
+        token_name: proxmox.token_name.clone(),
+        token_secret: proxmox.token_secret.expose().to_owned(),
+        tls: match &proxmox.tls {
+            TlsSetting::Verify => pve::TlsMode::Verify,
+            TlsSetting::CaFile(path) => pve::TlsMode::CaFile(path.clone()),
+            TlsSetting::Fingerprint(fp) => pve::TlsMode::Fingerprint(fp.clone()),
+            TlsSetting::Insecure => pve::TlsMode::Insecure,
+        },
+    };
+    let client = pve::Client::new(&connection).map_err(|e| CliError::Config(e.to_string()))?;
+    let note = format!(
+        "Connected to Proxmox at {} as {}@{}!{}.",
+        client.base_url(),
+        proxmox.user,
+        proxmox.realm,
+        proxmox.token_name
+    );
+    Ok((Some(client), note))
+}
+
+async fn serve_stdio(server: Server) -> Result<(), CliError> {
+    let service = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| CliError::Runtime(format!("MCP initialization failed: {e}")))?;
+    let cancel = service.cancellation_token();
+    tokio::select! {
+        finished = service.waiting() => {
+            finished.map_err(|e| CliError::Runtime(format!("server task failed: {e}")))?;
+        }
+        _ = shutdown_signal() => {
+            tracing::info!("termination signal received, shutting down");
+            cancel.cancel();
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
+}

@@ -1,0 +1,87 @@
+//! `tools`: what the server would register under the current settings, without serving.
+//!
+//! Reads only the policy environment variables; needs no Proxmox and does no network I/O.
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::CliError;
+use crate::policy::Settings;
+use crate::registry::Registry;
+
+/// Flags of `tools`.
+#[derive(Debug, Args, Default)]
+pub struct ToolsArgs {
+    /// Print JSON (one object per canonical tool) instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Prints the registered tools.
+pub fn print(args: ToolsArgs) -> Result<(), CliError> {
+    let settings = Settings::from_lookup(|key| std::env::var(key).ok())
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let registry = Registry::build(&settings);
+    if args.json {
+        let doc = describe(&registry, &settings);
+        let text =
+            serde_json::to_string_pretty(&doc).map_err(|e| CliError::Runtime(e.to_string()))?;
+        println!("{text}");
+    } else {
+        println!(
+            "{} tools and {} aliases registered ({})",
+            registry.canonical_count(),
+            registry.alias_count(),
+            settings.summary()
+        );
+        for entry in registry.entries().iter().filter(|e| e.alias_for.is_none()) {
+            let spec = entry.spec;
+            let (method, path) = spec.backend.method_and_path();
+            let confirm = if spec.confirm { " confirm" } else { "" };
+            println!(
+                "{:<34} {:<12} {:<8} {:<7} {method} {path}{confirm}",
+                spec.name,
+                spec.tier.as_str(),
+                spec.module.as_str(),
+                spec.category.as_str(),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The machine-readable description used by `tools --json`.
+pub fn describe(registry: &Registry, settings: &Settings) -> Value {
+    let tools: Vec<Value> = registry
+        .entries()
+        .iter()
+        .filter(|e| e.alias_for.is_none())
+        .map(|entry| {
+            let spec = entry.spec;
+            let (method, path) = spec.backend.method_and_path();
+            json!({
+                "name": spec.name,
+                "title": spec.title,
+                "category": spec.category.as_str(),
+                "tier": spec.tier.as_str(),
+                "module": spec.module.as_str(),
+                "readOnly": spec.effect.is_read(),
+                "destructive": spec.effect.is_destructive(),
+                "idempotent": spec.effect.is_idempotent(),
+                "confirm": spec.confirm,
+                "deprecated": spec.deprecated,
+                "aliases": spec.aliases,
+                "method": method.as_str(),
+                "path": path,
+                "params": spec.params.iter().map(|p| p.name).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "tier": settings.tier.as_str(),
+        "module": settings.module.as_str(),
+        "toolCount": registry.canonical_count(),
+        "aliasCount": registry.alias_count(),
+        "tools": tools,
+    })
+}

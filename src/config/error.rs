@@ -1,0 +1,213 @@
+//! The error type of configuration loading.
+//!
+//! Invariant: every message says what is wrong, where (file path and key, or variable name) and
+//! how to fix it — and none ever contains the token secret: value-rule failures for the secret
+//! report lengths only, and JSON syntax errors come from an untyped parse that quotes no content.
+
+use std::path::PathBuf;
+
+use super::instances::{self, Instance};
+use super::{CONFIG_ENV_VAR, MAX_FILE_BYTES, SshStrategy, fields};
+
+/// Everything that can go wrong while loading configuration. Messages say what is wrong, where,
+/// and how to fix it; they never contain the token secret.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// `NANDI_PROXMOX_CONFIG` is set but empty.
+    #[error(
+        "{var} points to an empty path; set it to the path of an instance file \
+         (`nandi-proxmox-mcp list` prints them) or unset it"
+    )]
+    EmptyConfigPath {
+        /// The variable name.
+        var: &'static str,
+    },
+    /// `NANDI_PROXMOX_CONFIG` contains control characters.
+    #[error("{var} contains control characters (e.g. a newline); set it to a plain file path")]
+    ControlCharsInPath {
+        /// The variable name.
+        var: &'static str,
+    },
+    /// The configuration file does not exist.
+    #[error(
+        "config file {} does not exist; fix the path, or run `nandi-proxmox-mcp list` to see \
+         the configured instances",
+        path.display()
+    )]
+    FileNotFound {
+        /// The missing path.
+        path: PathBuf,
+    },
+    /// The path exists but is not a regular file.
+    #[error(
+        "Config path is not a file: {}; point to the instance's .json file, not a directory",
+        path.display()
+    )]
+    NotAFile {
+        /// The offending path.
+        path: PathBuf,
+    },
+    /// The file is larger than [`MAX_FILE_BYTES`].
+    #[error(
+        "config file {} is {size} bytes and exceeds {MAX_FILE_BYTES} bytes; an instance file is \
+         a small JSON object, check that the path names the right file",
+        path.display()
+    )]
+    TooLarge {
+        /// The offending path.
+        path: PathBuf,
+        /// Its size in bytes.
+        size: u64,
+    },
+    /// The file could not be read.
+    #[error("cannot read config file {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+    /// The file is not UTF-8 text.
+    #[error("config file {} is not UTF-8 text; save it as UTF-8 JSON", path.display())]
+    NotUtf8 {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file is not valid JSON (the detail never quotes file content).
+    #[error(
+        "config file {} is not valid JSON ({detail}); fix the syntax or re-create it with \
+         `nandi-proxmox-mcp setup`",
+        path.display()
+    )]
+    InvalidJson {
+        /// The file.
+        path: PathBuf,
+        /// Parser message with line and column.
+        detail: String,
+    },
+    /// The JSON document is not an object.
+    #[error(
+        "config file {} must contain a JSON object ({{\"proxmoxHost\": …}}); found {found}",
+        path.display()
+    )]
+    NotAnObject {
+        /// The file.
+        path: PathBuf,
+        /// What was found instead (e.g. "an array").
+        found: &'static str,
+    },
+    /// The file has keys we do not know (typos must not be ignored silently).
+    #[error(
+        "config file {}: unknown key(s) {}; valid keys are: {}",
+        path.display(),
+        fields::describe_unknown(keys, valid),
+        valid.join(", ")
+    )]
+    UnknownKeys {
+        /// The file.
+        path: PathBuf,
+        /// The unknown keys (nested ones as `sshNodes.<node>.<key>`).
+        keys: Vec<String>,
+        /// The keys that are allowed at that place.
+        valid: Vec<&'static str>,
+    },
+    /// Required keys are missing from the file.
+    #[error(
+        "config file {} is missing required key(s) (or they are empty): {}; add them or \
+         re-create the file with `nandi-proxmox-mcp setup`",
+        path.display(),
+        keys.join(", ")
+    )]
+    MissingKeys {
+        /// The file.
+        path: PathBuf,
+        /// The missing keys.
+        keys: Vec<&'static str>,
+    },
+    /// Required environment variables are missing.
+    #[error(
+        "environment configuration is incomplete: missing {}; set them, or create an instance \
+         file with `nandi-proxmox-mcp setup`",
+        vars.join(", ")
+    )]
+    MissingEnvVars {
+        /// The missing variables.
+        vars: Vec<&'static str>,
+    },
+    /// A value breaks its rule.
+    #[error("invalid {location}: {reason}")]
+    Invalid {
+        /// Which key in which file, or which environment variable.
+        location: String,
+        /// What is wrong and what is expected (never the secret's value).
+        reason: String,
+    },
+    /// More than one TLS mode is configured.
+    #[error(
+        "{place} sets more than one TLS mode ({}); keep exactly one: insecure TLS, a CA file, \
+         or a certificate fingerprint",
+        set.join(", ")
+    )]
+    AmbiguousTls {
+        /// `config file <path>` or `the environment`.
+        place: String,
+        /// The settings that are set.
+        set: Vec<&'static str>,
+    },
+    /// An SSH strategy other than `disabled` without a key path.
+    #[error(
+        "{place} sets {strategy_key} to `{strategy}` but no SSH private key; set {key_key} to \
+         the key file, or set {strategy_key} to `disabled` for REST-only use"
+    )]
+    SshStrategyWithoutKey {
+        /// `config file <path>` or `the environment`.
+        place: String,
+        /// The strategy key or variable.
+        strategy_key: &'static str,
+        /// The strategy that was set.
+        strategy: SshStrategy,
+        /// The key-path key or variable.
+        key_key: &'static str,
+    },
+    /// Discovery found several instances and cannot choose.
+    #[error(
+        "several Proxmox instances are configured: {}; set {CONFIG_ENV_VAR} to the file of the \
+         one to use (`nandi-proxmox-mcp list` prints each path)",
+        instances::describe_instances(found)
+    )]
+    AmbiguousInstances {
+        /// The candidates.
+        found: Vec<Instance>,
+    },
+    /// No instance has the requested name.
+    #[error("{}", instances::describe_unknown_instance(name, known))]
+    UnknownInstance {
+        /// The requested name.
+        name: String,
+        /// The configured names.
+        known: Vec<String>,
+    },
+    /// An instance name breaks the naming rule.
+    #[error(
+        "invalid instance name {name:?}: {reason}; names match {} (e.g. `proxmox`, `lab-cluster`)",
+        instances::NAME_PATTERN
+    )]
+    InvalidInstanceName {
+        /// The rejected name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The user scope was requested but no home directory is known.
+    #[error(
+        "cannot locate your home directory (HOME / USERPROFILE is not set); set it, or use the \
+         project scope"
+    )]
+    NoHomeDir,
+    /// The current directory cannot be determined.
+    #[error("cannot determine the current directory: {source}")]
+    CurrentDir {
+        /// The I/O failure.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,272 @@
+//! An in-process emulator of the Proxmox VE REST API (`/api2/json`).
+//!
+//! Tests and `run --demo` start it on 127.0.0.1 (random port) and point the
+//! real REST client at it over HTTPS (fresh self-signed certificate) or plain
+//! HTTP. It answers like pveproxy closely enough that a wrong request fails:
+//! exact token auth, the `{"data": ...}` envelope, Proxmox's error shapes,
+//! strict parameter schemas, 501 for unimplemented routes, percent-decoded
+//! paths, and tasks that run for a while before they finish.
+//!
+//! Invariant: the server lives exactly as long as the [`Emulator`] value —
+//! dropping it (or [`Emulator::shutdown`]) stops the listener and every open
+//! connection. Nothing is ever printed: stdout belongs to the MCP channel of
+//! the embedding process, so diagnostics go through `tracing` only.
+
+mod api;
+mod dispatch;
+mod faults;
+mod handlers;
+mod routes;
+mod seed;
+mod server;
+mod state;
+mod task;
+mod tls;
+
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum_server::tls_rustls::RustlsConfig;
+use tokio::task::JoinHandle;
+
+pub use faults::{Fault, FaultKind};
+pub use tls::fingerprint_of;
+
+use faults::FaultSet;
+use state::EmuState;
+use tls::TlsMaterial;
+
+/// How to start an emulator.
+#[derive(Debug, Clone)]
+pub struct EmulatorOptions {
+    /// Serve HTTPS with a fresh self-signed certificate (default) instead of
+    /// plain HTTP.
+    pub tls: bool,
+    /// User part of the accepted API token (default `svc_mcp`).
+    pub user: String,
+    /// Realm of that user (default `pve`).
+    pub realm: String,
+    /// Token name (default `emu`).
+    pub token_name: String,
+    /// Token secret (default `emulator-secret-token`).
+    pub token_secret: String,
+    /// How long a task stays "running" before it stops with "OK"
+    /// (default 250 ms).
+    pub task_duration: Duration,
+    /// Three nodes plus the "emu-cluster" record (default) instead of a
+    /// standalone `pve01`.
+    pub cluster: bool,
+}
+
+impl Default for EmulatorOptions {
+    fn default() -> Self {
+        Self {
+            tls: true,
+            user: "svc_mcp".into(),
+            realm: "pve".into(),
+            token_name: "emu".into(),
+            token_secret: "emulator-secret-token".into(),
+            task_duration: Duration::from_millis(250),
+            cluster: true,
+        }
+    }
+}
+
+/// Why an emulator could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum EmulatorError {
+    /// The loopback listener could not be created.
+    #[error("cannot listen on 127.0.0.1: {0}")]
+    Bind(#[from] std::io::Error),
+    /// The self-signed certificate could not be generated.
+    #[error("cannot generate the emulator certificate: {0}")]
+    Certificate(String),
+    /// The TLS server configuration was refused by rustls.
+    #[error("cannot configure TLS: {0}")]
+    Tls(String),
+}
+
+/// One API request as the emulator received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    /// HTTP method (`GET`, `POST`, ...).
+    pub method: String,
+    /// Percent-decoded path after `/api2/json` (e.g. `/nodes/pve01/status`).
+    pub path: String,
+    /// Decoded query-string pairs, in order.
+    pub query: Vec<(String, String)>,
+    /// Decoded body parameters (form-urlencoded, or a JSON object's scalar
+    /// members), in order.
+    pub form: Vec<(String, String)>,
+    /// Whether the request carried the exact expected API token (also
+    /// recorded for requests a fault answered).
+    pub authorized: bool,
+}
+
+/// State shared between the [`Emulator`] handle and the request handlers.
+struct Shared {
+    /// The `Authorization` header value that is accepted.
+    token_header: String,
+    state: Mutex<EmuState>,
+    faults: Mutex<FaultSet>,
+    requests: Mutex<Vec<RecordedRequest>>,
+}
+
+/// Locks a mutex, recovering from poisoning: a panicking handler must not
+/// turn every later request into a second panic, and the data it guards
+/// stays structurally valid between statements.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running emulator. Dropping it stops the server.
+pub struct Emulator {
+    shared: Arc<Shared>,
+    addr: SocketAddr,
+    tls: Option<TlsMaterial>,
+    handle: axum_server::Handle<SocketAddr>,
+    server: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl Emulator {
+    /// Starts an emulator on 127.0.0.1 with a random port. Must be called
+    /// inside a Tokio runtime; the server runs as a task of that runtime.
+    pub async fn start(opts: EmulatorOptions) -> Result<Emulator, EmulatorError> {
+        // The certificate is generated even for plain HTTP so the nodes'
+        // `ssl_fingerprint` fields look like a real installation's.
+        let material = TlsMaterial::generate()?;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        let addr = listener.local_addr()?;
+        let token_header = format!(
+            "PVEAPIToken={}@{}!{}={}",
+            opts.user, opts.realm, opts.token_name, opts.token_secret
+        );
+        let state = seed::seed(
+            opts.cluster,
+            material.fingerprint.clone(),
+            opts.task_duration,
+            format!("{}@{}", opts.user, opts.realm),
+            opts.token_name.clone(),
+        );
+        let shared = Arc::new(Shared {
+            token_header,
+            state: Mutex::new(state),
+            faults: Mutex::new(FaultSet::default()),
+            requests: Mutex::new(Vec::new()),
+        });
+        let app = axum::Router::new()
+            .fallback(server::entry)
+            .with_state(Arc::clone(&shared))
+            .into_make_service();
+        let handle = axum_server::Handle::new();
+        let server = if opts.tls {
+            let config = RustlsConfig::from_config(material.server_config()?);
+            let server = axum_server::from_tcp_rustls(listener, config)?
+                .handle(handle.clone())
+                .http1_only();
+            tokio::spawn(server.serve(app))
+        } else {
+            let server = axum_server::from_tcp(listener)?
+                .handle(handle.clone())
+                .http1_only();
+            tokio::spawn(server.serve(app))
+        };
+        tracing::info!(%addr, tls = opts.tls, cluster = opts.cluster, "Proxmox emulator started");
+        Ok(Emulator {
+            shared,
+            addr,
+            tls: opts.tls.then_some(material),
+            handle,
+            server: Some(server),
+        })
+    }
+
+    /// The host the emulator listens on (`127.0.0.1`).
+    pub fn host(&self) -> &str {
+        "127.0.0.1"
+    }
+
+    /// The port the emulator listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// `https://127.0.0.1:PORT` (or `http://` without TLS).
+    pub fn base_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}:{}", self.host(), self.port())
+    }
+
+    /// SHA-256 fingerprint of the served certificate, `AB:CD:...` uppercase
+    /// (as Proxmox shows it); `None` without TLS.
+    pub fn cert_fingerprint(&self) -> Option<String> {
+        self.tls.as_ref().map(|t| t.fingerprint.clone())
+    }
+
+    /// The served certificate in PEM, usable as a CA file; `None` without TLS.
+    pub fn cert_pem(&self) -> Option<String> {
+        self.tls.as_ref().map(|t| t.cert_pem.clone())
+    }
+
+    /// The `Authorization` header value the emulator accepts
+    /// (`PVEAPIToken=svc_mcp@pve!emu=emulator-secret-token` by default).
+    pub fn token_header(&self) -> String {
+        self.shared.token_header.clone()
+    }
+
+    /// Arms a fault after those already armed.
+    pub fn arm_fault(&self, fault: Fault) {
+        tracing::debug!(?fault, "emulator fault armed");
+        lock(&self.shared.faults).arm(fault);
+    }
+
+    /// Disarms every fault.
+    pub fn clear_faults(&self) {
+        lock(&self.shared.faults).clear();
+    }
+
+    /// Every API request received so far, in arrival order (including
+    /// those refused by auth or answered by a fault).
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// Forgets the recorded requests.
+    pub fn clear_requests(&self) {
+        lock(&self.shared.requests).clear();
+    }
+
+    /// Stops the server, closing every connection (including hung ones),
+    /// and waits for the accept loop to end.
+    pub async fn shutdown(mut self) {
+        self.handle.shutdown();
+        if let Some(server) = self.server.take() {
+            match server.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "emulator server ended with an error"),
+                Err(e) => tracing::warn!(error = %e, "emulator server task failed"),
+            }
+        }
+        tracing::info!(addr = %self.addr, "Proxmox emulator stopped");
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        // Idempotent: after `shutdown` this is a no-op.
+        self.handle.shutdown();
+    }
+}
+
+impl std::fmt::Debug for Emulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Emulator")
+            .field("base_url", &self.base_url())
+            .field("fingerprint", &self.cert_fingerprint())
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,179 @@
+//! The request pipeline: decode, record, apply faults, authenticate, then
+//! dispatch through the route table.
+//!
+//! Invariant: every request under `/api2/json` is recorded before anything
+//! else can refuse it, faults are applied before authentication, and no
+//! lock is held across an `.await` (the state is only locked inside the
+//! synchronous dispatcher).
+
+use std::sync::Arc;
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method as HttpMethod, StatusCode, header};
+use axum::response::Response;
+use percent_encoding::percent_decode_str;
+use serde_json::Value;
+
+use super::api::ApiError;
+use super::faults::{self, FaultAction};
+use super::{RecordedRequest, Shared, dispatch, lock};
+
+/// API root every route lives under.
+const API_ROOT: &str = "/api2/json";
+
+/// Largest request body read; Proxmox's own limit is in the same range and
+/// nothing the client sends comes close.
+const BODY_LIMIT: usize = 1024 * 1024;
+
+/// Splits the raw path after the API root into percent-decoded segments.
+/// Decoding per segment keeps an encoded `/` inside a segment (never sent
+/// by a correct client) from creating a new segment.
+fn decode_segments(raw: &str) -> Vec<String> {
+    raw.split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect()
+}
+
+/// Parses `a=1&b=2` pairs; malformed input yields what could be parsed.
+fn parse_pairs(text: &str) -> Vec<(String, String)> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(text).unwrap_or_default()
+}
+
+/// The body parameters of a POST/PUT: form-urlencoded as Proxmox clients
+/// send them, or a JSON object (which pveproxy also accepts) flattened to
+/// strings with booleans as 0/1.
+fn body_params(headers: &HeaderMap, body: &[u8]) -> Result<Vec<(String, String)>, ApiError> {
+    if body.is_empty() {
+        return Ok(Vec::new());
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/x-www-form-urlencoded")
+        .to_ascii_lowercase();
+    if content_type.starts_with("application/x-www-form-urlencoded") {
+        return Ok(parse_pairs(&String::from_utf8_lossy(body)));
+    }
+    if content_type.starts_with("application/json") {
+        let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(body) else {
+            return Err(ApiError::new(400, "unable to parse JSON body"));
+        };
+        return Ok(map
+            .into_iter()
+            .map(|(k, v)| {
+                let text = match v {
+                    Value::String(s) => s,
+                    Value::Bool(b) => u8::from(b).to_string(),
+                    other => other.to_string(),
+                };
+                (k, text)
+            })
+            .collect());
+    }
+    Err(ApiError::new(
+        415,
+        format!("unsupported content type '{content_type}'"),
+    ))
+}
+
+/// The single handler behind every URL of the emulator.
+pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let raw_path = parts.uri.path();
+    let Some(api_path) = raw_path
+        .strip_prefix(API_ROOT)
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+    else {
+        // Outside the API pveproxy serves the web UI; nothing a REST client
+        // should ever ask for.
+        let mut response = Response::new(Body::from("Not Found"));
+        *response.status_mut() = StatusCode::NOT_FOUND;
+        return response;
+    };
+    let segments = decode_segments(api_path);
+    let path = format!("/{}", segments.join("/"));
+    let method = parts.method.as_str().to_string();
+    let query = parts.uri.query().map(parse_pairs).unwrap_or_default();
+    let body = match to_bytes(body, BODY_LIMIT).await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::debug!(error = %e, "emulator could not read a request body");
+            return ApiError::new(400, "unable to read request body").into_response();
+        }
+    };
+    let takes_body = matches!(parts.method, HttpMethod::POST | HttpMethod::PUT);
+    let form = if takes_body {
+        body_params(&parts.headers, &body)
+    } else {
+        Ok(Vec::new())
+    };
+    let authorized = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .is_some_and(|v| v.as_bytes() == shared.token_header.as_bytes());
+    tracing::debug!(%method, %path, authorized, "emulator request");
+    lock(&shared.requests).push(RecordedRequest {
+        method: method.clone(),
+        path: path.clone(),
+        query: query.clone(),
+        form: form.as_ref().map_or_else(|_| Vec::new(), Clone::clone),
+        authorized,
+    });
+
+    let fault = lock(&shared.faults).take(&path);
+    if let Some(kind) = fault {
+        tracing::debug!(?kind, %path, "emulator fault fired");
+        match faults::action(&kind, &path) {
+            FaultAction::Respond(response) => return response,
+            FaultAction::Hang => {
+                tokio::time::sleep(faults::HANG_LIMIT).await;
+                return ApiError::new(504, "emulated hang ended").into_response();
+            }
+            FaultAction::Delay(delay) => tokio::time::sleep(delay).await,
+        }
+    }
+
+    if !authorized {
+        return ApiError::auth_failure().into_response();
+    }
+    let form = match form {
+        Ok(form) => form,
+        Err(e) => return e.into_response(),
+    };
+    // pveproxy merges query parameters into the body parameters for every
+    // method.
+    let mut params = form;
+    params.extend(query);
+    dispatch::dispatch(&shared.state, &method, &path, &segments, params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_are_percent_decoded() {
+        let segs = decode_segments("/nodes/pve01/tasks/UPID%3Apve01%3A0000ABCD%3A/status");
+        assert_eq!(segs[3], "UPID:pve01:0000ABCD:");
+        assert_eq!(segs.len(), 5);
+    }
+
+    #[test]
+    fn json_bodies_flatten_to_perl_values() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::CONTENT_TYPE, "application/json".parse().unwrap());
+        let params = body_params(&headers, br#"{"a":true,"b":3,"c":"x"}"#).unwrap();
+        assert_eq!(
+            params,
+            vec![
+                ("a".to_string(), "1".to_string()),
+                ("b".to_string(), "3".to_string()),
+                ("c".to_string(), "x".to_string())
+            ]
+        );
+        headers.insert(header::CONTENT_TYPE, "text/plain".parse().unwrap());
+        assert_eq!(body_params(&headers, b"x").unwrap_err().status, 415);
+    }
+}

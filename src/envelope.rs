@@ -1,0 +1,127 @@
+//! The result envelope every tool call returns, success or failure.
+//!
+//! Shape (kept from the reference so existing prompts and parsers keep working):
+//! `{ok: true, data, meta}` or `{ok: false, error: {code, message, hint?, details?, impact?}, meta}`
+//! with `meta = {tool, aliasFor?, durationMs, retries, timestamp}`. Invariant: every
+//! failure is also flagged `isError: true` on the MCP result, and the same JSON is sent
+//! as text (for older clients) and as `structuredContent`.
+
+use std::time::Duration;
+
+use rmcp::model::CallToolResult;
+use serde_json::{Map, Value, json};
+
+/// Stable error codes a caller can branch on (the reference's list plus our additions).
+pub mod codes {
+    /// Arguments failed validation or a cross-field rule; nothing was sent.
+    pub const TOOL_INPUT_REJECTED: &str = "TOOL_INPUT_REJECTED";
+    /// A confirm-gated tool was called without `confirm: true`; nothing was sent.
+    pub const CONFIRMATION_REQUIRED: &str = "CONFIRMATION_REQUIRED";
+    /// No Proxmox connection is configured for this server.
+    pub const PROXMOX_NOT_CONFIGURED: &str = "PROXMOX_NOT_CONFIGURED";
+}
+
+/// A failed call, as the caller sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolFailure {
+    /// Stable machine-readable code.
+    pub code: &'static str,
+    /// What went wrong, keeping Proxmox's own words where there are some.
+    pub message: String,
+    /// What to do about it.
+    pub hint: Option<String>,
+    /// Structured detail (e.g. per-parameter errors).
+    pub details: Option<Value>,
+    /// For confirmation refusals: what the action would do.
+    pub impact: Option<String>,
+}
+
+impl ToolFailure {
+    /// A failure with a code and message only.
+    pub fn new(code: &'static str, message: impl Into<String>) -> ToolFailure {
+        ToolFailure {
+            code,
+            message: message.into(),
+            hint: None,
+            details: None,
+            impact: None,
+        }
+    }
+
+    /// Adds a hint.
+    pub fn with_hint(mut self, hint: impl Into<String>) -> ToolFailure {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// Adds structured details.
+    pub fn with_details(mut self, details: Value) -> ToolFailure {
+        self.details = Some(details);
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        let mut error = Map::new();
+        error.insert("code".into(), self.code.into());
+        error.insert("message".into(), self.message.clone().into());
+        if let Some(hint) = &self.hint {
+            error.insert("hint".into(), hint.clone().into());
+        }
+        if let Some(details) = &self.details {
+            error.insert("details".into(), details.clone());
+        }
+        if let Some(impact) = &self.impact {
+            error.insert("impact".into(), impact.clone().into());
+        }
+        Value::Object(error)
+    }
+}
+
+/// Who was called and how long it took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallMeta {
+    /// The wire name the client used.
+    pub tool: &'static str,
+    /// For an alias, the canonical name.
+    pub alias_for: Option<&'static str>,
+    /// Wall time from the first attempt.
+    pub duration: Duration,
+    /// Attempts beyond the first.
+    pub retries: u32,
+}
+
+impl CallMeta {
+    fn to_json(&self) -> Value {
+        let mut meta = Map::new();
+        meta.insert("tool".into(), self.tool.into());
+        if let Some(canonical) = self.alias_for {
+            meta.insert("aliasFor".into(), canonical.into());
+        }
+        let millis = u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX);
+        meta.insert("durationMs".into(), millis.into());
+        meta.insert("retries".into(), self.retries.into());
+        meta.insert(
+            "timestamp".into(),
+            chrono::Utc::now()
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                .into(),
+        );
+        Value::Object(meta)
+    }
+}
+
+/// Builds the MCP result for a call outcome.
+pub fn render(outcome: Result<Value, ToolFailure>, meta: &CallMeta) -> CallToolResult {
+    match outcome {
+        Ok(data) => CallToolResult::structured(json!({
+            "ok": true,
+            "data": data,
+            "meta": meta.to_json(),
+        })),
+        Err(failure) => CallToolResult::structured_error(json!({
+            "ok": false,
+            "error": failure.to_json(),
+            "meta": meta.to_json(),
+        })),
+    }
+}

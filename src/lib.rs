@@ -1,0 +1,26 @@
+//! nandi-proxmox-mcp: an MCP server for Proxmox VE.
+//!
+//! Table of contents (request flow order):
+//! - [`cli`] — command line: `run`, `tools`; maps failures to exit codes.
+//! - [`config`] — instance files, discovery and environment variables → validated `Config`.
+//! - [`policy`] — access tier, module mode, category and tool lists → which tools exist.
+//! - [`catalog`] — every tool as one row of data.
+//! - [`schema`] — JSON input schema and argument validation derived from a row.
+//! - [`registry`] — the exposed tools, built once (rmcp `Tool`s with annotations and `_meta`).
+//! - [`server`] — the rmcp `ServerHandler`.
+//! - [`dispatch`] — one call: guards, request building, backend, envelope.
+//! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
+//! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
+//! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
+
+pub mod catalog;
+pub mod cli;
+pub mod config;
+pub mod dispatch;
+pub mod emulator;
+pub mod envelope;
+pub mod policy;
+pub mod pve;
+pub mod registry;
+pub mod schema;
+pub mod server;

@@ -1,0 +1,212 @@
+//! Which tools are exposed: one function, one order.
+//!
+//! `Settings::decide` applies, in this order:
+//! 1. the deny-list (`PVE_TOOL_BLACKLIST`) removes a tool — it beats everything;
+//! 2. the tier ceiling (`PVE_ACCESS_TIER`, default `read-only`) — no list lifts a tool above it;
+//! 3. the module mode (`PVE_MODULE_MODE`, default `core`) — `core` hides `advanced` tools;
+//! 4. the category allow-list (`PVE_CATEGORIES`) and the tool allow-list
+//!    (`PVE_TOOL_WHITELIST`) narrow further; both must admit the tool when set.
+//!
+//! Aliases are never decided on their own: they follow their canonical tool. Every name in
+//! the settings is checked against the catalog at start-up; an unknown tier, module,
+//! category or tool name is an error listing the valid values, never silently ignored.
+
+use std::collections::BTreeSet;
+
+use thiserror::Error;
+
+use crate::catalog::{self, Category, Module, Tier, ToolSpec};
+
+/// Environment variable names, as users already write them.
+pub const ENV_TIER: &str = "PVE_ACCESS_TIER";
+/// Module mode variable.
+pub const ENV_MODULE: &str = "PVE_MODULE_MODE";
+/// Category allow-list variable.
+pub const ENV_CATEGORIES: &str = "PVE_CATEGORIES";
+/// Tool deny-list variable.
+pub const ENV_BLACKLIST: &str = "PVE_TOOL_BLACKLIST";
+/// Tool allow-list variable.
+pub const ENV_WHITELIST: &str = "PVE_TOOL_WHITELIST";
+
+/// A policy setting that cannot be honoured.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum PolicyError {
+    /// `PVE_ACCESS_TIER` is not one of the three tiers.
+    #[error(
+        "{ENV_TIER}={value:?} is not a valid access tier; use one of: read-only, read-execute, full"
+    )]
+    InvalidTier {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_MODULE_MODE` is not `core` or `advanced`.
+    #[error("{ENV_MODULE}={value:?} is not a valid module mode; use one of: core, advanced")]
+    InvalidModule {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_CATEGORIES` names a category that does not exist.
+    #[error("{ENV_CATEGORIES} names unknown categories: {unknown}; valid categories: {valid}")]
+    UnknownCategories {
+        /// The unknown names, comma-separated.
+        unknown: String,
+        /// Every valid category.
+        valid: String,
+    },
+    /// A tool list names a tool that does not exist (or an alias).
+    #[error(
+        "{var} names unknown tools: {unknown}; lists take canonical tool names (aliases follow their tool); valid names: {valid}"
+    )]
+    UnknownTools {
+        /// Which variable.
+        var: &'static str,
+        /// The unknown names, comma-separated; an alias is shown with its canonical name.
+        unknown: String,
+        /// Every canonical tool name.
+        valid: String,
+    },
+}
+
+/// The exposure settings in force for this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Highest tier exposed.
+    pub tier: Tier,
+    /// Module mode.
+    pub module: Module,
+    /// Category allow-list; empty = all.
+    pub categories: BTreeSet<Category>,
+    /// Tool deny-list (canonical names).
+    pub blacklist: BTreeSet<String>,
+    /// Tool allow-list (canonical names); empty = all.
+    pub whitelist: BTreeSet<String>,
+}
+
+impl Default for Settings {
+    /// Secure defaults: read-only tier, core module, no lists.
+    fn default() -> Self {
+        Settings {
+            tier: Tier::ReadOnly,
+            module: Module::Core,
+            categories: BTreeSet::new(),
+            blacklist: BTreeSet::new(),
+            whitelist: BTreeSet::new(),
+        }
+    }
+}
+
+impl Settings {
+    /// Reads the settings through `lookup` (the process environment in production).
+    /// Unset or whitespace-only variables take the defaults.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Settings, PolicyError> {
+        let get = |key: &str| {
+            lookup(key)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+        };
+        let mut settings = Settings::default();
+        if let Some(value) = get(ENV_TIER) {
+            settings.tier = Tier::parse(&value).ok_or(PolicyError::InvalidTier { value })?;
+        }
+        if let Some(value) = get(ENV_MODULE) {
+            settings.module = Module::parse(&value).ok_or(PolicyError::InvalidModule { value })?;
+        }
+        if let Some(value) = get(ENV_CATEGORIES) {
+            settings.categories = parse_categories(&value)?;
+        }
+        if let Some(value) = get(ENV_BLACKLIST) {
+            settings.blacklist = parse_tools(ENV_BLACKLIST, &value)?;
+        }
+        if let Some(value) = get(ENV_WHITELIST) {
+            settings.whitelist = parse_tools(ENV_WHITELIST, &value)?;
+        }
+        Ok(settings)
+    }
+
+    /// Whether a canonical tool is exposed. See the module docs for the order.
+    pub fn decide(&self, spec: &ToolSpec) -> bool {
+        if self.blacklist.contains(spec.name) {
+            return false;
+        }
+        if spec.tier > self.tier {
+            return false;
+        }
+        if self.module == Module::Core && spec.module == Module::Advanced {
+            return false;
+        }
+        if !self.categories.is_empty() && !self.categories.contains(&spec.category) {
+            return false;
+        }
+        self.whitelist.is_empty() || self.whitelist.contains(spec.name)
+    }
+
+    /// One-line summary for logs and the server instructions.
+    pub fn summary(&self) -> String {
+        let mut parts = vec![
+            format!("access tier {}", self.tier.as_str()),
+            format!("module mode {}", self.module.as_str()),
+        ];
+        if !self.categories.is_empty() {
+            let names: Vec<&str> = self.categories.iter().map(|c| c.as_str()).collect();
+            parts.push(format!("categories {}", names.join(",")));
+        }
+        if !self.whitelist.is_empty() {
+            parts.push(format!("{} allow-listed tools", self.whitelist.len()));
+        }
+        if !self.blacklist.is_empty() {
+            parts.push(format!("{} deny-listed tools", self.blacklist.len()));
+        }
+        parts.join(", ")
+    }
+}
+
+fn split_list(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+fn parse_categories(value: &str) -> Result<BTreeSet<Category>, PolicyError> {
+    let mut found = BTreeSet::new();
+    let mut unknown = Vec::new();
+    for name in split_list(value) {
+        match Category::parse(&name.to_ascii_lowercase()) {
+            Some(category) => {
+                found.insert(category);
+            }
+            None => unknown.push(name.to_owned()),
+        }
+    }
+    if unknown.is_empty() {
+        Ok(found)
+    } else {
+        let valid: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
+        Err(PolicyError::UnknownCategories {
+            unknown: unknown.join(", "),
+            valid: valid.join(", "),
+        })
+    }
+}
+
+fn parse_tools(var: &'static str, value: &str) -> Result<BTreeSet<String>, PolicyError> {
+    let known: BTreeSet<&str> = catalog::canonical_names().collect();
+    let mut found = BTreeSet::new();
+    let mut unknown = Vec::new();
+    for name in split_list(value) {
+        if known.contains(name) {
+            found.insert(name.to_owned());
+        } else if let Some(spec) = catalog::all().find(|s| s.aliases.contains(&name)) {
+            unknown.push(format!("{name} (an alias: write {})", spec.name));
+        } else {
+            unknown.push(name.to_owned());
+        }
+    }
+    if unknown.is_empty() {
+        Ok(found)
+    } else {
+        let valid: Vec<&str> = known.into_iter().collect();
+        Err(PolicyError::UnknownTools {
+            var,
+            unknown: unknown.join(", "),
+            valid: valid.join(", "),
+        })
+    }
+}

@@ -1,0 +1,419 @@
+//! The HTTP side of the Proxmox client: one pooled `reqwest::Client`, request building, retries
+//! with jittered backoff, per-attempt timeouts and cancellation (answers are read in `response`).
+//!
+//! Invariants: the `Authorization` header is built once, marked sensitive and never formatted;
+//! only `GET`s with [`RetryPolicy::Reads`] are ever repeated, and only after transient failures;
+//! cancellation stops the call at any point (request in flight or backoff sleep) by dropping the
+//! in-flight future; `Client::new` performs no network I/O.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rand::Rng;
+use reqwest::Url;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::error::PveError;
+use super::path::{check_api_path, url_host};
+use super::response::{classify_transport, interpret, snippet};
+use super::{ApiRequest, Connection, MAX_ATTEMPTS, Method, Outcome, RetryPolicy, TlsMode, tls};
+
+/// Longest connect phase allowed, whatever the request timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Backoff before the second attempt; doubles per attempt.
+const BACKOFF_BASE: Duration = Duration::from_millis(250);
+/// Backoff ceiling (before jitter).
+const BACKOFF_CAP: Duration = Duration::from_millis(2500);
+/// Largest answer body read into memory; Proxmox answers (even syslogs) are far smaller.
+const MAX_BODY_BYTES: usize = 32 * 1024 * 1024;
+const USER_AGENT: &str = concat!("nandi-proxmox-mcp/", env!("CARGO_PKG_VERSION"));
+
+/// A Proxmox API client. Cloning is cheap and shares one connection pool.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base_url: String,
+    /// `PVEAPIToken=…`; sensitive, so it is never printed by `http`'s `Debug`.
+    auth: HeaderValue,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base_url", &self.inner.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A request checked and encoded once, reused by every attempt.
+struct Prepared {
+    method: reqwest::Method,
+    url: Url,
+    body: Option<String>,
+}
+
+impl Client {
+    /// Validates `conn` and builds the client (TLS config, headers, pool). No network I/O; the CA
+    /// file or the system CA store is read from disk for [`TlsMode::CaFile`] / [`TlsMode::Verify`].
+    pub fn new(conn: &Connection) -> Result<Client, PveError> {
+        let host = url_host(&conn.host).map_err(PveError::Config)?;
+        if conn.port == 0 {
+            return Err(PveError::Config(
+                "the Proxmox port must not be 0".to_owned(),
+            ));
+        }
+        let base_url = format!("https://{host}:{}/api2/json", conn.port);
+        Url::parse(&base_url).map_err(|e| {
+            PveError::Config(format!("the Proxmox host {:?} is invalid: {e}", conn.host))
+        })?;
+        let auth = auth_header(conn)?;
+        let tls_config = tls::client_config(&conn.tls)?;
+        if conn.tls == TlsMode::Insecure {
+            tracing::warn!(
+                base_url = %base_url,
+                "TLS certificate verification is disabled for the Proxmox API; anyone on the \
+                 network path can read the API token. Pin the certificate fingerprint instead."
+            );
+        }
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let http = reqwest::Client::builder()
+            .tls_backend_preconfigured(tls_config)
+            .http1_only()
+            .no_proxy()
+            // The API never redirects; following one could carry the token to another host.
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(CONNECT_TIMEOUT)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .user_agent(USER_AGENT)
+            .default_headers(headers)
+            .build()
+            .map_err(|e| PveError::Config(format!("cannot build the HTTP client: {e}")))?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                base_url,
+                auth,
+            }),
+        })
+    }
+
+    /// `https://host:port/api2/json` (IPv6 hosts in brackets).
+    pub fn base_url(&self) -> &str {
+        &self.inner.base_url
+    }
+
+    /// Performs one API call: up to [`MAX_ATTEMPTS`] attempts for a `GET` with
+    /// [`RetryPolicy::Reads`], otherwise one. Returns promptly with [`PveError::Cancelled`] when
+    /// `cancel` fires, dropping any request in flight.
+    pub async fn call(&self, req: ApiRequest, cancel: &CancellationToken) -> Outcome {
+        let prepared = match self.prepare(&req) {
+            Ok(p) => p,
+            Err(e) => {
+                return Outcome {
+                    result: Err(e),
+                    attempts: 0,
+                };
+            }
+        };
+        let max_attempts = if req.retry == RetryPolicy::Reads && req.method == Method::Get {
+            MAX_ATTEMPTS
+        } else {
+            1
+        };
+        let mut attempts = 0;
+        loop {
+            if cancel.is_cancelled() {
+                return Outcome {
+                    result: Err(PveError::Cancelled),
+                    attempts,
+                };
+            }
+            attempts += 1;
+            let result = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(PveError::Cancelled),
+                r = self.attempt(&prepared, req.timeout) => r,
+            };
+            let err = match result {
+                Ok(value) => {
+                    tracing::debug!(method = %req.method, path = %req.path, attempts, "Proxmox call succeeded");
+                    return Outcome {
+                        result: Ok(value),
+                        attempts,
+                    };
+                }
+                Err(err) => err,
+            };
+            let retry = attempts < max_attempts && err.is_transient();
+            tracing::debug!(
+                method = %req.method,
+                path = %req.path,
+                attempt = attempts,
+                code = err.code(),
+                error = %err,
+                will_retry = retry,
+                "Proxmox call failed"
+            );
+            if !retry {
+                return Outcome {
+                    result: Err(err),
+                    attempts,
+                };
+            }
+            let delay = backoff_delay(attempts);
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    return Outcome { result: Err(PveError::Cancelled), attempts };
+                }
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// Checks the path, builds the URL (query for GET/DELETE) and the form body (POST/PUT).
+    fn prepare(&self, req: &ApiRequest) -> Result<Prepared, PveError> {
+        check_api_path(&req.path).map_err(PveError::InvalidRequest)?;
+        let encoded = if req.params.is_empty() {
+            String::new()
+        } else {
+            serde_urlencoded::to_string(&req.params).map_err(|e| {
+                PveError::InvalidRequest(format!("cannot encode the parameters: {e}"))
+            })?
+        };
+        let mut url_text = format!("{}{}", self.inner.base_url, req.path);
+        let body = if req.method.has_body() {
+            Some(encoded)
+        } else {
+            if !encoded.is_empty() {
+                url_text.push('?');
+                url_text.push_str(&encoded);
+            }
+            None
+        };
+        let url = Url::parse(&url_text).map_err(|e| {
+            PveError::InvalidRequest(format!("invalid API path {:?}: {e}", req.path))
+        })?;
+        let method = match req.method {
+            Method::Get => reqwest::Method::GET,
+            Method::Post => reqwest::Method::POST,
+            Method::Put => reqwest::Method::PUT,
+            Method::Delete => reqwest::Method::DELETE,
+        };
+        Ok(Prepared { method, url, body })
+    }
+
+    /// One attempt: send, read the whole answer, interpret it; bounded by `timeout`.
+    async fn attempt(&self, p: &Prepared, timeout: Duration) -> Result<Value, PveError> {
+        let exchange = async {
+            let mut builder = self
+                .inner
+                .http
+                .request(p.method.clone(), p.url.clone())
+                .header(AUTHORIZATION, self.inner.auth.clone());
+            if let Some(body) = &p.body {
+                builder = builder
+                    .header(
+                        CONTENT_TYPE,
+                        HeaderValue::from_static("application/x-www-form-urlencoded"),
+                    )
+                    .body(body.clone());
+            }
+            let mut response = builder.send().await.map_err(|e| classify_transport(&e))?;
+            let status = response.status();
+            // pveproxy puts its error text in the status line ("500 Configuration file … does
+            // not exist"); hyper keeps a non-standard reason phrase as a response extension.
+            let reason = response
+                .extensions()
+                .get::<hyper::ext::ReasonPhrase>()
+                .map(|r| String::from_utf8_lossy(r.as_bytes()).trim().to_owned())
+                .filter(|r| !r.is_empty());
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await.map_err(|e| classify_transport(&e))? {
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(PveError::InvalidResponse {
+                        status: status.as_u16(),
+                        snippet: format!(
+                            "answer larger than {} MiB: {}",
+                            MAX_BODY_BYTES / (1024 * 1024),
+                            snippet(&body)
+                        ),
+                    });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            interpret(status, reason, &body)
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result,
+            Err(_elapsed) => Err(PveError::Timeout),
+        }
+    }
+}
+
+/// `PVEAPIToken=user@realm!token=secret`, validated and marked sensitive. Errors never echo it.
+fn auth_header(conn: &Connection) -> Result<HeaderValue, PveError> {
+    let parts = [
+        ("user", conn.user.as_str()),
+        ("realm", conn.realm.as_str()),
+        ("token name", conn.token_name.as_str()),
+    ];
+    for (what, value) in parts {
+        if value.trim().is_empty() {
+            return Err(PveError::Config(format!("the API token {what} is empty")));
+        }
+        if value.chars().any(|c| c.is_whitespace() || c.is_control())
+            || value.contains(['@', '!', '='])
+        {
+            return Err(PveError::Config(format!(
+                "the API token {what} {value:?} contains whitespace or one of '@', '!', '='"
+            )));
+        }
+    }
+    if conn.token_secret.trim().is_empty() {
+        return Err(PveError::Config("the API token secret is empty".to_owned()));
+    }
+    let text = format!(
+        "PVEAPIToken={}@{}!{}={}",
+        conn.user, conn.realm, conn.token_name, conn.token_secret
+    );
+    let mut value = HeaderValue::from_str(&text).map_err(|_| {
+        PveError::Config(
+            "the API token secret contains characters that cannot be sent in an HTTP header"
+                .to_owned(),
+        )
+    })?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// Full-jitter exponential backoff after failed attempt `attempt` (1-based):
+/// `min(250 ms · 2^(attempt-1), 2.5 s) · U[0.5, 1.5)`.
+fn backoff_delay(attempt: u32) -> Duration {
+    let exp = attempt.saturating_sub(1).min(16);
+    let base = BACKOFF_BASE.saturating_mul(1 << exp).min(BACKOFF_CAP);
+    base.mul_f64(rand::rng().random_range(0.5..1.5))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn(host: &str) -> Connection {
+        Connection {
+            host: host.to_owned(),
+            port: 8006,
+            user: "svc_mcp".into(),
+            realm: "pve".into(),
+            token_name: "mcp".into(),
+            token_secret: "s3cr3t-value".into(),
+            tls: TlsMode::Insecure,
+        }
+    }
+
+    #[test]
+    fn base_urls_bracket_ipv6() {
+        assert_eq!(
+            Client::new(&conn("pve01")).unwrap().base_url(),
+            "https://pve01:8006/api2/json"
+        );
+        assert_eq!(
+            Client::new(&conn("::1")).unwrap().base_url(),
+            "https://[::1]:8006/api2/json"
+        );
+        assert_eq!(
+            Client::new(&conn("[2001:db8::7]")).unwrap().base_url(),
+            "https://[2001:db8::7]:8006/api2/json"
+        );
+    }
+
+    #[test]
+    fn bad_connections_are_config_errors_without_the_secret() {
+        let mut bad = vec![conn(""), conn("pve01/x")];
+        let mut c = conn("pve01");
+        c.port = 0;
+        bad.push(c);
+        let mut c = conn("pve01");
+        c.token_secret = "s3cr3t-value\n".into();
+        bad.push(c);
+        let mut c = conn("pve01");
+        c.user = "svc@pam".into();
+        bad.push(c);
+        let mut c = conn("pve01");
+        c.token_name = String::new();
+        bad.push(c);
+        let mut c = conn("pve01");
+        c.tls = TlsMode::Fingerprint("nope".into());
+        bad.push(c);
+        for c in bad {
+            let err = Client::new(&c).unwrap_err();
+            assert_eq!(err.code(), "INVALID_CONFIGURATION", "{c:?}");
+            assert!(!err.to_string().contains("s3cr3t"), "{err}");
+        }
+    }
+
+    #[test]
+    fn auth_header_is_sensitive() {
+        let value = auth_header(&conn("pve01")).unwrap();
+        assert!(value.is_sensitive());
+        assert_eq!(
+            value.to_str().unwrap(),
+            "PVEAPIToken=svc_mcp@pve!mcp=s3cr3t-value"
+        );
+        assert!(!format!("{value:?}").contains("s3cr3t"));
+        let client = Client::new(&conn("pve01")).unwrap();
+        assert!(!format!("{client:?}").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn requests_are_prepared_per_method() {
+        let client = Client::new(&conn("pve01")).unwrap();
+        let get = client
+            .prepare(
+                &ApiRequest::get("/nodes/pve01/tasks")
+                    .param("limit", "5")
+                    .param("x", "a b&c"),
+            )
+            .unwrap();
+        assert_eq!(
+            get.url.as_str(),
+            "https://pve01:8006/api2/json/nodes/pve01/tasks?limit=5&x=a+b%26c"
+        );
+        assert!(get.body.is_none());
+        let post = client
+            .prepare(&ApiRequest::post("/nodes/pve01/qemu/100/status/start").param("timeout", "30"))
+            .unwrap();
+        assert_eq!(post.body.as_deref(), Some("timeout=30"));
+        assert_eq!(post.url.query(), None);
+        let upid = client
+            .prepare(&ApiRequest::get(
+                "/nodes/pve01/tasks/UPID%3Apve01%3A1%3A/status",
+            ))
+            .unwrap();
+        assert!(upid.url.path().ends_with("/UPID%3Apve01%3A1%3A/status"));
+        let err = client
+            .prepare(&ApiRequest::get("/nodes/../access"))
+            .err()
+            .unwrap();
+        assert_eq!(err.code(), "TOOL_INPUT_REJECTED");
+    }
+
+    #[test]
+    fn backoff_is_jittered_doubling_and_capped() {
+        for _ in 0..200 {
+            let first = backoff_delay(1);
+            assert!(first >= Duration::from_millis(125) && first < Duration::from_millis(375));
+            let second = backoff_delay(2);
+            assert!(second >= Duration::from_millis(250) && second < Duration::from_millis(750));
+            let late = backoff_delay(30);
+            assert!(late >= Duration::from_millis(1250) && late < Duration::from_millis(3750));
+        }
+    }
+}

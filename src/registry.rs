@@ -1,0 +1,168 @@
+//! The registry: the tools exposed under the current policy, built once per process.
+//!
+//! Invariant: `tools/list` and `tools/call` see the same set — a name is callable iff it
+//! is listed — because both read this one structure. The rmcp `Tool` values (schema,
+//! annotations, `_meta`) are computed at build time, so listing tools is a clone, not a
+//! rebuild; an alias shares its canonical tool's schema `Arc`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use rmcp::model::{MetaObject, Tool, ToolAnnotations};
+use serde_json::{Map, Value};
+
+use crate::catalog::{self, ToolSpec};
+use crate::policy::Settings;
+use crate::schema;
+
+/// Claude Code's key for "a person must approve each call of this tool".
+pub const HUMAN_GATE_KEY: &str = "anthropic/requiresUserInteraction";
+
+/// One wire name the server answers to.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    /// The row behind it.
+    pub spec: &'static ToolSpec,
+    /// The name the client used (canonical name or alias).
+    pub wire_name: &'static str,
+    /// For an alias, the canonical name.
+    pub alias_for: Option<&'static str>,
+}
+
+/// The exposed tools.
+#[derive(Debug, Clone)]
+pub struct Registry {
+    entries: Vec<Entry>,
+    index: HashMap<&'static str, usize>,
+    listed: Arc<Vec<Tool>>,
+}
+
+impl Registry {
+    /// Builds the registry for `settings` from the whole catalog.
+    pub fn build(settings: &Settings) -> Registry {
+        Registry::from_specs(catalog::all().filter(|spec| settings.decide(spec)))
+    }
+
+    /// Builds a registry from the given canonical rows (aliases added automatically).
+    pub fn from_specs(specs: impl Iterator<Item = &'static ToolSpec>) -> Registry {
+        let mut entries = Vec::new();
+        let mut listed = Vec::new();
+        for spec in specs {
+            let input_schema = Arc::new(schema::input_schema(spec));
+            entries.push(Entry {
+                spec,
+                wire_name: spec.name,
+                alias_for: None,
+            });
+            listed.push(canonical_tool(spec, input_schema.clone()));
+            for alias in spec.aliases {
+                entries.push(Entry {
+                    spec,
+                    wire_name: alias,
+                    alias_for: Some(spec.name),
+                });
+                listed.push(alias_tool(spec, alias, input_schema.clone()));
+            }
+        }
+        let index = entries
+            .iter()
+            .enumerate()
+            .map(|(i, entry)| (entry.wire_name, i))
+            .collect();
+        Registry {
+            entries,
+            index,
+            listed: Arc::new(listed),
+        }
+    }
+
+    /// Looks a wire name up; `None` for unknown or filtered names.
+    pub fn get(&self, wire_name: &str) -> Option<&Entry> {
+        self.index.get(wire_name).map(|&i| &self.entries[i])
+    }
+
+    /// Every exposed wire name with its row, in list order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// The precomputed `tools/list` payload.
+    pub fn tools(&self) -> Arc<Vec<Tool>> {
+        self.listed.clone()
+    }
+
+    /// Number of canonical tools exposed.
+    pub fn canonical_count(&self) -> usize {
+        self.entries
+            .iter()
+            .filter(|e| e.alias_for.is_none())
+            .count()
+    }
+
+    /// Number of aliases exposed.
+    pub fn alias_count(&self) -> usize {
+        self.entries.len() - self.canonical_count()
+    }
+}
+
+fn annotations(spec: &ToolSpec) -> ToolAnnotations {
+    let mut annotations = ToolAnnotations::with_title(spec.title)
+        .read_only(spec.effect.is_read())
+        .open_world(false);
+    if !spec.effect.is_read() {
+        annotations = annotations
+            .destructive(spec.effect.is_destructive())
+            .idempotent(spec.effect.is_idempotent());
+    } else {
+        annotations = annotations.destructive(false).idempotent(true);
+    }
+    annotations
+}
+
+/// `_meta` of a canonical tool, in the reference's key order.
+pub fn canonical_meta(spec: &ToolSpec) -> Map<String, Value> {
+    let mut meta = Map::new();
+    if spec.confirm {
+        meta.insert(HUMAN_GATE_KEY.into(), Value::Bool(true));
+    }
+    meta.insert("category".into(), spec.category.as_str().into());
+    meta.insert("accessTier".into(), spec.tier.as_str().into());
+    meta.insert("destructive".into(), spec.effect.is_destructive().into());
+    meta.insert("confirmRequired".into(), spec.confirm.into());
+    meta.insert("idempotent".into(), spec.effect.is_idempotent().into());
+    meta.insert("transport".into(), "both".into());
+    meta.insert("module".into(), spec.module.as_str().into());
+    meta.insert("deprecated".into(), spec.deprecated.into());
+    meta
+}
+
+/// `_meta` of an alias: the human gate (iff the canonical tool has it), `aliasFor`,
+/// `deprecated: true`.
+pub fn alias_meta(spec: &ToolSpec) -> Map<String, Value> {
+    let mut meta = Map::new();
+    if spec.confirm {
+        meta.insert(HUMAN_GATE_KEY.into(), Value::Bool(true));
+    }
+    meta.insert("aliasFor".into(), spec.name.into());
+    meta.insert("deprecated".into(), Value::Bool(true));
+    meta
+}
+
+fn canonical_tool(spec: &'static ToolSpec, input_schema: Arc<Map<String, Value>>) -> Tool {
+    Tool::new(spec.name, spec.description, input_schema)
+        .with_title(spec.title)
+        .with_annotations(annotations(spec))
+        .with_meta(MetaObject(canonical_meta(spec)))
+}
+
+fn alias_tool(
+    spec: &'static ToolSpec,
+    alias: &'static str,
+    input_schema: Arc<Map<String, Value>>,
+) -> Tool {
+    let description = format!("{} (alias for {})", spec.description, spec.name);
+    Tool::new(alias, description, input_schema)
+        .with_title(spec.title)
+        .with_annotations(annotations(spec))
+        .with_meta(MetaObject(alias_meta(spec)))
+}

@@ -1,0 +1,356 @@
+//! JSON input schema and argument validation, both derived from the same `Param` table.
+//!
+//! Invariant: what `input_schema` advertises and what `validate` accepts are the same
+//! rules, because both read the row. `validate` runs before any network I/O, so invalid
+//! arguments never reach Proxmox. The schema is a plain top-level object (no
+//! `anyOf`/`oneOf`/`allOf`) with a description on every property, which every MCP client
+//! accepts.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use crate::catalog::{Param, ParamKind, ToolSpec};
+
+/// Name of the control argument of confirm-gated tools; never sent to Proxmox.
+pub const CONFIRM: &str = "confirm";
+
+const CONFIRM_DESCRIPTION: &str = "Set to true only after a person has approved this exact action. Without it the call changes nothing and returns CONFIRMATION_REQUIRED.";
+
+/// Builds the JSON Schema of a tool's arguments.
+pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
+    let mut properties = Map::new();
+    for param in spec.params {
+        properties.insert(param.name.to_owned(), property_schema(param));
+    }
+    if spec.confirm {
+        properties.insert(
+            CONFIRM.to_owned(),
+            json!({"type": "boolean", "description": CONFIRM_DESCRIPTION}),
+        );
+    }
+    let required: Vec<Value> = spec
+        .params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| Value::from(p.name))
+        .collect();
+    let mut schema = Map::new();
+    schema.insert("type".into(), "object".into());
+    schema.insert("properties".into(), Value::Object(properties));
+    if !required.is_empty() {
+        schema.insert("required".into(), Value::Array(required));
+    }
+    schema.insert("additionalProperties".into(), Value::Bool(false));
+    schema
+}
+
+fn property_schema(param: &Param) -> Value {
+    let mut prop = Map::new();
+    prop.insert("type".into(), param.kind.json_type().into());
+    prop.insert("description".into(), param.description.into());
+    if let Some(min) = param.minimum {
+        prop.insert("minimum".into(), min.into());
+    }
+    if let Some(max) = param.maximum {
+        prop.insert("maximum".into(), max.into());
+    }
+    if let Some(max_len) = param.max_length {
+        prop.insert("maxLength".into(), max_len.into());
+    }
+    if let Some(pattern) = param.pattern {
+        prop.insert("pattern".into(), pattern.into());
+    }
+    if !param.one_of.is_empty() {
+        prop.insert("enum".into(), param.one_of.iter().copied().collect());
+    }
+    Value::Object(prop)
+}
+
+/// A validated argument value, typed as the row declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArgValue {
+    /// A string argument.
+    Str(String),
+    /// An integer argument.
+    Int(i64),
+    /// A non-integer number.
+    Num(f64),
+    /// A boolean (sent to Proxmox as `1`/`0`).
+    Bool(bool),
+}
+
+impl ArgValue {
+    /// The wire form Proxmox expects: Perl-style `1`/`0` booleans, decimal numbers.
+    pub fn to_wire(&self) -> String {
+        match self {
+            ArgValue::Str(s) => s.clone(),
+            ArgValue::Int(i) => i.to_string(),
+            ArgValue::Num(n) => n.to_string(),
+            ArgValue::Bool(b) => if *b { "1" } else { "0" }.to_owned(),
+        }
+    }
+}
+
+/// Arguments that passed validation, keyed by parameter name (control args excluded).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ValidArgs {
+    /// Declared parameters that were given.
+    pub values: BTreeMap<&'static str, ArgValue>,
+    /// Whether `confirm` was exactly `true`.
+    pub confirmed: bool,
+}
+
+impl ValidArgs {
+    /// A string argument by name.
+    pub fn str(&self, name: &str) -> Option<&str> {
+        match self.values.get(name) {
+            Some(ArgValue::Str(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// Why arguments were rejected: one message per offending parameter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputErrors {
+    /// Parameter name → what is wrong with it.
+    pub errors: BTreeMap<String, String>,
+}
+
+/// Checks `args` against the row: types, required, ranges, patterns, enums, unknown keys.
+pub fn validate(
+    spec: &ToolSpec,
+    args: Option<&Map<String, Value>>,
+) -> Result<ValidArgs, InputErrors> {
+    let empty = Map::new();
+    let args = args.unwrap_or(&empty);
+    let mut errors = BTreeMap::new();
+    let mut valid = ValidArgs::default();
+
+    for (key, value) in args {
+        if key == CONFIRM && spec.confirm {
+            match value {
+                Value::Bool(b) => valid.confirmed = *b,
+                Value::Null => {}
+                _ => {
+                    errors.insert(key.clone(), "must be a boolean (true to confirm)".into());
+                }
+            }
+            continue;
+        }
+        if spec.param(key).is_none() {
+            errors.insert(key.clone(), "unknown parameter".into());
+        }
+    }
+
+    for param in spec.params {
+        match args.get(param.name) {
+            None | Some(Value::Null) => {
+                if param.required {
+                    errors.insert(param.name.into(), "required parameter is missing".into());
+                }
+            }
+            Some(value) => match check_value(param, value) {
+                Ok(v) => {
+                    valid.values.insert(param.name, v);
+                }
+                Err(message) => {
+                    errors.insert(param.name.into(), message);
+                }
+            },
+        }
+    }
+
+    if errors.is_empty() {
+        Ok(valid)
+    } else {
+        Err(InputErrors { errors })
+    }
+}
+
+fn check_value(param: &Param, value: &Value) -> Result<ArgValue, String> {
+    let parsed = match (param.kind, value) {
+        (ParamKind::String, Value::String(s)) => ArgValue::Str(s.clone()),
+        (ParamKind::Integer, Value::Number(n)) => match n.as_i64() {
+            Some(i) => ArgValue::Int(i),
+            None => return Err(format!("must be an integer, got {n}")),
+        },
+        (ParamKind::Number, Value::Number(n)) => ArgValue::Num(n.as_f64().unwrap_or(f64::NAN)),
+        (ParamKind::Boolean, Value::Bool(b)) => ArgValue::Bool(*b),
+        (kind, other) => {
+            return Err(format!(
+                "must be of type {}, got {}",
+                kind.json_type(),
+                json_type_name(other)
+            ));
+        }
+    };
+    check_rules(param, &parsed)?;
+    Ok(parsed)
+}
+
+fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
+    let numeric = match value {
+        ArgValue::Int(i) => Some(*i as f64),
+        ArgValue::Num(n) if n.is_finite() => Some(*n),
+        ArgValue::Num(_) => return Err("must be a finite number".into()),
+        _ => None,
+    };
+    if let Some(n) = numeric {
+        if let Some(min) = param.minimum.filter(|min| n < *min as f64) {
+            return Err(format!("must be at least {min}"));
+        }
+        if let Some(max) = param.maximum.filter(|max| n > *max as f64) {
+            return Err(format!("must be at most {max}"));
+        }
+    }
+    if let ArgValue::Str(s) = value {
+        if s.chars().any(char::is_control) && param.pattern.is_some() {
+            return Err("must not contain control characters".into());
+        }
+        if let Some(max) = param
+            .max_length
+            .filter(|max| s.chars().count() > *max as usize)
+        {
+            return Err(format!("must be at most {max} characters"));
+        }
+        if !param.one_of.is_empty() && !param.one_of.contains(&s.as_str()) {
+            return Err(format!("must be one of: {}", param.one_of.join(", ")));
+        }
+        if let Some(pattern) = param.pattern.filter(|p| !pattern_matches(p, s)) {
+            return Err(format!("must match the pattern {pattern}"));
+        }
+    }
+    Ok(())
+}
+
+/// Patterns are compiled once per process and shared; a row with an invalid pattern is
+/// caught by the catalog tests, and at run time rejects every value (fail closed).
+fn pattern_matches(pattern: &'static str, value: &str) -> bool {
+    static CACHE: OnceLock<std::sync::Mutex<BTreeMap<&'static str, Option<Regex>>>> =
+        OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut guard = match cache.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let regex = guard
+        .entry(pattern)
+        .or_insert_with(|| Regex::new(pattern).ok());
+    regex.as_ref().is_some_and(|re| re.is_match(value))
+}
+
+fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+
+    fn spec(name: &str) -> &'static ToolSpec {
+        catalog::find(name).unwrap()
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn schema_is_plain_object_with_described_properties() {
+        for spec in catalog::all() {
+            let schema = input_schema(spec);
+            assert_eq!(schema["type"], "object");
+            for key in ["anyOf", "oneOf", "allOf"] {
+                assert!(!schema.contains_key(key), "{}", spec.name);
+            }
+            for (name, prop) in schema["properties"].as_object().unwrap() {
+                let desc = prop["description"].as_str().unwrap_or("");
+                assert!(desc.len() > 10, "{}.{name} lacks a description", spec.name);
+            }
+        }
+    }
+
+    #[test]
+    fn confirm_property_only_on_confirm_tools() {
+        let stop = input_schema(spec("pve_stop_qemu_vm"));
+        assert_eq!(stop["properties"]["confirm"]["type"], "boolean");
+        let start = input_schema(spec("pve_start_qemu_vm"));
+        assert!(start["properties"].get("confirm").is_none());
+    }
+
+    #[test]
+    fn accepts_valid_arguments() {
+        let ok = validate(
+            spec("pve_stop_qemu_vm"),
+            Some(&args(
+                json!({"node": "pve01", "vmid": 101, "confirm": true}),
+            )),
+        )
+        .unwrap();
+        assert!(ok.confirmed);
+        assert_eq!(ok.values["vmid"], ArgValue::Int(101));
+    }
+
+    #[test]
+    fn rejects_each_kind_of_bad_input() {
+        let s = spec("pve_get_qemu_status");
+        let cases = [
+            (json!({"node": "pve01"}), "vmid", "missing"),
+            (json!({"node": "pve01", "vmid": "101"}), "vmid", "integer"),
+            (json!({"node": "pve01", "vmid": 5}), "vmid", "at least 100"),
+            (json!({"node": "pve01", "vmid": 1.5}), "vmid", "integer"),
+            (json!({"node": "../etc", "vmid": 101}), "node", "pattern"),
+            (
+                json!({"node": "pve01", "vmid": 101, "x": 1}),
+                "x",
+                "unknown",
+            ),
+        ];
+        for (input, field, needle) in cases {
+            let err = validate(s, Some(&args(input.clone()))).unwrap_err();
+            let msg = err
+                .errors
+                .get(field)
+                .unwrap_or_else(|| panic!("{input}: {err:?}"));
+            assert!(msg.contains(needle), "{input}: {msg}");
+        }
+    }
+
+    #[test]
+    fn enum_and_confirm_type_checked() {
+        let err = validate(
+            spec("pve_list_cluster_resources"),
+            Some(&args(json!({"type": "vms"}))),
+        )
+        .unwrap_err();
+        assert!(err.errors["type"].contains("one of"));
+        let err = validate(
+            spec("pve_stop_task"),
+            Some(&args(
+                json!({"node": "pve01", "upid": "x", "confirm": "yes"}),
+            )),
+        )
+        .unwrap_err();
+        assert!(err.errors.contains_key("confirm"));
+        assert!(err.errors.contains_key("upid"));
+    }
+
+    #[test]
+    fn booleans_go_on_the_wire_as_perl_integers() {
+        assert_eq!(ArgValue::Bool(true).to_wire(), "1");
+        assert_eq!(ArgValue::Bool(false).to_wire(), "0");
+    }
+}

@@ -1,0 +1,99 @@
+//! The binary's non-serving commands and start-up errors.
+
+mod common;
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(common::binary());
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .current_dir(home.path());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("binary runs")
+}
+
+#[test]
+fn tools_json_needs_no_proxmox() {
+    let out = run(
+        &["tools", "--json"],
+        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tools = doc["tools"].as_array().unwrap();
+    assert_eq!(doc["toolCount"].as_u64().unwrap() as usize, tools.len());
+    let stop = tools
+        .iter()
+        .find(|t| t["name"] == "pve_stop_qemu_vm")
+        .unwrap();
+    assert_eq!(stop["tier"], "read-execute");
+    assert_eq!(stop["confirm"], true);
+    assert_eq!(stop["method"], "POST");
+    assert_eq!(stop["path"], "/nodes/{node}/qemu/{vmid}/status/stop");
+    assert_eq!(stop["aliases"][0], "stopVM");
+    assert_eq!(stop["params"], serde_json::json!(["node", "vmid"]));
+}
+
+#[test]
+fn default_tools_listing_is_read_only() {
+    let out = run(&["tools", "--json"], &[]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["tier"], "read-only");
+    assert!(
+        doc["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["tier"] == "read-only")
+    );
+    let text = run(&["tools"], &[]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("pve_list_nodes"));
+}
+
+#[test]
+fn invalid_policy_is_a_clear_startup_error() {
+    for args in [&["run"][..], &["tools"][..]] {
+        let out = run(args, &[("PVE_ACCESS_TIER", "admin")]);
+        assert_eq!(out.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("read-only, read-execute, full"), "{stderr}");
+        assert!(out.stdout.is_empty(), "nothing on stdout");
+    }
+}
+
+#[test]
+fn broken_config_file_is_reported_not_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("broken.json");
+    std::fs::write(&file, "{ not json").unwrap();
+    let out = run(
+        &["run"],
+        &[
+            ("NANDI_PROXMOX_CONFIG", file.to_str().unwrap()),
+            ("PROXMOX_HOST", "10.0.0.1"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("broken.json"), "{stderr}");
+}
+
+#[test]
+fn help_and_version() {
+    let out = run(&["--version"], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains(env!("CARGO_PKG_VERSION")));
+    let out = run(&["run", "--help"], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--demo"));
+}

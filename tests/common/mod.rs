@@ -1,0 +1,193 @@
+//! Shared test harness: the built binary driven over real stdio, and the emulator it
+//! talks to over real HTTPS.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Path of the binary under test.
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_nandi-proxmox-mcp"))
+}
+
+/// `../shared` beside the project root, where the official API schema lives.
+pub fn shared_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")
+}
+
+/// True under CI, where missing fixtures are failures rather than skips.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Starts the default emulator (HTTPS, 3 nodes, fast tasks).
+pub async fn emulator() -> Emulator {
+    Emulator::start(EmulatorOptions {
+        task_duration: Duration::from_millis(100),
+        ..EmulatorOptions::default()
+    })
+    .await
+    .expect("emulator starts")
+}
+
+/// Environment that points the binary at `emu`, pinned to its certificate.
+pub fn env_for(emu: &Emulator) -> Vec<(String, String)> {
+    let opts = EmulatorOptions::default();
+    vec![
+        ("PROXMOX_HOST".into(), emu.host().into()),
+        ("PROXMOX_PORT".into(), emu.port().to_string()),
+        ("PROXMOX_USER".into(), opts.user),
+        ("PROXMOX_REALM".into(), opts.realm),
+        ("PROXMOX_TOKEN_NAME".into(), opts.token_name),
+        ("PROXMOX_TOKEN_SECRET".into(), opts.token_secret),
+        (
+            "PROXMOX_TLS_FINGERPRINT".into(),
+            emu.cert_fingerprint()
+                .expect("https emulator has a certificate"),
+        ),
+    ]
+}
+
+/// A running server process spoken to over its stdin/stdout.
+pub struct McpProcess {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    next_id: u64,
+    _home: tempfile::TempDir,
+}
+
+impl McpProcess {
+    /// Spawns `nandi-proxmox-mcp <args>` with a clean environment plus `env`, in an empty
+    /// working directory and HOME (so no instance file is discovered).
+    pub fn spawn(args: &[&str], env: &[(String, String)]) -> McpProcess {
+        let home = tempfile::tempdir().expect("tempdir");
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("RUST_LOG", "warn")
+            .current_dir(home.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("binary spawns");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        McpProcess {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            next_id: 1,
+            _home: home,
+        }
+    }
+
+    /// Sends one JSON-RPC message.
+    pub async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.expect("write");
+        self.stdin.flush().await.expect("flush");
+    }
+
+    /// Sends a request and returns the whole response (`result` or `error`).
+    pub async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+                .await
+                .expect("response within 30 s")
+                .expect("read")
+                .expect("server closed stdout");
+            let value: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"));
+            if value.get("id") == Some(&json!(id)) {
+                return value;
+            }
+        }
+    }
+
+    /// Runs the initialize handshake with the given protocol version.
+    pub async fn initialize_with(&mut self, version: &str) -> Value {
+        let response = self
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {},
+                    "clientInfo": {"name": "test-client", "version": "1.0"}
+                }),
+            )
+            .await;
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        response
+    }
+
+    /// Initializes with a common protocol revision.
+    pub async fn initialize(&mut self) -> Value {
+        self.initialize_with("2025-06-18").await
+    }
+
+    /// `tools/list` → the tools array.
+    pub async fn list_tools(&mut self) -> Vec<Value> {
+        let response = self.request("tools/list", json!({})).await;
+        response["result"]["tools"]
+            .as_array()
+            .expect("tools array")
+            .clone()
+    }
+
+    /// `tools/call` → the whole `result` (content, structuredContent, isError).
+    pub async fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let response = self
+            .request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await;
+        response
+            .get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("expected a result for {name}: {response}"))
+    }
+
+    /// Closes stdin and waits for a clean exit.
+    pub async fn shutdown(mut self) -> std::process::ExitStatus {
+        drop(self.stdin);
+        tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .expect("exits after stdin closes")
+            .expect("wait")
+    }
+}
+
+/// The structured envelope of a call result, checked to equal its text twin.
+pub fn envelope(result: &Value) -> Value {
+    let structured = result["structuredContent"].clone();
+    let text = result["content"][0]["text"].as_str().expect("text content");
+    let parsed: Value = serde_json::from_str(text).expect("text is JSON");
+    assert_eq!(parsed, structured, "text and structuredContent differ");
+    structured
+}
+
+/// Environment with the given policy variables added.
+pub fn with_policy(mut env: Vec<(String, String)>, vars: &[(&str, &str)]) -> Vec<(String, String)> {
+    for (k, v) in vars {
+        env.push(((*k).into(), (*v).into()));
+    }
+    env
+}

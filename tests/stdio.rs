@@ -1,0 +1,368 @@
+//! The built binary over real stdio against the emulator over real HTTPS.
+
+mod common;
+
+use common::{McpProcess, emulator, env_for, envelope, with_policy};
+use nandi_proxmox_mcp::catalog::{self, Module, Tier};
+use serde_json::{Value, json};
+
+const FULL: &[(&str, &str)] = &[("PVE_ACCESS_TIER", "full")];
+
+fn names(tools: &[Value]) -> Vec<String> {
+    tools
+        .iter()
+        .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_announces_identity_and_policy() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
+    let init = mcp.initialize().await;
+    let result = &init["result"];
+    assert_eq!(result["serverInfo"]["name"], "nandi-proxmox-mcp");
+    assert_eq!(result["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(result["protocolVersion"], "2025-06-18");
+    let instructions = result["instructions"].as_str().unwrap();
+    assert!(
+        instructions.contains("access tier read-only"),
+        "{instructions}"
+    );
+    assert!(instructions.contains("module mode core"), "{instructions}");
+    assert!(result["capabilities"]["tools"].is_object());
+
+    let pong = mcp.request("ping", json!({})).await;
+    assert_eq!(pong["result"], json!({}));
+    let unknown = mcp.request("no/such/method", json!({})).await;
+    assert_eq!(unknown["error"]["code"], -32601);
+    // Start-up and the handshake talk to nobody.
+    assert!(emu.requests().is_empty(), "{:?}", emu.requests());
+    assert!(mcp.shutdown().await.success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn older_protocol_revisions_are_negotiated() {
+    let emu = emulator().await;
+    for version in ["2024-11-05", "2025-03-26", "2025-11-25"] {
+        let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
+        let init = mcp.initialize_with(version).await;
+        assert_eq!(init["result"]["protocolVersion"], version);
+        mcp.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_settings_list_only_read_only_core_tools() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
+    mcp.initialize().await;
+    let listed = names(&mcp.list_tools().await);
+    let expected: Vec<&str> = catalog::all()
+        .filter(|s| s.tier == Tier::ReadOnly && s.module == Module::Core)
+        .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
+        .collect();
+    assert_eq!(listed, expected);
+    assert!(!listed.iter().any(|n| n == "pve_stop_qemu_vm"));
+    // A filtered tool is not callable either.
+    let response = mcp
+        .request(
+            "tools/call",
+            json!({"name": "pve_stop_qemu_vm", "arguments": {"node": "pve01", "vmid": 101, "confirm": true}}),
+        )
+        .await;
+    assert!(
+        response["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("tool not found")
+    );
+    assert!(emu.requests().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_tier_lists_the_whole_slice_with_gates() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), FULL));
+    mcp.initialize().await;
+    let tools = mcp.list_tools().await;
+    let canonical = tools
+        .iter()
+        .filter(|t| t["_meta"]["aliasFor"].is_null())
+        .count();
+    assert_eq!(
+        canonical,
+        catalog::all().filter(|s| s.module == Module::Core).count()
+    );
+    let aliases = tools.len() - canonical;
+    assert_eq!(aliases, 8);
+    let stop = tools
+        .iter()
+        .find(|t| t["name"] == "pve_stop_qemu_vm")
+        .unwrap();
+    assert_eq!(stop["_meta"]["anthropic/requiresUserInteraction"], true);
+    assert_eq!(stop["annotations"]["destructiveHint"], true);
+    assert_eq!(stop["annotations"]["readOnlyHint"], false);
+    let stop_alias = tools.iter().find(|t| t["name"] == "stopVM").unwrap();
+    assert_eq!(
+        stop_alias["_meta"]["anthropic/requiresUserInteraction"],
+        true
+    );
+    assert_eq!(stop_alias["_meta"]["aliasFor"], "pve_stop_qemu_vm");
+    assert_eq!(stop_alias["inputSchema"], stop["inputSchema"]);
+    let start = tools
+        .iter()
+        .find(|t| t["name"] == "pve_start_qemu_vm")
+        .unwrap();
+    assert!(
+        start["_meta"]
+            .get("anthropic/requiresUserInteraction")
+            .is_none()
+    );
+    let nodes = tools
+        .iter()
+        .find(|t| t["name"] == "pve_list_nodes")
+        .unwrap();
+    assert_eq!(nodes["annotations"]["readOnlyHint"], true);
+    assert!(
+        emu.requests().is_empty(),
+        "listing tools must not call Proxmox"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_tool_returns_emulator_data() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
+    mcp.initialize().await;
+    let result = mcp.call("pve_list_nodes", json!({})).await;
+    assert_ne!(result["isError"], true, "{result}");
+    let env = envelope(&result);
+    assert_eq!(env["ok"], true);
+    let mut nodes: Vec<&str> = env["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["node"].as_str().unwrap())
+        .collect();
+    nodes.sort();
+    assert_eq!(nodes, ["pve01", "pve02", "pve03"]);
+    assert_eq!(env["meta"]["tool"], "pve_list_nodes");
+    assert_eq!(env["meta"]["retries"], 0);
+    let requests = emu.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        (requests[0].method.as_str(), requests[0].path.as_str()),
+        ("GET", "/nodes")
+    );
+    assert!(requests[0].authorized);
+
+    // An alias reaches the same row and says so.
+    let result = mcp
+        .call("getVMStatus", json!({"node": "pve01", "vmid": 101}))
+        .await;
+    let env = envelope(&result);
+    assert_eq!(env["ok"], true, "{env}");
+    assert_eq!(env["data"]["status"], "running");
+    assert_eq!(env["meta"]["aliasFor"], "pve_get_qemu_status");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirmation_gate_then_upid() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), FULL));
+    mcp.initialize().await;
+
+    let refused = mcp
+        .call("pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101}))
+        .await;
+    assert_eq!(refused["isError"], true);
+    let env = envelope(&refused);
+    assert_eq!(env["error"]["code"], "CONFIRMATION_REQUIRED");
+    assert!(env["error"]["impact"].is_string());
+    let via_alias = mcp
+        .call(
+            "stopVM",
+            json!({"node": "pve01", "vmid": 101, "confirm": false}),
+        )
+        .await;
+    let env = envelope(&via_alias);
+    assert_eq!(env["error"]["code"], "CONFIRMATION_REQUIRED");
+    assert!(
+        env["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pve_stop_qemu_vm")
+    );
+    assert!(
+        emu.requests().is_empty(),
+        "a refused call must not reach Proxmox"
+    );
+
+    let done = mcp
+        .call(
+            "pve_stop_qemu_vm",
+            json!({"node": "pve01", "vmid": 101, "confirm": true}),
+        )
+        .await;
+    assert_ne!(done["isError"], true, "{done}");
+    let env = envelope(&done);
+    let upid = env["data"].as_str().expect("UPID string");
+    assert!(upid.starts_with("UPID:pve01:"), "{upid}");
+    let requests = emu.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].method, "POST");
+    assert_eq!(requests[0].path, "/nodes/pve01/qemu/101/status/stop");
+    assert!(
+        requests[0].form.is_empty(),
+        "confirm must never be sent: {:?}",
+        requests[0].form
+    );
+
+    // The UPID round-trips through the task tools (percent-encoded in the path).
+    let status = mcp
+        .call(
+            "pve_get_task_status",
+            json!({"node": "pve01", "upid": upid}),
+        )
+        .await;
+    let env = envelope(&status);
+    assert_eq!(env["ok"], true, "{env}");
+    assert_eq!(env["data"]["upid"], upid);
+    let status = mcp
+        .call("pve_get_qemu_status", json!({"node": "pve01", "vmid": 101}))
+        .await;
+    assert_eq!(envelope(&status)["data"]["status"], "stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn power_tool_without_gate_returns_upid() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), FULL));
+    mcp.initialize().await;
+    let started = mcp
+        .call("startVM", json!({"node": "pve03", "vmid": 102}))
+        .await;
+    let env = envelope(&started);
+    assert_eq!(env["ok"], true, "{env}");
+    assert!(env["data"].as_str().unwrap().starts_with("UPID:pve03:"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_arguments_never_reach_proxmox() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), FULL));
+    mcp.initialize().await;
+    let cases = [
+        ("pve_get_qemu_status", json!({"node": "pve01"}), "vmid"),
+        (
+            "pve_get_qemu_status",
+            json!({"node": "pve01", "vmid": "101"}),
+            "vmid",
+        ),
+        (
+            "pve_get_qemu_status",
+            json!({"node": "pve01", "vmid": 7}),
+            "vmid",
+        ),
+        (
+            "pve_get_qemu_status",
+            json!({"node": "pve01/../x", "vmid": 101}),
+            "node",
+        ),
+        ("pve_list_nodes", json!({"surprise": true}), "surprise"),
+        (
+            "pve_stop_qemu_vm",
+            json!({"node": "pve01", "vmid": 101, "confirm": "yes"}),
+            "confirm",
+        ),
+        (
+            "pve_get_task_status",
+            json!({"node": "pve02", "upid": "UPID:pve01:0000ABCD:0001E240:674F1C2A:qmstart:101:root@pam:"}),
+            "node",
+        ),
+    ];
+    for (tool, args, field) in cases {
+        let result = mcp.call(tool, args.clone()).await;
+        assert_eq!(result["isError"], true, "{tool} {args}");
+        let env = envelope(&result);
+        assert_eq!(env["error"]["code"], "TOOL_INPUT_REJECTED", "{env}");
+        assert!(
+            env["error"]["details"]["errors"][field].is_string(),
+            "{tool} {args}: {env}"
+        );
+    }
+    assert!(emu.requests().is_empty(), "{:?}", emu.requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxmox_errors_keep_their_detail() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
+    mcp.initialize().await;
+    let missing = mcp
+        .call("pve_get_qemu_status", json!({"node": "pve01", "vmid": 999}))
+        .await;
+    assert_eq!(missing["isError"], true);
+    let env = envelope(&missing);
+    assert_eq!(env["error"]["code"], "PROXMOX_NOT_FOUND", "{env}");
+    assert!(
+        env["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist"),
+        "{env}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_list_fans_out_over_nodes() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
+    mcp.initialize().await;
+    let result = mcp.call("listContainers", json!({})).await;
+    let env = envelope(&result);
+    assert_eq!(env["ok"], true, "{env}");
+    let mut ids: Vec<i64> = env["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["vmid"].as_i64().unwrap())
+        .collect();
+    ids.sort();
+    assert_eq!(ids, [201, 202, 203]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unconfigured_server_starts_and_explains() {
+    let mut mcp = McpProcess::spawn(&["run"], &[]);
+    mcp.initialize().await;
+    let result = mcp.call("pve_list_nodes", json!({})).await;
+    let env = envelope(&result);
+    assert_eq!(env["error"]["code"], "PROXMOX_NOT_CONFIGURED");
+    assert!(env["error"]["hint"].as_str().unwrap().contains("setup"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_mode_serves_the_built_in_emulator() {
+    let mut mcp = McpProcess::spawn(&["run", "--demo"], &[]);
+    let init = mcp.initialize().await;
+    assert!(
+        init["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("DEMO MODE")
+    );
+    let result = mcp
+        .call("pve_list_cluster_resources", json!({"type": "vm"}))
+        .await;
+    let env = envelope(&result);
+    assert_eq!(env["ok"], true, "{env}");
+    assert!(
+        env["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["type"] != "node")
+    );
+}
