@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 
 use super::api::{self, ApiError, Call, Param};
 use super::lock;
-use super::routes::ROUTES;
+use super::routes;
 use super::state::EmuState;
 
 /// A route handler: runs with the state locked, returns the `data` value.
@@ -142,16 +142,16 @@ fn find(
     method: &str,
     segments: &[String],
 ) -> Option<(&'static Route, Vec<(&'static str, String)>)> {
-    ROUTES
-        .iter()
-        .filter(|r| r.method.name() == method)
-        .filter_map(|r| match_pattern(r.pattern, segments).map(|c| (r, c)))
-        .max_by_key(|(r, captures)| {
+    routes::all()
+        .enumerate()
+        .filter(|(_, r)| r.method.name() == method)
+        .filter_map(|(index, r)| match_pattern(r.pattern, segments).map(|c| (index, r, c)))
+        .max_by_key(|(index, _, captures)| {
             // max_by_key returns the last maximum; the reversed index makes
             // the earliest route in the table win ties.
-            let index = ROUTES.iter().position(|x| std::ptr::eq(x, *r)).unwrap_or(0);
-            (segments.len() - captures.len(), std::cmp::Reverse(index))
+            (segments.len() - captures.len(), std::cmp::Reverse(*index))
         })
+        .map(|(_, r, captures)| (r, captures))
 }
 
 /// Validates the path captures that have a fixed format (`{vmid}`: an

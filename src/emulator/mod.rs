@@ -17,6 +17,8 @@ mod dispatch;
 mod faults;
 mod handlers;
 mod routes;
+mod routes_guests;
+mod routes_infra;
 mod seed;
 mod server;
 mod state;
