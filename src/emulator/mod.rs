@@ -19,6 +19,7 @@ mod handlers;
 mod routes;
 mod routes_guests;
 mod routes_infra;
+mod routes_security;
 mod seed;
 mod server;
 mod state;

@@ -86,7 +86,7 @@ const TASK_LIST: &[Param] = &[
 
 /// Every route table, in precedence order for ties: the base slice, then the guest
 /// lifecycle routes (`routes_guests.rs`) and the infrastructure routes
-/// (`routes_infra.rs`). Splitting the table keeps each file reviewable.
+/// (`routes_infra.rs`), then access control and firewall (`routes_security.rs`). Splitting the table keeps each file reviewable.
 pub(super) static TABLES: &[&[Route]] = &[
     BASE,
     super::routes_guests::ROUTES,

@@ -1,0 +1,10 @@
+//! Security routes: users, groups, roles, ACLs, realms, API tokens, and the cluster and
+//! guest firewalls.
+//!
+//! Invariant: each route declares exactly the parameters Proxmox's schema accepts for
+//! it, so a tool that sends anything else is refused with a 400 like pveproxy does.
+
+use super::dispatch::Route;
+
+/// Routes of this table (see `routes::TABLES`).
+pub(super) static ROUTES: &[Route] = &[];
