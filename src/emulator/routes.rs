@@ -91,6 +91,7 @@ pub(super) static TABLES: &[&[Route]] = &[
     BASE,
     super::routes_guests::ROUTES,
     super::routes_infra::ROUTES,
+    super::routes_security::ROUTES,
 ];
 
 /// Every implemented route, in table order.
