@@ -212,8 +212,22 @@ fn every_rest_row_exists_in_the_pve_schema() {
     );
 }
 
+/// Deliberate differences from the reference, `(tool, field)`, each recorded in
+/// docs/MIGRATING.md. Keep one line per difference.
+const DELIBERATE: &[(&str, &str)] = &[
+    // Privilege-relevant creations are confirm-gated (issue: catalog parity).
+    ("pve_create_user", "confirm"),
+    ("pve_create_api_token", "confirm"),
+    ("pve_create_cluster_firewall_rule", "confirm"),
+    ("pve_create_guest_firewall_rule", "confirm"),
+    ("pve_create_storage", "confirm"),
+    ("pve_create_network", "confirm"),
+    // Runs commands on the hypervisor, so it is not a read-only tool.
+    ("pve_ssh_batch_diagnostics", "tier"),
+];
+
 /// Flags the reference users rely on (names, aliases, tier, module, category, flags,
-/// method, path) stay as they were, except the deliberate differences listed here.
+/// method, path) stay as they were, except the deliberate differences listed above.
 #[test]
 fn rows_keep_the_reference_flags() {
     let Some(reference) = load_json("spec/reference-tools.json") else {
@@ -267,7 +281,7 @@ fn rows_keep_the_reference_flags() {
             ("aliases", spec.aliases.to_vec().into(), aliases.into()),
         ];
         for (what, ours, theirs) in checks {
-            if ours != theirs {
+            if ours != theirs && !DELIBERATE.contains(&(spec.name, what)) {
                 failures.push(format!(
                     "{}: {what} is {ours}, reference {theirs}",
                     spec.name
