@@ -63,6 +63,9 @@ pub struct EmulatorOptions {
     /// Three nodes plus the "emu-cluster" record (default) instead of a
     /// standalone `pve01`.
     pub cluster: bool,
+    /// Privileges `GET /access/permissions` reports for the token on `/`;
+    /// `None` (default) means every privilege (an administrator's token).
+    pub privileges: Option<Vec<String>>,
 }
 
 impl Default for EmulatorOptions {
@@ -75,6 +78,7 @@ impl Default for EmulatorOptions {
             token_secret: "emulator-secret-token".into(),
             task_duration: Duration::from_millis(250),
             cluster: true,
+            privileges: None,
         }
     }
 }
@@ -148,13 +152,14 @@ impl Emulator {
             "PVEAPIToken={}@{}!{}={}",
             opts.user, opts.realm, opts.token_name, opts.token_secret
         );
-        let state = seed::seed(
+        let mut state = seed::seed(
             opts.cluster,
             material.fingerprint.clone(),
             opts.task_duration,
             format!("{}@{}", opts.user, opts.realm),
             opts.token_name.clone(),
         );
+        state.privileges = opts.privileges.clone();
         let shared = Arc::new(Shared {
             token_header,
             state: Mutex::new(state),

@@ -4,7 +4,13 @@
 //! Invariant: each route declares exactly the parameters Proxmox's schema accepts for
 //! it, so a tool that sends anything else is refused with a 400 like pveproxy does.
 
-use super::dispatch::Route;
+use super::api::s;
+use super::dispatch::{Route, get};
+use super::handlers::permissions;
 
 /// Routes of this table (see `routes::TABLES`).
-pub(super) static ROUTES: &[Route] = &[];
+pub(super) static ROUTES: &[Route] = &[get(
+    "/access/permissions",
+    &[s("path"), s("userid")],
+    permissions::list,
+)];

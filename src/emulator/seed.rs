@@ -74,6 +74,7 @@ pub(super) fn seed(
         token_name,
         started: Instant::now(),
         last_pid: 0x0001_2340,
+        privileges: None,
     }
 }
 

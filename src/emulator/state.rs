@@ -280,6 +280,8 @@ pub(super) struct EmuState {
     pub started: Instant,
     /// Last pid handed to a task worker.
     pub last_pid: u32,
+    /// Privileges of the token on `/` (`None`: all of them).
+    pub privileges: Option<Vec<String>>,
 }
 
 impl EmuState {

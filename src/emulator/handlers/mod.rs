@@ -7,6 +7,7 @@
 pub(super) mod cluster;
 pub(super) mod guests;
 pub(super) mod nodes;
+pub(super) mod permissions;
 pub(super) mod tasks;
 
 use super::api::{ApiError, Call};
