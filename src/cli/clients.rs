@@ -207,10 +207,10 @@ pub fn launcher_command() -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    if let Some(found) = find_on_path(&name) {
-        if found.canonicalize().ok().as_ref() == Some(&exe) {
-            return name;
-        }
+    if let Some(found) = find_on_path(&name)
+        && found.canonicalize().ok().as_ref() == Some(&exe)
+    {
+        return name;
     }
     exe.to_string_lossy().into_owned()
 }
@@ -271,13 +271,13 @@ fn merge_json(
     let root_key = client.root_key();
     if client == ClientId::Vscode && !root.contains_key(root_key) {
         // Legacy VS Code layout {"mcp": {"servers": {...}}}: move the servers to the root.
-        if let Some(Value::Object(mcp)) = root.get_mut("mcp") {
-            if let Some(servers) = mcp.remove("servers") {
-                if mcp.is_empty() {
-                    root.remove("mcp");
-                }
-                root.insert(root_key.to_owned(), servers);
+        if let Some(Value::Object(mcp)) = root.get_mut("mcp")
+            && let Some(servers) = mcp.remove("servers")
+        {
+            if mcp.is_empty() {
+                root.remove("mcp");
             }
+            root.insert(root_key.to_owned(), servers);
         }
     }
     let servers = root
@@ -442,10 +442,10 @@ pub fn render_snippet(client: ClientId, key: &str, entry: &ServerEntry) -> Strin
         }
         _ => {
             let mut inner = entry.to_json();
-            if client == ClientId::Vscode {
-                if let Value::Object(m) = &mut inner {
-                    m.insert("type".into(), json!("stdio"));
-                }
+            if client == ClientId::Vscode
+                && let Value::Object(m) = &mut inner
+            {
+                m.insert("type".into(), json!("stdio"));
             }
             files::pretty(&json!({ client.root_key(): { key: inner } }))
         }

@@ -205,10 +205,10 @@ fn check_clients(
     let mut files: Vec<(ClientId, PathBuf)> = Vec::new();
     for client in wanted.unwrap_or(&ClientId::ALL) {
         for scope in [Scope::Project, Scope::User] {
-            if let Ok(p) = client.config_path(paths, scope) {
-                if !files.iter().any(|(_, q)| q == &p) {
-                    files.push((*client, p));
-                }
+            if let Ok(p) = client.config_path(paths, scope)
+                && !files.iter().any(|(_, q)| q == &p)
+            {
+                files.push((*client, p));
             }
         }
     }

@@ -37,6 +37,8 @@ pub struct Cli {
 }
 
 /// The commands.
+// Parsed once per process; boxing `setup`'s many flags would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over stdio (or Streamable HTTP when MCP_TRANSPORT=http).

@@ -360,12 +360,12 @@ fn ssh_choice(args: &SetupArgs, paths: &Paths) -> Result<SshChoice, CliError> {
     if strategy.is_some_and(|s| s.eq_ignore_ascii_case("disabled")) {
         return Ok(SshChoice::Disabled);
     }
-    if let Some(s) = strategy {
-        if crate::config::SshStrategy::parse(s).is_none() {
-            return Err(config_err(format!(
-                "--ssh-strategy `{s}` is not a strategy; valid: auto, direct, hop, disabled"
-            )));
-        }
+    if let Some(s) = strategy
+        && crate::config::SshStrategy::parse(s).is_none()
+    {
+        return Err(config_err(format!(
+            "--ssh-strategy `{s}` is not a strategy; valid: auto, direct, hop, disabled"
+        )));
     }
     let any = args.ssh_host.is_some()
         || args.ssh_key_path.is_some()
