@@ -258,14 +258,31 @@ fn privileges_table_and_doc_are_current() {
     let source = render_source(&rows);
     if std::env::var_os("UPDATE_PRIVILEGES").is_some() {
         std::fs::write(&source_path, &source).unwrap();
+        // Keep the file as `cargo fmt` would leave it (best effort: rustfmt may be absent).
+        let _ = std::process::Command::new("rustfmt")
+            .args(["--edition", "2024"])
+            .arg(&source_path)
+            .status();
         // The doc is rendered from the compiled table: run the test a second time after an
         // update so the doc reflects the new table.
         std::fs::write(&doc_path, render_doc(&rows)).unwrap();
         return;
     }
-    let committed = std::fs::read_to_string(&source_path).unwrap();
+    // Compare data, not text, so formatting the generated file is not drift.
+    let compiled: Vec<(String, Vec<(String, String)>)> =
+        nandi_proxmox_mcp::cli::privileges::TOOL_PRIVILEGES
+            .iter()
+            .map(|(t, n)| {
+                let needs = n.iter().map(|(p, v)| ((*p).to_owned(), (*v).to_owned()));
+                ((*t).to_owned(), needs.collect())
+            })
+            .collect();
+    let generated: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|r| (r.tool.to_owned(), r.needs.iter().cloned().collect()))
+        .collect();
     assert_eq!(
-        committed, source,
+        compiled, generated,
         "src/cli/privileges.rs is out of date: run UPDATE_PRIVILEGES=1 cargo test --test privileges (twice)"
     );
     let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();
