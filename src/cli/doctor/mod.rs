@@ -4,26 +4,21 @@
 //! validated under the instance's real server key; checks that cannot apply are SKIP, never a
 //! false RED; the exit status is non-zero when anything is RED; no output contains the secret.
 
+mod checks;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use clap::Args;
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 
 use super::clients::{self, ClientId, ServerEntry};
-use super::privileges::TOOL_PRIVILEGES;
 use super::report::{Item, Report, use_colour};
 use super::{CliError, probe};
 use crate::catalog::{Module, Tier};
 use crate::config::instances;
-use crate::config::{
-    self, CONFIG_ENV_VAR, Config, ConfigSource, Paths, ProcessEnv, Scope, TlsSetting,
-};
-use crate::policy::Settings;
+use crate::config::{self, CONFIG_ENV_VAR, Config, ConfigSource, Paths, ProcessEnv, Scope};
 use crate::pve;
-use crate::registry::Registry;
 
 /// Every check, in the order they run.
 pub const CHECKS: [&str; 8] = [
@@ -408,7 +403,7 @@ async fn check_cluster(
             }
         }
         if checks.contains("permissions") {
-            report.push(check_permissions(&client, policy_env.as_ref()).await);
+            report.push(checks::permissions(&client, policy_env.as_ref()).await);
         }
     } else if needs_api {
         for c in ["vms", "cts", "node-status", "permissions"] {
@@ -418,198 +413,9 @@ async fn check_cluster(
         }
     }
     if checks.contains("tls") {
-        report.push(check_tls(proxmox).await);
+        report.push(checks::tls(proxmox).await);
     }
     if checks.contains("remote-op") {
-        check_remote(args, config, report).await;
-    }
-}
-
-/// Privileges the token holds on `/` and on each object type's root.
-fn granted(perms: &Value, acl_path: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let root = acl_path
-        .split('/')
-        .nth(1)
-        .filter(|s| !s.is_empty() && !s.starts_with('{'))
-        .map(|s| format!("/{s}"));
-    for path in std::iter::once("/".to_owned()).chain(root) {
-        if let Some(map) = perms.get(&path).and_then(Value::as_object) {
-            for (p, v) in map {
-                if v.as_i64().unwrap_or(0) != 0 || v.as_bool() == Some(true) {
-                    out.insert(p.clone());
-                }
-            }
-        }
-    }
-    out
-}
-
-async fn check_permissions(
-    client: &pve::Client,
-    policy_env: Option<&BTreeMap<String, String>>,
-) -> Item {
-    let settings = Settings::from_lookup(|k| {
-        policy_env
-            .and_then(|env| env.get(k).cloned())
-            .or_else(|| std::env::var(k).ok())
-    });
-    let settings = match settings {
-        Ok(s) => s,
-        Err(e) => return Item::red("permissions", e.to_string(), None),
-    };
-    let perms = match probe::get(client, "/access/permissions").await {
-        Ok(v) => v,
-        Err(e) => {
-            return Item::red(
-                "permissions",
-                format!("cannot read the token's permissions: {e}"),
-                e.hint(),
-            );
-        }
-    };
-    let registry = Registry::build(&settings);
-    let table: BTreeMap<&str, &[(&str, &str)]> = TOOL_PRIVILEGES.iter().copied().collect();
-    let mut failing: Vec<String> = Vec::new();
-    let mut missing_all: BTreeSet<&str> = BTreeSet::new();
-    for entry in registry.entries().iter().filter(|e| e.alias_for.is_none()) {
-        let needs = table.get(entry.spec.name).copied().unwrap_or(&[]);
-        let missing: Vec<&str> = needs
-            .iter()
-            .filter(|(path, privilege)| !granted(&perms, path).contains(*privilege))
-            .map(|(_, p)| *p)
-            .collect();
-        if !missing.is_empty() {
-            missing_all.extend(missing.iter().copied());
-            failing.push(format!("{} ({})", entry.spec.name, missing.join(", ")));
-        }
-    }
-    let tier = settings.tier.as_str();
-    if failing.is_empty() {
-        return Item::green(
-            "permissions",
-            format!(
-                "the token holds every privilege the {} registered tools ({tier}) need",
-                registry.canonical_count()
-            ),
-        );
-    }
-    Item::red(
-        "permissions",
-        format!(
-            "{} tool(s) will fail with 403: {}",
-            failing.len(),
-            failing.join("; ")
-        ),
-        Some(format!(
-            "grant {} on /: run the commands of `nandi-proxmox-mcp bootstrap --tier {tier}` (docs/PERMISSIONS.md lists each tool's privileges)",
-            missing_all.into_iter().collect::<Vec<_>>().join(",")
-        )),
-    )
-}
-
-async fn check_tls(proxmox: &config::ProxmoxConfig) -> Item {
-    let mode = match &proxmox.tls {
-        TlsSetting::Verify => "system CA store".to_owned(),
-        TlsSetting::CaFile(p) => format!("CA file {}", p.display()),
-        TlsSetting::Fingerprint(fp) => format!("pinned fingerprint {fp}"),
-        TlsSetting::Insecure => "verification OFF (allowInsecureTls)".to_owned(),
-    };
-    let cert = match probe::certificate(&proxmox.host, proxmox.port).await {
-        Ok(c) => c,
-        Err(e) => {
-            return Item::red(
-                "tls",
-                format!("{mode}; could not read the certificate: {e}"),
-                None,
-            );
-        }
-    };
-    let now = chrono::Utc::now().timestamp();
-    let expiry = match cert.not_after {
-        Some(t) => {
-            let days = (t - now) / 86_400;
-            if t < now {
-                return Item::red(
-                    "tls",
-                    format!("{mode}; the certificate EXPIRED {} day(s) ago", -days),
-                    Some("renew it on the node: `pvecm updatecerts --force` (self-signed) or your ACME setup".into()),
-                );
-            }
-            format!("expires in {days} day(s)")
-        }
-        None => "expiry unknown".to_owned(),
-    };
-    let detail = format!("{mode}; certificate SHA-256 {}; {expiry}", cert.fingerprint);
-    match &proxmox.tls {
-        TlsSetting::Fingerprint(fp) if !fp.eq_ignore_ascii_case(&cert.fingerprint) => Item::red(
-            "tls",
-            format!("pinned {fp} but the server presents {}", cert.fingerprint),
-            Some("if the node's certificate was renewed on purpose, pin the new fingerprint (check it with `pvenode cert info` on the node)".into()),
-        ),
-        TlsSetting::Insecure => Item::green("tls", detail).with_fix(format!(
-            "pin the certificate instead of turning checks off: tlsFingerprint = {}",
-            cert.fingerprint
-        )),
-        _ => Item::green("tls", detail),
-    }
-}
-
-async fn check_remote(args: &DoctorArgs, config: &Config, report: &mut Report) {
-    let Some(ssh) = &config.ssh else {
-        report.push(Item::skip(
-            "sshBatch",
-            "SSH is not configured (REST-only installation)",
-        ));
-        return;
-    };
-    let addr = format!(
-        "{}:{}",
-        ssh.host.trim_start_matches('[').trim_end_matches(']'),
-        ssh.port
-    );
-    let banner = tokio::time::timeout(Duration::from_secs(10), async {
-        let mut stream = tokio::net::TcpStream::connect(&addr).await?;
-        let mut buf = vec![0u8; 256];
-        let n = stream.read(&mut buf).await?;
-        Ok::<_, std::io::Error>(
-            String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        )
-    })
-    .await;
-    match banner {
-        Ok(Ok(b)) if b.starts_with("SSH-") => report.push(Item::green(
-            "sshBatch",
-            format!("sshd answers at {addr} ({b})"),
-        )),
-        Ok(Ok(b)) => report.push(Item::red(
-            "sshBatch",
-            format!("{addr} answered but not as SSH ({b:?})"),
-            Some("check sshPort".into()),
-        )),
-        Ok(Err(e)) => report.push(Item::red(
-            "sshBatch",
-            format!("cannot connect to {addr}: {e}"),
-            Some("check that sshd runs and the port is reachable".into()),
-        )),
-        Err(_) => report.push(Item::red(
-            "sshBatch",
-            format!("no answer from {addr} within 10s"),
-            Some("check the VPN and firewall".into()),
-        )),
-    }
-    match args.ctid {
-        Some(ctid) => report.push(Item::skip(
-            "pctExec",
-            format!("container {ctid}: remote commands are not available in this build"),
-        )),
-        None => report.push(Item::skip(
-            "pctExec",
-            "no container id given (--ctid or NANDI_DOCTOR_CTID)",
-        )),
+        checks::remote(args.ctid, config, report).await;
     }
 }
