@@ -33,7 +33,9 @@ async fn bootstrap_prints_a_least_privilege_role_per_tier() {
             "pveum acl modify / --users mcp@pve --roles {role}"
         )));
         assert!(text.contains("pveum user token add mcp@pve nandi --privsep 0"));
-        assert!(text.contains("set -e"));
+        assert!(
+            text.contains("bash -e <<'NANDI_BOOTSTRAP'") && text.contains("\nNANDI_BOOTSTRAP\n")
+        );
         assert!(!text.contains("|| echo"), "no failure masking: {text}");
         assert!(!text.contains("PVEAdmin") && !text.contains("PVEAuditor"));
         assert!(!text.contains("authorized_keys"), "no key given");

@@ -134,3 +134,51 @@ async fn unknown_checks_and_missing_configuration() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("[RED] instance"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pin_mismatch_and_refused_connections_are_diagnosed() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let mut env = common::env_for(&emu);
+    let wrong = vec!["AB"; 32].join(":");
+    for (k, v) in &mut env {
+        if k == "PROXMOX_TLS_FINGERPRINT" {
+            *v = wrong.clone();
+        }
+    }
+    let out = d
+        .run(
+            &["doctor", "--check", "nodes,tls", "--json"],
+            &env_of(&env),
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let real = emu.cert_fingerprint().unwrap();
+    let tls = item(&report, "tls");
+    assert_eq!(tls["status"], "RED");
+    assert!(tls["detail"].as_str().unwrap().contains(&real), "{tls}");
+    let nodes = item(&report, "listNodes");
+    assert!(nodes["fix"].as_str().unwrap().contains(&real), "{nodes}");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let mut env = common::env_for(&emu);
+    for (k, v) in &mut env {
+        if k == "PROXMOX_PORT" {
+            *v = port.to_string();
+        }
+    }
+    let out = d
+        .run(&["doctor", "--check", "nodes"], &env_of(&env), None)
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[RED] listNodes: connection refused"),
+        "{text}"
+    );
+    assert!(text.contains("pveproxy"), "{text}");
+}

@@ -439,3 +439,118 @@ async fn every_client_entry_starts_the_server() {
         assert!(text.contains("pve01"), "{client:?}: {called}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_scope_writes_user_files_only() {
+    let d = CliDirs::new();
+    let out = d
+        .run(
+            &[
+                "setup",
+                "--scope",
+                "user",
+                "--proxmox-host",
+                "pve.example",
+                "--proxmox-user",
+                "mcp",
+                "--token-name",
+                "nandi",
+                "--token-secret-stdin",
+                "--skip-connectivity",
+                "--clients",
+                "claude-code,vscode,cursor",
+                "--name",
+                "home-lab",
+            ],
+            &[],
+            Some(SECRET),
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert_eq!(
+        std::fs::read_dir(d.cwd.path()).unwrap().count(),
+        0,
+        "nothing in the project folder"
+    );
+    let home = d.home.path();
+    let instance = home.join(".nandi-proxmox-mcp/home-lab.json");
+    #[cfg(unix)]
+    assert_eq!(mode(&instance), 0o600);
+    for (client, path) in [
+        (ClientId::ClaudeCode, home.join(".claude.json")),
+        (ClientId::Vscode, home.join(".config/Code/User/mcp.json")),
+        (ClientId::Cursor, home.join(".cursor/mcp.json")),
+    ] {
+        let entry = read_entry(client, &path, "home-lab").unwrap().unwrap();
+        assert_eq!(
+            Path::new(&entry.env["NANDI_PROXMOX_CONFIG"]),
+            instance.as_path()
+        );
+    }
+    let rules = read_json(&home.join(".claude/settings.json"));
+    assert!(rules["permissions"]["ask"].as_array().unwrap().len() > 5);
+    let list = d.run(&["list"], &[], None).await;
+    assert!(String::from_utf8_lossy(&list.stdout).contains("scope:  user"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unverifiable_certificate_offers_the_fingerprint_to_pin() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let flags: Vec<String> = setup_flags(&emu)
+        .into_iter()
+        .filter(|f| {
+            f != "--tls-fingerprint" && Some(f.as_str()) != emu.cert_fingerprint().as_deref()
+        })
+        .collect();
+    let out = d
+        .run(&args(&flags, &["--clients", "cursor"]), &[], Some(SECRET))
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("[RED] listNodes: TLS failed"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "--tls-fingerprint {}",
+            emu.cert_fingerprint().unwrap()
+        )),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn launcher_is_the_bare_name_when_path_finds_this_binary() {
+    let d = CliDirs::new();
+    let bin = tempfile::tempdir().unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(common::binary(), bin.path().join("nandi-proxmox-mcp")).unwrap();
+    #[cfg(not(unix))]
+    return;
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = d
+        .run(
+            &[
+                "setup",
+                "--proxmox-host",
+                "h",
+                "--proxmox-user",
+                "u",
+                "--token-name",
+                "t",
+                "--token-secret-stdin",
+                "--skip-connectivity",
+                "--clients",
+                "claude-code",
+            ],
+            &[("PATH", &path)],
+            Some(SECRET),
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let mcp = read_json(&d.cwd.path().join(".mcp.json"));
+    assert_eq!(mcp["mcpServers"]["proxmox"]["command"], "nandi-proxmox-mcp");
+}

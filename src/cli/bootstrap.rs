@@ -3,7 +3,7 @@
 //!
 //! Invariants: the role of a tier holds exactly the privileges that tier's tools need (the union
 //! of [`super::privileges::TOOL_PRIVILEGES`] rows, generated from the official API schema); the
-//! printed script stops at the first real failure (`set -e`, no `|| echo` masking); a private key
+//! printed script runs in `bash -e` and stops at the first real failure (no `|| echo` masking); a private key
 //! is never printed or authorised.
 
 use std::collections::BTreeSet;
@@ -174,7 +174,9 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
     println!("\nRun these commands as root on any node of the cluster (a shell on the node, or");
     println!("Datacenter > node > Shell in the web UI):\n");
     println!("--- copy from here ---");
-    println!("set -e");
+    // A child shell with -e stops at the first real failure without closing the pasting
+    // user's own shell (a bare `set -e` pasted interactively would log them out on an error).
+    println!("bash -e <<'NANDI_BOOTSTRAP'");
     println!("# 1. The API user (created only when it does not exist yet).");
     println!(
         "pveum user list --output-format json | grep -q '\"userid\":\"{account}\"' || pveum user add {account} --comment \"nandi-proxmox-mcp\""
@@ -203,6 +205,7 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
         println!("  echo {q} >> /root/.ssh/authorized_keys");
         println!("chmod 600 /root/.ssh/authorized_keys");
     }
+    println!("NANDI_BOOTSTRAP");
     println!("--- to here ---\n");
     println!("Then, on this machine:");
     println!(

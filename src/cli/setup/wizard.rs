@@ -57,8 +57,8 @@ impl Prompter {
 
     fn yes(&mut self, question: &str, default_yes: bool) -> Result<bool, CliError> {
         let a = self.ask(question, Some(if default_yes { "Y/n" } else { "y/N" }))?;
-        let a = a.to_lowercase();
-        if a == "y/n" || a == "y/N".to_lowercase() {
+        // An empty answer comes back as the shown default, which stands for `default_yes`.
+        if a.eq_ignore_ascii_case("y/n") {
             return Ok(default_yes);
         }
         Ok(is_yes(&a))
@@ -224,6 +224,21 @@ pub(crate) async fn run(args: &SetupArgs, c: &Common) -> Result<Option<(Answers,
                     _ => {}
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_yes;
+
+    #[test]
+    fn yes_in_english_and_spanish() {
+        for y in ["y", "Yes", "s", "si", "Sí", "sí claro"] {
+            assert!(is_yes(y), "{y}");
+        }
+        for n in ["n", "no", "", "x"] {
+            assert!(!is_yes(n), "{n}");
         }
     }
 }
