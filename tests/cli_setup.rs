@@ -554,3 +554,52 @@ async fn launcher_is_the_bare_name_when_path_finds_this_binary() {
     let mcp = read_json(&d.cwd.path().join(".mcp.json"));
     assert_eq!(mcp["mcpServers"]["proxmox"]["command"], "nandi-proxmox-mcp");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instance_named_after_the_cluster_and_requested_clients_checked() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let flags = setup_flags(&emu);
+    let out = d
+        .run(
+            &args(&flags, &["--clients", "claude-code"]),
+            &[],
+            Some(SECRET),
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        d.cwd
+            .path()
+            .join(".nandi-proxmox-mcp/emu-cluster.json")
+            .is_file()
+    );
+    let out = d
+        .run(
+            &[
+                "doctor",
+                "--clients",
+                "claude-code,cursor",
+                "--check",
+                "mcp-config",
+            ],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[GREEN] mcpConfig:claude-code"), "{text}");
+    assert!(
+        text.contains("[RED] mcpConfig:cursor: no Cursor configuration file exists"),
+        "{text}"
+    );
+    // A broken entry (command gone) is RED.
+    let mcp_path = d.cwd.path().join(".mcp.json");
+    let mut mcp = read_json(&mcp_path);
+    mcp["mcpServers"]["emu-cluster"]["command"] = json!("/nonexistent/nandi-proxmox-mcp");
+    std::fs::write(&mcp_path, mcp.to_string()).unwrap();
+    let out = d.run(&["doctor", "--check", "mcp-config"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("is not an executable file"));
+}

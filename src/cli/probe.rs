@@ -255,3 +255,24 @@ impl ServerCertVerifier for Capture {
             .supported_schemes()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_expiry_and_fingerprint_are_read() {
+        let mut params = rcgen::CertificateParams::new(vec!["pve01".to_owned()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(2001, 2, 3);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let info = describe_certificate(cert.der());
+        assert_eq!(info.not_after, Some(981_158_400));
+        assert_eq!(info.fingerprint, pve::certificate_fingerprint(cert.der()));
+        assert!(
+            describe_certificate(b"not a certificate")
+                .not_after
+                .is_none()
+        );
+    }
+}

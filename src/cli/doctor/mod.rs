@@ -209,30 +209,44 @@ fn check_clients(
     }
     let mut found_any = false;
     let mut first_env = None;
-    for (client, path) in files {
-        if !path.exists() {
-            continue;
-        }
+    for client in wanted.unwrap_or(&ClientId::ALL) {
         let check = format!("mcpConfig:{}", client.as_str());
-        match clients::read_entry(client, &path, key) {
-            Ok(Some(entry)) => {
-                found_any = true;
-                let item = validate_entry(&check, &path, &entry, config);
-                if item.status != super::report::Status::Red && first_env.is_none() {
-                    first_env = Some(entry.env.clone());
+        let mut found_here = false;
+        let mut looked = Vec::new();
+        for (_, path) in files.iter().filter(|(c, p)| c == client && p.exists()) {
+            looked.push(path.display().to_string());
+            match clients::read_entry(*client, path, key) {
+                Ok(Some(entry)) => {
+                    found_here = true;
+                    let item = validate_entry(&check, path, &entry, config);
+                    if item.status != super::report::Status::Red && first_env.is_none() {
+                        first_env = Some(entry.env.clone());
+                    }
+                    report.push(item);
                 }
-                report.push(item);
+                Ok(None) => {}
+                Err(e) => {
+                    found_here = true;
+                    report.push(Item::red(&check, format!("{}: {e}", path.display()), None));
+                }
             }
-            Ok(None) if wanted.is_some() => report.push(Item::red(
+        }
+        found_any |= found_here;
+        // An explicitly requested client must have the entry somewhere.
+        if wanted.is_some() && !found_here {
+            let detail = if looked.is_empty() {
+                format!("no {} configuration file exists", client.label())
+            } else {
+                format!("no entry `{key}` in {}", looked.join(", "))
+            };
+            report.push(Item::red(
                 &check,
-                format!("{} has no entry `{key}`", path.display()),
+                detail,
                 Some(format!(
                     "nandi-proxmox-mcp setup --name {key} --clients {}",
                     client.as_str()
                 )),
-            )),
-            Ok(None) => {}
-            Err(e) => report.push(Item::red(&check, format!("{}: {e}", path.display()), None)),
+            ));
         }
     }
     if !found_any && wanted.is_none() {
