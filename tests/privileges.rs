@@ -335,11 +335,24 @@ fn read_only_role_grants_only_what_read_only_tools_need() {
         .flat_map(|(_, n)| n.iter().map(|(_, p)| *p))
         .collect();
     assert_eq!(read_only, needed);
+    // A read-only tool that needs one of these is a catalog mistake, not a role to widen.
     for p in &read_only {
-        assert!(
-            p.ends_with(".Audit") || *p == "Sys.Syslog",
-            "read-only role grants the non-reading privilege {p}"
-        );
+        let power = p.starts_with("VM.Config.")
+            || [
+                "VM.PowerMgmt",
+                "VM.Allocate",
+                "VM.Migrate",
+                "VM.Snapshot",
+                "VM.Console",
+                "Sys.Modify",
+                "Sys.PowerMgmt",
+                "Sys.Console",
+                "Permissions.Modify",
+                "User.Modify",
+                "Realm.AllocateUser",
+            ]
+            .contains(p);
+        assert!(!power, "read-only role grants the changing privilege {p}");
     }
     assert!(privileges_for(Tier::ReadExecute).is_superset(&read_only));
     assert!(privileges_for(Tier::Full).is_superset(&privileges_for(Tier::ReadExecute)));
