@@ -191,3 +191,37 @@ pub fn with_policy(mut env: Vec<(String, String)>, vars: &[(&str, &str)]) -> Vec
     }
     env
 }
+
+impl McpProcess {
+    /// Like [`McpProcess::spawn`], but the server's stderr (its whole log) goes to the
+    /// file `log`, so a test can check what the server wrote there.
+    pub fn spawn_logging_to(args: &[&str], env: &[(String, String)], log: &Path) -> McpProcess {
+        let home = tempfile::tempdir().expect("tempdir");
+        let stderr = std::fs::File::create(log).expect("log file");
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("RUST_LOG", "warn")
+            .current_dir(home.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("binary spawns");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        McpProcess {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            next_id: 1,
+            _home: home,
+        }
+    }
+}
