@@ -16,18 +16,12 @@ const USERID_PATTERN: &str = "^[^\\s:/@!,]+@[A-Za-z][A-Za-z0-9._-]+$";
 /// A token id: a letter, then letters, digits, `.`, `-`, `_` (`automation`, `ci-runner`).
 const TOKENID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]+$";
 
-/// Comma-separated group ids (`admins,ops`).
-const GROUP_LIST_PATTERN: &str = "^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$";
+/// Comma-separated ids (groups, roles): Proxmox checks each one; this keeps out
+/// spaces, control characters and anything that is not an id character.
+const ID_LIST_PATTERN: &str = "^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$";
 
-/// Comma-separated role ids (`PVEVMUser,PVEAuditor`).
-const ROLE_LIST_PATTERN: &str = "^[A-Za-z0-9._-]+(?:,[A-Za-z0-9._-]+)*$";
-
-/// Comma-separated user ids.
-const USER_LIST_PATTERN: &str =
-    "^[^\\s:/@!,]+@[A-Za-z][A-Za-z0-9._-]+(?:,[^\\s:/@!,]+@[A-Za-z][A-Za-z0-9._-]+)*$";
-
-/// Comma-separated full token ids (`user@realm!tokenid`).
-const TOKEN_LIST_PATTERN: &str = "^[^\\s:/@!,]+@[A-Za-z][A-Za-z0-9._-]+![A-Za-z][A-Za-z0-9._-]+(?:,[^\\s:/@!,]+@[A-Za-z][A-Za-z0-9._-]+![A-Za-z][A-Za-z0-9._-]+)*$";
+/// Comma-separated user ids (`a@pve,b@pam`) or full token ids (`a@pve!ci`).
+const PRINCIPAL_LIST_PATTERN: &str = "^[A-Za-z0-9._@!-]+(?:,[A-Za-z0-9._@!-]+)*$";
 
 /// An ACL path: `/`, or `/`-separated segments without spaces (`/vms/101`, `/storage/local`).
 const ACL_PATH_PATTERN: &str = "^/(?:[A-Za-z0-9._@!:-]+(?:/[A-Za-z0-9._@!:-]+)*)?$";
@@ -38,7 +32,7 @@ const GRANT: Effect = Effect::Write {
     idempotent: false,
 };
 
-const USERID_DESCRIPTION: &str = "User ID as `name@realm`, e.g. \"alice@pve\" (Proxmox VE realm) or \"root@pam\" (Linux PAM); realms are listed by pve_list_domains.";
+const USERID_DESCRIPTION: &str = "User ID `name@realm`, e.g. \"alice@pve\" or \"root@pam\".";
 
 /// The user in the path.
 const USERID: Param =
@@ -48,16 +42,12 @@ const USERID: Param =
 const TOKENID: Param = Param::path(
     "tokenid",
     ParamKind::String,
-    "Token name within the user, e.g. \"automation\" (a letter, then letters, digits, '.', '-', '_'). The full token id is `userid!tokenid`.",
+    "Token name, e.g. \"automation\"; the full token id is `userid!tokenid`.",
 )
 .pattern(TOKENID_PATTERN, 64);
 
-const EMAIL: Param = Param::body(
-    "email",
-    ParamKind::String,
-    "E-mail address for notifications, e.g. \"alice@example.com\".",
-)
-.pattern("^[^\\s@]+@[^\\s@]+$", 254);
+const EMAIL: Param =
+    Param::body("email", ParamKind::String, "E-mail address.").pattern("^[^\\s@]+@[^\\s@]+$", 254);
 
 const FIRSTNAME: Param = Param::body("firstname", ParamKind::String, "Given name (free text).")
     .pattern("^[^\\x00-\\x1F]*$", 1024);
@@ -65,31 +55,27 @@ const FIRSTNAME: Param = Param::body("firstname", ParamKind::String, "Given name
 const LASTNAME: Param = Param::body("lastname", ParamKind::String, "Family name (free text).")
     .pattern("^[^\\x00-\\x1F]*$", 1024);
 
-const COMMENT: Param = Param::body(
-    "comment",
-    ParamKind::String,
-    "Free-text note shown in the Proxmox GUI, e.g. what the account is for.",
-)
-.pattern("^[^\\x00-\\x1F]*$", 2048);
+const COMMENT: Param =
+    Param::body("comment", ParamKind::String, "Free-text note.").pattern("^[^\\x00-\\x1F]*$", 2048);
 
 const GROUPS: Param = Param::body(
     "groups",
     ParamKind::String,
-    "Comma-separated group IDs the user belongs to, e.g. \"admins,ops\" (see pve_list_groups). On update this replaces the list unless `append` is true.",
+    "Group IDs, comma list (\"admins,ops\"); on update replaces the list unless `append`.",
 )
-.pattern(GROUP_LIST_PATTERN, 1024);
+.pattern(ID_LIST_PATTERN, 1024);
 
 const EXPIRE: Param = Param::body(
     "expire",
     ParamKind::Integer,
-    "Account expiry as Unix epoch seconds (e.g. 1767225600 = 2026-01-01 00:00 UTC); 0 = never expires.",
+    "Expiry in Unix epoch seconds (1767225600 = 2026-01-01 UTC); 0 = never.",
 )
 .min(0);
 
 const ENABLE: Param = Param::body(
     "enable",
     ParamKind::Boolean,
-    "true = the account can log in (Proxmox default), false = disabled.",
+    "false disables the account (default true).",
 );
 
 /// Rows of the `access` category.
@@ -177,7 +163,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "password",
                 ParamKind::String,
-                "Initial password, 8–64 characters (only for the `pve` realm). Never logged.",
+                "Password, 8–64 characters (`pve` realm only). Never logged.",
             )
             .pattern("^[^\\x00-\\x1F]{8,64}$", 64),
             EMAIL,
@@ -211,7 +197,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "append",
                 ParamKind::Boolean,
-                "With `groups`: add the user to these groups instead of replacing the membership list.",
+                "With `groups`: add to these groups instead of replacing.",
             ),
             EXPIRE,
         ],
@@ -253,44 +239,44 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "path",
                 ParamKind::String,
-                "ACL path the grant applies to: \"/\" (everything), \"/vms/101\" (one guest), \"/storage/local\", \"/pool/<poolid>\", \"/nodes/pve01\", \"/sdn/zones/<zone>\".",
+                "ACL path: \"/\" (all), \"/vms/101\", \"/storage/local\", \"/pool/<id>\", \"/nodes/pve01\".",
             )
             .pattern(ACL_PATH_PATTERN, 512)
             .required(),
             Param::body(
                 "roles",
                 ParamKind::String,
-                "Comma-separated role IDs, e.g. \"PVEVMUser\" or \"PVEAuditor,PVEVMUser\" (see pve_list_roles).",
+                "Role IDs, comma list: \"PVEVMUser\" or \"PVEAuditor,PVEVMUser\".",
             )
-            .pattern(ROLE_LIST_PATTERN, 1024)
+            .pattern(ID_LIST_PATTERN, 1024)
             .required(),
             Param::body(
                 "users",
                 ParamKind::String,
-                "Comma-separated user IDs (`name@realm`) to grant to, e.g. \"alice@pve,bob@pam\".",
+                "User IDs, comma list: \"alice@pve,bob@pam\".",
             )
-            .pattern(USER_LIST_PATTERN, 4096),
+            .pattern(PRINCIPAL_LIST_PATTERN, 4096),
             Param::body(
                 "groups",
                 ParamKind::String,
-                "Comma-separated group IDs to grant to, e.g. \"admins\".",
+                "Group IDs, comma list: \"admins\".",
             )
-            .pattern(GROUP_LIST_PATTERN, 4096),
+            .pattern(ID_LIST_PATTERN, 4096),
             Param::body(
                 "tokens",
                 ParamKind::String,
-                "Comma-separated full API token IDs (`name@realm!tokenid`) to grant to, e.g. \"svc@pve!automation\"; needed for tokens with privsep=1.",
+                "Full token IDs, comma list: \"svc@pve!ci\" (for privsep tokens).",
             )
-            .pattern(TOKEN_LIST_PATTERN, 4096),
+            .pattern(PRINCIPAL_LIST_PATTERN, 4096),
             Param::body(
                 "propagate",
                 ParamKind::Boolean,
-                "true (Proxmox default) = the grant also applies to everything below the path.",
+                "Also apply below the path (default true).",
             ),
             Param::body(
                 "delete",
                 ParamKind::Boolean,
-                "true = remove these roles from these users/groups/tokens on the path instead of granting them.",
+                "true = revoke instead of grant.",
             ),
         ],
         at_least_one_of: &["users", "groups", "tokens"],
@@ -300,7 +286,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_api_token",
         title: "Create API token",
-        description: "Create an API token for a user and return its secret — the purpose of this tool: the answer {full-tokenid, info, value} carries the secret in `value`, which Proxmox shows only this once. Hand it to the person who asked, do not repeat it elsewhere. With privsep=1 (default) the token has no permissions until granted with pve_update_acl `tokens`. Requires confirm=true after asking the user.",
+        description: "Create an API token for a user and return its secret — the purpose of this tool: {full-tokenid, info, value}, the secret in `value`, shown by Proxmox only this once; give it to the person who asked and repeat it nowhere else. A privsep token (default) has no rights until granted via pve_update_acl `tokens`. Requires confirm=true after asking the user.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -312,19 +298,19 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "comment",
                 ParamKind::String,
-                "Free-text note, e.g. what the token is for.",
+                "Free-text note.",
             )
             .pattern("^[^\\x00-\\x1F]*$", 2048),
             Param::body(
                 "expire",
                 ParamKind::Integer,
-                "Token expiry as Unix epoch seconds; 0 = never; omit to expire with the user.",
+                "Expiry in Unix epoch seconds; 0 = never; default: the user's.",
             )
             .min(0),
             Param::body(
                 "privsep",
                 ParamKind::Boolean,
-                "true (Proxmox default) = privilege separation: the token gets only the ACLs granted to the token itself; false = it has all of the user's permissions.",
+                "true (default): only ACLs granted to the token; false: all of the user's rights.",
             ),
         ],
         backend: post("/access/users/{userid}/token/{tokenid}"),

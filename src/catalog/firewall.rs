@@ -21,7 +21,7 @@ const CHANGE: Effect = Effect::Write {
 const GUEST_TYPE: Param = Param::path(
     "guest_type",
     ParamKind::String,
-    "Kind of guest: \"qemu\" for a virtual machine, \"lxc\" for a container (the `type` pve_list_cluster_resources shows for the vmid).",
+    "\"qemu\" for a VM, \"lxc\" for a container.",
 )
 .one_of(&["qemu", "lxc"]);
 
@@ -29,72 +29,68 @@ const GUEST_TYPE: Param = Param::path(
 const POS: Param = Param::path(
     "pos",
     ParamKind::Integer,
-    "Position of the rule in its ruleset, 0 = first; read it from the `pos` field of the list tool.",
+    "Rule position (`pos` from the list), 0 = first.",
 )
 .min(0);
 
-const DIGEST_DESCRIPTION: &str = "The `digest` from the last list/get; Proxmox refuses the change if the ruleset or options changed since, so nothing is overwritten by accident.";
+const DIGEST_DESCRIPTION: &str = "`digest` from the last read; refused if the rules changed since.";
 
 /// `digest` in a form body.
 const DIGEST: Param =
     Param::body("digest", ParamKind::String, DIGEST_DESCRIPTION).pattern("^[0-9a-fA-F]{1,64}$", 64);
 
-const ACTION_DESCRIPTION: &str = "What happens to matching packets: \"ACCEPT\", \"DROP\" (silently) or \"REJECT\" (with an error reply); with type \"group\", the name of a security group.";
-const TYPE_DESCRIPTION: &str = "Direction: \"in\" (traffic to the guest/host), \"out\" (from it), \"forward\" (routed through, nftables firewall only) or \"group\" (insert the security group named in `action`).";
+const ACTION_DESCRIPTION: &str = "ACCEPT, DROP or REJECT; with type group, a security group name.";
+const TYPE_DESCRIPTION: &str =
+    "in, out, forward (routed) or group (use the security group in `action`).";
 const RULE_TYPES: &[&str] = &["in", "out", "forward", "group"];
 
 /// Every rule key the API accepts on create and update, all optional; create marks
 /// `type` and `action` required.
-const RULE_FIELDS: [Param; 13] = [
+const RULE_FIELDS: [Param; 12] = [
     Param::body("type", ParamKind::String, TYPE_DESCRIPTION).one_of(RULE_TYPES),
     Param::body("action", ParamKind::String, ACTION_DESCRIPTION)
         .pattern("^[A-Za-z][A-Za-z0-9_-]+$", 20),
-    Param::body(
-        "enable",
-        ParamKind::Integer,
-        "1 = rule active, 0 = kept but inactive.",
-    )
-    .range(0, 1),
+    Param::body("enable", ParamKind::Integer, "1 = active, 0 = inactive.").range(0, 1),
     Param::body(
         "source",
         ParamKind::String,
-        "Source address: IP, CIDR (\"10.0.0.0/24\"), range (\"10.0.0.1-10.0.0.9\"), alias name (\"lan\") or IP set reference (\"+management\"); comma lists allowed. Omit for any.",
+        "IP, CIDR 10.0.0.0/24, range a-b, alias name or +ipset; comma list. Omit = any.",
     )
     .pattern("^[^\\s\\x00-\\x1F]+$", 512),
     Param::body(
         "dest",
         ParamKind::String,
-        "Destination address, same syntax as `source` (IP, CIDR, range, alias, \"+ipset\"). Omit for any.",
+        "Destination, syntax as `source`. Omit = any.",
     )
     .pattern("^[^\\s\\x00-\\x1F]+$", 512),
     Param::body(
         "proto",
         ParamKind::String,
-        "IP protocol by name or number from /etc/protocols: \"tcp\", \"udp\", \"icmp\", \"icmpv6\", \"6\". Required for ports.",
+        "tcp, udp, icmp, etc. or a number; needed for ports.",
     )
     .pattern("^[A-Za-z0-9._-]+$", 32),
     Param::body(
         "dport",
         ParamKind::String,
-        "Destination port(s): number, service name, range or list — \"22\", \"ssh\", \"8000:8010\", \"80,443\". Needs `proto`.",
+        "Port, service name, range 8000:8010 or list 80,443.",
     )
     .pattern("^[A-Za-z0-9:,_-]+$", 512),
     Param::body(
         "sport",
         ParamKind::String,
-        "Source port(s), same syntax as `dport`. Needs `proto`.",
+        "Source port(s), syntax as `dport`.",
     )
     .pattern("^[A-Za-z0-9:,_-]+$", 512),
     Param::body(
         "iface",
         ParamKind::String,
-        "Network interface the rule applies to; for a guest use its NIC key (\"net0\"), for the host e.g. \"vmbr0\".",
+        "Guest NIC key (net0) or host interface (vmbr0).",
     )
     .pattern("^[A-Za-z0-9._-]{2,20}$", 20),
     Param::body(
         "log",
         ParamKind::String,
-        "Log level for packets matching the rule; \"nolog\" (default) logs nothing.",
+        "Log level for matches; nolog = none.",
     )
     .one_of(&[
         "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "nolog",
@@ -102,21 +98,10 @@ const RULE_FIELDS: [Param; 13] = [
     Param::body(
         "macro",
         ParamKind::String,
-        "Predefined service macro instead of proto/dport, e.g. \"SSH\", \"HTTP\", \"HTTPS\", \"DNS\", \"Ping\", \"SMB\", \"Ceph\".",
+        "Service macro instead of proto/dport: SSH, HTTP, HTTPS, DNS, Ping, etc.",
     )
     .pattern("^[A-Za-z0-9_-]+$", 128),
-    Param::body(
-        "icmp-type",
-        ParamKind::String,
-        "ICMP type when proto is icmp/icmpv6, e.g. \"echo-request\" or a number.",
-    )
-    .pattern("^[A-Za-z0-9/_-]+$", 64),
-    Param::body(
-        "comment",
-        ParamKind::String,
-        "Free-text note shown with the rule.",
-    )
-    .pattern("^[^\\x00-\\x1F]*$", 1024),
+    Param::body("comment", ParamKind::String, "Free-text note.").pattern("^[^\\x00-\\x1F]*$", 1024),
 ];
 
 /// Keys only create knows: where to insert, and the concurrency guard.
@@ -124,7 +109,7 @@ const CREATE_EXTRA: [Param; 2] = [
     Param::body(
         "pos",
         ParamKind::Integer,
-        "Insert at this position (0 = top, evaluated first); omit to add at the top as Proxmox does.",
+        "Insert position; 0 = top (default).",
     )
     .min(0),
     DIGEST,
@@ -135,13 +120,13 @@ const UPDATE_EXTRA: [Param; 3] = [
     Param::body(
         "moveto",
         ParamKind::Integer,
-        "Move the rule to this position (0 = top) instead of or besides changing it.",
+        "Move the rule to this position.",
     )
     .min(0),
     Param::body(
         "delete",
         ParamKind::String,
-        "Comma-separated rule keys to clear, e.g. \"dport,comment\".",
+        "Rule keys to clear, e.g. \"dport,comment\".",
     )
     .pattern("^[a-z-]+(?:,[a-z-]+)*$", 256),
     DIGEST,
@@ -149,21 +134,8 @@ const UPDATE_EXTRA: [Param; 3] = [
 
 /// Fields an update may change (the at-least-one-of guard).
 const UPDATE_FIELDS: &[&str] = &[
-    "type",
-    "action",
-    "enable",
-    "source",
-    "dest",
-    "proto",
-    "dport",
-    "sport",
-    "iface",
-    "log",
-    "macro",
-    "icmp-type",
-    "comment",
-    "moveto",
-    "delete",
+    "type", "action", "enable", "source", "dest", "proto", "dport", "sport", "iface", "log",
+    "macro", "comment", "moveto", "delete",
 ];
 
 /// `node`, `guest_type`, `vmid`: the address of a guest's firewall.
@@ -188,23 +160,23 @@ const fn join<const N: usize>(parts: &[&[Param]]) -> [Param; N] {
 }
 
 /// The create fields: `type` and `action` required.
-const CREATE_FIELDS: [Param; 15] = {
-    let mut fields: [Param; 15] = join(&[&RULE_FIELDS, &CREATE_EXTRA]);
+const CREATE_FIELDS: [Param; 14] = {
+    let mut fields: [Param; 14] = join(&[&RULE_FIELDS, &CREATE_EXTRA]);
     fields[0] = RULE_FIELDS[0].required();
     fields[1] = RULE_FIELDS[1].required();
     fields
 };
 
-const CLUSTER_CREATE: [Param; 15] = CREATE_FIELDS;
-const CLUSTER_UPDATE: [Param; 17] = join(&[&[POS], &RULE_FIELDS, &UPDATE_EXTRA]);
+const CLUSTER_CREATE: [Param; 14] = CREATE_FIELDS;
+const CLUSTER_UPDATE: [Param; 16] = join(&[&[POS], &RULE_FIELDS, &UPDATE_EXTRA]);
 const CLUSTER_DELETE: [Param; 2] = [
     POS,
     Param::query("digest", ParamKind::String, DIGEST_DESCRIPTION)
         .pattern("^[0-9a-fA-F]{1,64}$", 64),
 ];
 const GUEST_LIST: [Param; 3] = GUEST_FW;
-const GUEST_CREATE: [Param; 18] = join(&[&GUEST_FW, &CREATE_FIELDS]);
-const GUEST_UPDATE: [Param; 20] = join(&[&GUEST_FW, &[POS], &RULE_FIELDS, &UPDATE_EXTRA]);
+const GUEST_CREATE: [Param; 17] = join(&[&GUEST_FW, &CREATE_FIELDS]);
+const GUEST_UPDATE: [Param; 19] = join(&[&GUEST_FW, &[POS], &RULE_FIELDS, &UPDATE_EXTRA]);
 const GUEST_DELETE: [Param; 5] = join(&[&GUEST_FW, &CLUSTER_DELETE]);
 
 /// Rows of the `firewall` category.
@@ -212,7 +184,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_rules",
         title: "List datacenter firewall rules",
-        description: "List the datacenter-level firewall rules in evaluation order: pos (0 = first), type (in/out/forward/group), action (ACCEPT/DROP/REJECT or a security group), enable, source, dest, proto, dport, sport, iface, macro, log, comment, and the ruleset `digest` to pass to changes. They apply to every node when the datacenter firewall is enabled (see pve_get_cluster_firewall_options).",
+        description: "List the datacenter firewall rules in evaluation order: pos (0 = first), type, action, enable, source, dest, proto, dport, sport, iface, macro, log, comment, and the ruleset `digest` for changes. They apply to every node while the datacenter firewall is enabled.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/rules"),
@@ -248,7 +220,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_guest_firewall_rules",
         title: "List guest firewall rules",
-        description: "List the firewall rules of one VM (guest_type \"qemu\") or container (guest_type \"lxc\") in evaluation order, with pos, type, action, enable, source, dest, proto, dport, iface, macro, comment and the ruleset `digest`. They only filter traffic on NICs with firewall=1.",
+        description: "List the firewall rules of one VM (guest_type \"qemu\") or container (\"lxc\") in evaluation order: pos, type, action, enable, source, dest, proto, dport, iface, macro, comment and the ruleset `digest`. They filter only NICs with firewall=1.",
         category: Category::Firewall,
         module: Module::Advanced,
         params: &GUEST_LIST,
