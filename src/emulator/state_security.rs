@@ -228,44 +228,52 @@ impl SecurityState {
         digest_of(&Value::Object(self.fw_options.clone()).to_string())
     }
 
-    /// Privileges of `ugid` (a user or a full token id) in effect at `path`:
-    /// every role granted on the path itself or, when propagating, on a parent,
-    /// to the user, one of its groups, or the token (a token without privilege
-    /// separation also has its user's privileges). `root@pam` has every privilege.
+    /// Privileges of `ugid` (a user or a full token id) in effect at `path`: every role
+    /// granted on the path itself or, when propagating, on a parent. A user gets its own
+    /// grants and its groups'; `root@pam` has every privilege. A token without privilege
+    /// separation has exactly its user's privileges; a separated one has those granted to
+    /// the token that its user also has.
     pub fn privileges_at(&self, ugid: &str, path: &str) -> Vec<&'static str> {
-        let (userid, token) = match ugid.split_once('!') {
-            Some((user, _)) => (user, Some(ugid)),
-            None => (ugid, None),
-        };
-        if userid == "root@pam" {
+        if let Some((userid, tokenid)) = ugid.split_once('!') {
+            let user_privs = self.privileges_at(userid, path);
+            let privsep = self
+                .user(userid)
+                .and_then(|u| u.tokens.iter().find(|t| t.tokenid == tokenid))
+                .is_none_or(|t| t.privsep);
+            if !privsep {
+                return user_privs;
+            }
+            let mut privs = self.granted(path, |acl| acl.kind == UgKind::Token && acl.ugid == ugid);
+            privs.retain(|p| user_privs.contains(p));
+            return privs;
+        }
+        if ugid == "root@pam" {
             let mut all: Vec<&'static str> =
                 self.roles.iter().flat_map(|r| r.privs.clone()).collect();
             all.sort_unstable();
             all.dedup();
             return all;
         }
-        let user = self.user(userid);
-        let privsep = token.is_some_and(|full| {
-            let tokenid = full.split_once('!').map_or("", |(_, t)| t);
-            user.and_then(|u| u.tokens.iter().find(|t| t.tokenid == tokenid))
-                .is_none_or(|t| t.privsep)
-        });
-        let groups: &[String] = user.map_or(&[], |u| u.groups.as_slice());
-        let applies = |acl: &Acl| -> bool {
-            let on_path = acl.path == path
+        let groups: &[String] = self.user(ugid).map_or(&[], |u| u.groups.as_slice());
+        self.granted(path, |acl| match acl.kind {
+            UgKind::User => acl.ugid == ugid,
+            UgKind::Group => groups.contains(&acl.ugid),
+            UgKind::Token => false,
+        })
+    }
+
+    /// The privileges of every role granted at `path` (directly or propagated from a
+    /// parent) by an ACL entry `who` accepts, sorted and without repeats.
+    fn granted(&self, path: &str, who: impl Fn(&Acl) -> bool) -> Vec<&'static str> {
+        let on_path = |acl: &Acl| {
+            acl.path == path
                 || (acl.propagate
-                    && (acl.path == "/" || path.starts_with(&format!("{}/", acl.path))));
-            let who = match acl.kind {
-                UgKind::Token => Some(acl.ugid.as_str()) == token,
-                UgKind::User => !privsep && acl.ugid == userid,
-                UgKind::Group => !privsep && groups.contains(&acl.ugid),
-            };
-            on_path && who
+                    && (acl.path == "/" || path.starts_with(&format!("{}/", acl.path))))
         };
         let mut privs: Vec<&'static str> = self
             .acls
             .iter()
-            .filter(|acl| applies(acl))
+            .filter(|acl| on_path(acl) && who(acl))
             .filter_map(|acl| self.roles.iter().find(|r| r.roleid == acl.roleid))
             .flat_map(|r| r.privs.clone())
             .collect();

@@ -51,6 +51,34 @@ async fn permissions_map_paths_to_privileges() {
     assert!(message(&body).contains("no such user"));
     let (status, _) = h.get_q("/access/permissions", &[("node", "x")]).await;
     assert_eq!(status, 400);
+
+    // A privilege-separated token has only what is granted to it, within its user's rights.
+    let (status, body) = h
+        .post(
+            &format!("/access/users/{}/token/sep", enc("alice@pve")),
+            &[],
+        )
+        .await;
+    data(status, &body);
+    let token_at_root = [("userid", "alice@pve!sep"), ("path", "/")];
+    let (status, body) = h.get_q("/access/permissions", &token_at_root).await;
+    assert_eq!(data(status, &body)["/"], json!({}));
+    let (status, body) = h
+        .call(
+            Method::PUT,
+            "/access/acl",
+            &[
+                ("path", "/"),
+                ("roles", "Administrator"),
+                ("tokens", "alice@pve!sep"),
+            ],
+        )
+        .await;
+    data(status, &body);
+    let (status, body) = h.get_q("/access/permissions", &token_at_root).await;
+    let perms = data(status, &body);
+    assert_eq!(perms["/"]["VM.Allocate"], 1, "{perms}");
+    assert!(perms["/"].get("Permissions.Modify").is_none(), "{perms}");
 }
 
 #[tokio::test]
