@@ -429,7 +429,23 @@ async fn firewall_rules_round_trip_by_position_and_digest() {
         (rules[1]["pos"].clone(), rules[1]["dport"].clone()),
         (json!(1), json!("22"))
     );
+    // `moveto` past the end moves the top rule last (Proxmox: before the rule now there).
     let digest = rules[0]["digest"].as_str().unwrap().to_owned();
+    ok(
+        &mut mcp,
+        "pve_update_guest_firewall_rule",
+        with(json!({"pos": 0, "moveto": 2, "digest": digest, "confirm": true})),
+    )
+    .await;
+    let list = ok(&mut mcp, "pve_list_guest_firewall_rules", guest.clone()).await;
+    let comments: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["comment"].as_str().unwrap())
+        .collect();
+    assert_eq!(comments, ["ssh", "web"]);
+    let digest = list["data"][0]["digest"].as_str().unwrap().to_owned();
 
     ok(
         &mut mcp,
@@ -469,7 +485,7 @@ async fn firewall_rules_round_trip_by_position_and_digest() {
     assert_eq!(rules.len(), 1);
     assert_eq!(
         (rules[0]["pos"].clone(), rules[0]["comment"].clone()),
-        (json!(0), json!("ssh"))
+        (json!(0), json!("web"))
     );
 
     // The cluster ruleset and the options round-trip the same way.

@@ -120,7 +120,7 @@ const UPDATE_EXTRA: [Param; 3] = [
     Param::body(
         "moveto",
         ParamKind::Integer,
-        "Move the rule to this position.",
+        "Move the rule before the one now at this position (past the end = last); other changes in the call are then ignored.",
     )
     .min(0),
     Param::body(
@@ -308,7 +308,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_rule",
         title: "Update datacenter firewall rule",
-        description: "Change the datacenter firewall rule at `pos`: any rule field, `moveto` to reorder, `delete` to clear fields. Pass `digest` from the list to be sure you change the rule you read. Requires confirm=true after asking the user. Returns null.",
+        description: "Change the datacenter firewall rule at `pos`: set rule fields and/or clear some with `delete`, or move it with `moveto` alone. Pass `digest` from the list to be sure you change the rule you read. Requires confirm=true after asking the user. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -348,7 +348,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_guest_firewall_rule",
         title: "Update guest firewall rule",
-        description: "Change the firewall rule at `pos` of one VM or container: any rule field, `moveto` to reorder, `delete` to clear fields. Pass `digest` from the list to be sure you change the rule you read. Requires confirm=true after asking the user. Returns null.",
+        description: "Change the firewall rule at `pos` of one VM or container: set rule fields and/or clear some with `delete`, or move it with `moveto` alone. Pass `digest` from the list to be sure you change the rule you read. Requires confirm=true after asking the user. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,

@@ -287,10 +287,10 @@ pub fn cases() -> Vec<Case> {
         });
         cases.push(Case {
             tool: "pve_update_guest_firewall_rule",
-            args: with(json!({"pos": 0, "action": "DROP", "moveto": 1})),
+            args: with(json!({"pos": 0, "action": "DROP", "comment": "closed"})),
             method: "PUT",
             path: update,
-            params: &[("action", "DROP"), ("moveto", "1")],
+            params: &[("action", "DROP"), ("comment", "closed")],
         });
         cases.push(Case {
             tool: "pve_delete_guest_firewall_rule",

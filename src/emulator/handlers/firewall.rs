@@ -121,6 +121,27 @@ fn update_in(call: &Call<'_>, set: &mut Ruleset) -> Result<Value, ApiError> {
     let Some(current) = set.rules.get(pos) else {
         return Err(ApiError::server(format!("no rule at position {pos}")));
     };
+    // `moveto` only moves (Proxmox ignores the other arguments then): the rule is put
+    // before the one now at `moveto`, or last when `moveto` is past the end.
+    if let Some(to) = call.int("moveto") {
+        let to = usize::try_from(to).unwrap_or(usize::MAX);
+        let moved = current.clone();
+        let mut rules = Vec::with_capacity(set.rules.len());
+        for (i, rule) in set.rules.iter().enumerate() {
+            if i == pos {
+                continue;
+            }
+            if i == to {
+                rules.push(moved.clone());
+            }
+            rules.push(rule.clone());
+        }
+        if to >= set.rules.len() {
+            rules.push(moved);
+        }
+        set.rules = rules;
+        return Ok(Value::Null);
+    }
     let mut rule = current.clone();
     for key in call.str("delete").unwrap_or("").split(',') {
         rule.remove(key.trim());
@@ -132,11 +153,6 @@ fn update_in(call: &Call<'_>, set: &mut Ruleset) -> Result<Value, ApiError> {
     }
     check_rule(&rule)?;
     set.rules[pos] = rule;
-    if let Some(to) = call.int("moveto") {
-        let moved = set.rules.remove(pos);
-        let to = usize::try_from(to).unwrap_or(0).min(set.rules.len());
-        set.rules.insert(to, moved);
-    }
     Ok(Value::Null)
 }
 
