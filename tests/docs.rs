@@ -319,7 +319,8 @@ async fn guide_client_entries_start_the_server() {
 #[test]
 fn guide_commands_run() {
     let bin = common::binary();
-    let cases: &[(&[&str], &[(&str, &str)])] = &[
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
         (&["--version"], &[]),
         (&["tools"], &[]),
         (&["tools", "--json"], &[("PVE_ACCESS_TIER", "full")]),
