@@ -13,7 +13,11 @@ use serde_json::Value;
 fn load_gz_json(relative: &str) -> Option<Value> {
     let path = common::shared_dir().join(relative);
     let Ok(file) = std::fs::File::open(&path) else {
-        assert!(!common::in_ci(), "{} is missing under CI", path.display());
+        assert!(
+            !common::shared_required(),
+            "{} is missing under CI",
+            path.display()
+        );
         eprintln!(
             "SKIP: {} not found (needs ../shared beside the project)",
             path.display()
@@ -32,7 +36,11 @@ fn load_json(relative: &str) -> Option<Value> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(serde_json::from_str(&text).expect("valid JSON")),
         Err(_) => {
-            assert!(!common::in_ci(), "{} is missing under CI", path.display());
+            assert!(
+                !common::shared_required(),
+                "{} is missing under CI",
+                path.display()
+            );
             eprintln!("SKIP: {} not found", path.display());
             None
         }

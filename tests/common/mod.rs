@@ -26,6 +26,12 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
+/// True when a missing `../shared` (the official API schema) must fail the run: under CI,
+/// unless `NANDI_SHARED_OPTIONAL=1` says this CI has no copy of it (e.g. a public fork).
+pub fn shared_required() -> bool {
+    in_ci() && !std::env::var("NANDI_SHARED_OPTIONAL").is_ok_and(|v| v == "1")
+}
+
 /// Starts the default emulator (HTTPS, 3 nodes, fast tasks).
 pub async fn emulator() -> Emulator {
     Emulator::start(EmulatorOptions {
@@ -67,8 +73,18 @@ impl McpProcess {
     /// Spawns `nandi-proxmox-mcp <args>` with a clean environment plus `env`, in an empty
     /// working directory and HOME (so no instance file is discovered).
     pub fn spawn(args: &[&str], env: &[(String, String)]) -> McpProcess {
+        McpProcess::spawn_named(binary(), args, env)
+    }
+
+    /// Like [`McpProcess::spawn`], but runs `program` (a path, or a name looked up in the
+    /// `PATH` given in `env`), the way an MCP client launches its configured command.
+    pub fn spawn_named(
+        program: impl AsRef<std::ffi::OsStr>,
+        args: &[&str],
+        env: &[(String, String)],
+    ) -> McpProcess {
         let home = tempfile::tempdir().expect("tempdir");
-        let mut command = Command::new(binary());
+        let mut command = Command::new(program);
         command
             .args(args)
             .env_clear()
