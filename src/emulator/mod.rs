@@ -21,8 +21,10 @@ mod routes_guests;
 mod routes_infra;
 mod routes_security;
 mod seed;
+mod seed_security;
 mod server;
 mod state;
+mod state_security;
 mod task;
 mod tls;
 
@@ -63,8 +65,10 @@ pub struct EmulatorOptions {
     /// Three nodes plus the "emu-cluster" record (default) instead of a
     /// standalone `pve01`.
     pub cluster: bool,
-    /// Privileges `GET /access/permissions` reports for the token on `/`;
-    /// `None` (default) means every privilege (an administrator's token).
+    /// Replace the token user's seeded grants by one role on `/` holding
+    /// exactly these privileges (unknown names ignored), so a test can see
+    /// what a token lacking some privilege experiences; `None` (default)
+    /// keeps the seeded grants.
     pub privileges: Option<Vec<String>>,
 }
 
@@ -130,6 +134,32 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Replaces `userid`'s ACL entries by one propagating role on `/` holding
+/// exactly `privileges` (names no built-in role knows are dropped).
+fn restrict_privileges(state: &mut EmuState, userid: &str, privileges: &[String]) {
+    use state_security::{Acl, Role, UgKind};
+    let sec = &mut state.security;
+    let known: Vec<&'static str> = sec.roles.iter().flat_map(|r| r.privs.clone()).collect();
+    let privs: Vec<&'static str> = privileges
+        .iter()
+        .filter_map(|p| known.iter().copied().find(|k| k == p))
+        .collect();
+    sec.roles.push(Role {
+        roleid: "EmuRestricted".into(),
+        privs,
+        special: false,
+    });
+    sec.acls
+        .retain(|a| !(a.kind == UgKind::User && a.ugid == userid));
+    sec.acls.push(Acl {
+        path: "/".into(),
+        kind: UgKind::User,
+        ugid: userid.into(),
+        roleid: "EmuRestricted".into(),
+        propagate: true,
+    });
+}
+
 /// A running emulator. Dropping it stops the server.
 pub struct Emulator {
     shared: Arc<Shared>,
@@ -159,7 +189,13 @@ impl Emulator {
             format!("{}@{}", opts.user, opts.realm),
             opts.token_name.clone(),
         );
-        state.privileges = opts.privileges.clone();
+        if let Some(privileges) = &opts.privileges {
+            restrict_privileges(
+                &mut state,
+                &format!("{}@{}", opts.user, opts.realm),
+                privileges,
+            );
+        }
         let shared = Arc::new(Shared {
             token_header,
             state: Mutex::new(state),

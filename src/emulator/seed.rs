@@ -68,13 +68,13 @@ pub(super) fn seed(
             "notes-template": "{{guestname}}",
         })],
         tasks: Vec::new(),
+        security: super::seed_security::seed(&user, &token_name),
         fingerprint,
         task_duration,
         user,
         token_name,
         started: Instant::now(),
         last_pid: 0x0001_2340,
-        privileges: None,
     }
 }
 

@@ -268,6 +268,8 @@ pub(super) struct EmuState {
     pub backup_jobs: Vec<Value>,
     /// Tasks, oldest first.
     pub tasks: Vec<Task>,
+    /// Users, tokens, ACLs and firewalls (`state_security.rs`).
+    pub security: super::state_security::SecurityState,
     /// Fingerprint reported as the nodes' `ssl_fingerprint`.
     pub fingerprint: String,
     /// How long a task stays running.
@@ -280,8 +282,6 @@ pub(super) struct EmuState {
     pub started: Instant,
     /// Last pid handed to a task worker.
     pub last_pid: u32,
-    /// Privileges of the token on `/` (`None`: all of them).
-    pub privileges: Option<Vec<String>>,
 }
 
 impl EmuState {
