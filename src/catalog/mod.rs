@@ -15,13 +15,14 @@ mod nodes;
 pub mod params;
 mod pools;
 mod qemu;
+mod remote;
 mod storage;
 mod tasks;
 mod types;
 
 pub use types::{
-    Backend, Category, Effect, HttpMethod, Location, Module, Param, ParamKind, Tier, ToolSpec,
-    delete, get, post, put,
+    Backend, Category, Effect, HttpMethod, Location, Module, Param, ParamKind, SshOp, Tier,
+    ToolSpec, delete, get, post, put,
 };
 
 /// Every catalog row, grouped by category in a stable order (the order of `tools/list`).
@@ -36,6 +37,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         tasks::TOOLS,
         network::TOOLS,
         pools::TOOLS,
+        remote::TOOLS,
     ]
     .into_iter()
     .flatten()
