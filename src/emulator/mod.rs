@@ -63,6 +63,10 @@ pub struct EmulatorOptions {
     /// Three nodes plus the "emu-cluster" record (default) instead of a
     /// standalone `pve01`.
     pub cluster: bool,
+    /// `(node, address)` pairs replacing a node's `ip` in `/cluster/status`
+    /// (default none: `127.0.0.1`, `127.0.0.2`, … in node order). Lets SSH
+    /// routing tests point a node at a test `sshd` or at a hostile value.
+    pub node_addresses: Vec<(String, String)>,
 }
 
 impl Default for EmulatorOptions {
@@ -75,6 +79,7 @@ impl Default for EmulatorOptions {
             token_secret: "emulator-secret-token".into(),
             task_duration: Duration::from_millis(250),
             cluster: true,
+            node_addresses: Vec::new(),
         }
     }
 }
@@ -148,13 +153,18 @@ impl Emulator {
             "PVEAPIToken={}@{}!{}={}",
             opts.user, opts.realm, opts.token_name, opts.token_secret
         );
-        let state = seed::seed(
+        let mut state = seed::seed(
             opts.cluster,
             material.fingerprint.clone(),
             opts.task_duration,
             format!("{}@{}", opts.user, opts.realm),
             opts.token_name.clone(),
         );
+        for (name, address) in &opts.node_addresses {
+            if let Some(node) = state.nodes.iter_mut().find(|n| &n.name == name) {
+                node.ip.clone_from(address);
+            }
+        }
         let shared = Arc::new(Shared {
             token_header,
             state: Mutex::new(state),

@@ -41,7 +41,8 @@ pub(super) fn verify(target: &Target, key: &PublicKey, known_hosts: &Path) -> Re
     if recorded.iter().any(|(_, k)| k.key_data() == key.key_data()) {
         return Ok(());
     }
-    if let Some((line, old)) = recorded
+    // russh's line numbers skip comment lines, so they are not shown.
+    if let Some((_, old)) = recorded
         .iter()
         .find(|(_, k)| k.algorithm() == key.algorithm())
     {
@@ -49,7 +50,7 @@ pub(super) fn verify(target: &Target, key: &PublicKey, known_hosts: &Path) -> Re
             target: target.to_string(),
             fingerprint: offered,
             expected: format!(
-                "{} line {line} records {}",
+                "{} records {} for this host",
                 known_hosts.display(),
                 fingerprint(old)
             ),

@@ -191,3 +191,4 @@ pub fn with_policy(mut env: Vec<(String, String)>, vars: &[(&str, &str)]) -> Vec
     }
     env
 }
+pub mod sshd;
