@@ -54,7 +54,11 @@ async fn runs_a_command_and_reuses_the_connection() {
                 .await
         }
     });
-    for (i, out) in futures::future::join_all(runs).await.into_iter().enumerate() {
+    for (i, out) in futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .enumerate()
+    {
         assert_eq!(out.expect("pooled run").stdout, format!("{i}\n"));
     }
     eprintln!("6 pooled concurrent runs took {:?}", started.elapsed());
@@ -133,7 +137,10 @@ async fn a_timeout_stops_the_remote_command() {
     while !process_gone(pid) && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(process_gone(pid), "remote process {pid} still runs after the timeout");
+    assert!(
+        process_gone(pid),
+        "remote process {pid} still runs after the timeout"
+    );
     assert!(!marker(&sshd).exists());
 }
 
@@ -145,7 +152,11 @@ async fn output_beyond_the_cap_is_cut_and_flagged() {
         output_cap: 10_000,
     };
     let out = trusted(&sshd)
-        .run(&sshd.target(), &argv(&["sh", "-c", "yes 0123456789"]), options)
+        .run(
+            &sshd.target(),
+            &argv(&["sh", "-c", "yes 0123456789"]),
+            options,
+        )
         .await
         .expect("capped run");
     assert!(out.truncated);
@@ -154,7 +165,11 @@ async fn output_beyond_the_cap_is_cut_and_flagged() {
     assert_eq!(out.exit_status, None, "the endless command was stopped");
     // Under the cap nothing is flagged.
     let out = trusted(&sshd)
-        .run(&sshd.target(), &argv(&["sh", "-c", "yes | head -c 5000"]), options)
+        .run(
+            &sshd.target(),
+            &argv(&["sh", "-c", "yes | head -c 5000"]),
+            options,
+        )
         .await
         .expect("run");
     assert!(!out.truncated);
@@ -167,7 +182,10 @@ async fn refused(exec: &RusshExecutor, target: &Target, sshd: &Sshd) -> SshError
         .run(target, &argv(&["sh", "-c", &touch]), quick())
         .await
         .expect_err("refused");
-    assert!(!marker(sshd).exists(), "a refused connection ran the command");
+    assert!(
+        !marker(sshd).exists(),
+        "a refused connection ran the command"
+    );
     err
 }
 
@@ -210,7 +228,10 @@ async fn a_changed_host_key_is_refused() {
     assert!(matches!(err, SshError::HostKeyChanged { .. }), "{err:?}");
     assert!(err.to_string().contains(&sshd.host_fingerprint()));
     assert!(err.to_string().contains("records"), "{err}");
-    assert!(!err.before_command(), "a changed key is never routed around");
+    assert!(
+        !err.before_command(),
+        "a changed key is never routed around"
+    );
 }
 
 #[tokio::test]

@@ -307,3 +307,96 @@ pub fn valid_container_name(name: &str) -> bool {
         .as_ref()
         .is_some_and(|re| re.is_match(name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(pairs: &[(&'static str, ArgValue)]) -> ValidArgs {
+        ValidArgs {
+            values: pairs.iter().cloned().collect(),
+            confirmed: true,
+        }
+    }
+
+    #[test]
+    fn the_allow_list_is_exact() {
+        for command in DIAGNOSTIC_ALLOW_LIST {
+            let a = args(&[
+                ("ctid", ArgValue::Int(201)),
+                ("command", ArgValue::Str((*command).into())),
+            ]);
+            let argv = container_argv(SshOp::RemoteDiagnostic, &a)
+                .unwrap()
+                .unwrap();
+            assert_eq!(argv, ["pct", "exec", "201", "--", "bash", "-lc", command]);
+        }
+        for command in [
+            "uptime ",
+            " uptime",
+            "uptime; id",
+            "df -h && id",
+            "UPTIME",
+            "",
+        ] {
+            let a = args(&[
+                ("ctid", ArgValue::Int(201)),
+                ("command", ArgValue::Str(command.into())),
+            ]);
+            let err = container_argv(SshOp::RemoteDiagnostic, &a).unwrap_err();
+            assert_eq!(
+                err.code,
+                codes::DIAGNOSTIC_COMMAND_NOT_ALLOWED,
+                "{command:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn docker_logs_validates_the_name_and_defaults_the_tail() {
+        let a = args(&[
+            ("ctid", ArgValue::Int(201)),
+            ("containerName", ArgValue::Str("web-1.a_b".into())),
+        ]);
+        let argv = container_argv(SshOp::DockerLogs, &a).unwrap().unwrap();
+        assert_eq!(argv[6], "docker logs --tail 200 web-1.a_b 2>&1");
+        for bad in [
+            "",
+            "-f",
+            "web;id",
+            "$(id)",
+            "a b",
+            "web\n",
+            ".hidden",
+            &"a".repeat(129),
+        ] {
+            let a = args(&[
+                ("ctid", ArgValue::Int(201)),
+                ("containerName", ArgValue::Str(bad.into())),
+            ]);
+            let err = container_argv(SshOp::DockerLogs, &a).unwrap_err();
+            assert_eq!(err.code, codes::INVALID_CONTAINER_NAME, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn exec_refuses_an_empty_command_and_passes_others_as_one_element() {
+        let a = args(&[
+            ("ctid", ArgValue::Int(201)),
+            ("command", ArgValue::Str("  ".into())),
+        ]);
+        assert!(container_argv(SshOp::ExecInContainer, &a).is_err());
+        let a = args(&[
+            ("ctid", ArgValue::Int(201)),
+            ("command", ArgValue::Str("a; b".into())),
+        ]);
+        let argv = container_argv(SshOp::ExecInContainer, &a).unwrap().unwrap();
+        assert_eq!(argv.len(), 7);
+        assert_eq!(argv[6], "a; b");
+        assert!(
+            container_argv(SshOp::BatchDiagnostics, &a)
+                .unwrap()
+                .is_none()
+        );
+    }
+}

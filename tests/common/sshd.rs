@@ -63,7 +63,10 @@ pub fn keygen(path: &Path, kind: &str, passphrase: &str) {
 /// `SHA256:…` fingerprint of a public key file, as `ssh-keygen -lf` prints it.
 pub fn fingerprint_of(pub_path: &Path) -> String {
     let out = run(Command::new("ssh-keygen").arg("-lf").arg(pub_path));
-    out.split_whitespace().nth(1).expect("fingerprint").to_owned()
+    out.split_whitespace()
+        .nth(1)
+        .expect("fingerprint")
+        .to_owned()
 }
 
 const PCT_STUB: &str = r#"#!/bin/bash
@@ -142,10 +145,17 @@ impl Sshd {
         std::fs::write(root.join("authorized_keys"), authorized).expect("write");
         let bin = root.join("bin");
         std::fs::create_dir_all(&bin).expect("bin");
-        for (name, script) in [("pct", PCT_STUB), ("docker", DOCKER_STUB), ("ssh", SSH_STUB)] {
+        for (name, script) in [
+            ("pct", PCT_STUB),
+            ("docker", DOCKER_STUB),
+            ("ssh", SSH_STUB),
+        ] {
             let path = bin.join(name);
-            std::fs::write(&path, script.replace("__DIR__", &root.display().to_string()))
-                .expect("stub");
+            std::fs::write(
+                &path,
+                script.replace("__DIR__", &root.display().to_string()),
+            )
+            .expect("stub");
             run(Command::new("chmod").arg("755").arg(&path));
         }
         let port = {
