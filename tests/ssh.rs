@@ -36,14 +36,24 @@ async fn runs_a_command_and_reuses_the_connection() {
     let Some(sshd) = Sshd::start() else { return };
     let exec = trusted(&sshd);
     let target = sshd.target();
+    let first = Instant::now();
     let out = exec
         .run(&target, &argv(&["echo", "hello"]), quick())
         .await
         .expect("runs");
+    eprintln!(
+        "first run (connect + auth + exec) took {:?}",
+        first.elapsed()
+    );
     assert_eq!(out.exit_status, Some(0));
     assert_eq!(out.stdout, "hello\n");
     assert_eq!(out.stderr, "");
     assert!(!out.truncated);
+    let second = Instant::now();
+    exec.run(&target, &argv(&["true"]), quick())
+        .await
+        .expect("pooled");
+    eprintln!("second run (pooled connection) took {:?}", second.elapsed());
     // Later calls ride the pooled connection (no new handshake), and run concurrently.
     let started = Instant::now();
     let runs = (0..6).map(|i| {
