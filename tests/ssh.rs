@@ -155,6 +155,43 @@ async fn a_timeout_stops_the_remote_command() {
 }
 
 #[tokio::test]
+async fn a_cancelled_call_stops_the_remote_command_long_before_its_deadline() {
+    let Some(sshd) = Sshd::start() else { return };
+    let pidfile = sshd.dir().join("cancelled.pid");
+    let script = format!("echo $$ > {}; sleep 120", pidfile.display());
+    let exec = trusted(&sshd);
+    // Server-side deadline would be 62 s away; the caller gives up after 1 s.
+    let options = RunOptions::with_timeout(Duration::from_secs(60));
+    let args = argv(&["sh", "-c", &script]);
+    let target = sshd.target();
+    let run = exec.run(&target, &args, options);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(1500), run)
+            .await
+            .is_err(),
+        "still running when dropped"
+    );
+    let pid: u32 = std::fs::read_to_string(&pidfile)
+        .expect("the command started")
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while !process_gone(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        process_gone(pid),
+        "remote process {pid} survived the cancelled call"
+    );
+    // The pooled connection still serves the next call.
+    let out = exec
+        .run(&sshd.target(), &argv(&["echo", "next"]), quick())
+        .await;
+    assert_eq!(out.expect("next call").stdout, "next\n");
+}
+
+#[tokio::test]
 async fn output_beyond_the_cap_is_cut_and_flagged() {
     let Some(sshd) = Sshd::start() else { return };
     let options = RunOptions {

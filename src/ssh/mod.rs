@@ -344,21 +344,53 @@ impl ClientSettings {
 /// own timeout (which signals the command) normally fires first.
 const SERVER_DEADLINE_MARGIN_SECS: u64 = 2;
 
+/// Environment variable that tags a run so it can be found and stopped from another channel.
+pub const RUN_TAG_VAR: &str = "NANDI_MCP_RUN";
+
 /// Builds the command string sent in the SSH `exec` request for `argv`.
 ///
 /// SSH hands this string to the login shell of the remote user, so a shell cannot be
 /// avoided; every element is quoted by `shlex`. The argv is wrapped in coreutils `timeout`
-/// so the command is stopped on the server at its deadline even when our connection is gone
-/// (`exec` keeps it in the session's process group, which an SSH `signal` request reaches).
+/// so the command is stopped on the server at its deadline even when our connection is gone.
 pub fn remote_command(argv: &[String], timeout: Duration) -> Result<String, SshError> {
+    build_command(argv, timeout, None)
+}
+
+/// Like [`remote_command`], with `env NANDI_MCP_RUN=<tag>` after `timeout`, so the
+/// `timeout` process (whose command line keeps the tag) can be signalled by [`stop_command`].
+pub(crate) fn tagged_command(
+    argv: &[String],
+    timeout: Duration,
+    tag: &str,
+) -> Result<String, SshError> {
+    build_command(argv, timeout, Some(tag))
+}
+
+/// The command that stops a tagged run: `SIGTERM` to its `timeout` process, which passes it
+/// on to the whole command (and sends `SIGKILL` 2 s later). `exec` so `pkill` never matches
+/// the shell that runs it.
+pub(crate) fn stop_command(tag: &str) -> Result<String, SshError> {
+    let pattern = format!("{RUN_TAG_VAR}={tag}");
+    shlex::try_join(["exec", "pkill", "-TERM", "-f", "--", pattern.as_str()])
+        .map_err(|e| SshError::InvalidArgument(e.to_string()))
+}
+
+fn build_command(
+    argv: &[String],
+    timeout: Duration,
+    tag: Option<&str>,
+) -> Result<String, SshError> {
     if argv.is_empty() {
         return Err(SshError::InvalidArgument("empty command".into()));
     }
     let secs = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
     let deadline = (secs + SERVER_DEADLINE_MARGIN_SECS).to_string();
+    let tag_word = tag.map(|t| format!("{RUN_TAG_VAR}={t}"));
     let mut words: Vec<&str> = vec!["exec", "timeout", "-k", "2", &deadline];
+    if let Some(tag_word) = &tag_word {
+        words.extend(["env", tag_word.as_str()]);
+    }
     words.extend(argv.iter().map(String::as_str));
-    // `exec` must stay a bare word for the shell; quoting it would still work but be odd.
     shlex::try_join(words).map_err(|e| SshError::InvalidArgument(e.to_string()))
 }
 
@@ -435,6 +467,15 @@ mod tests {
             .to_vec();
         let line = remote_command(&argv, Duration::from_millis(1500)).unwrap();
         assert!(line.starts_with("exec timeout -k 2 4 printf "), "{line}");
+        let tagged = tagged_command(&argv, Duration::from_secs(3), "ab12").unwrap();
+        assert!(
+            tagged.starts_with("exec timeout -k 2 5 env NANDI_MCP_RUN=ab12 printf "),
+            "{tagged}"
+        );
+        assert_eq!(
+            stop_command("ab12").unwrap(),
+            "exec pkill -TERM -f -- NANDI_MCP_RUN=ab12"
+        );
         assert_eq!(
             shlex::split(&line).unwrap()[5..],
             argv[..],

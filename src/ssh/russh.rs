@@ -2,10 +2,11 @@
 //!
 //! One authenticated connection per `(host, port, user, pin)` is kept and reused; commands
 //! on it are separate session channels, and a semaphore caps how many run at once. Each run
-//! has a deadline: when it passes (or the caller drops the call) the remote process group
-//! gets `SIGTERM` through an SSH `signal` request and the channel is closed — and the
-//! command itself runs under coreutils `timeout`, so it ends on the server even if we are
-//! gone. Invariant: the server's host key is verified *before* authentication and before
+//! has a deadline: when it passes (or the caller drops the call) the remote command gets
+//! `SIGTERM` — through an SSH `signal` request and, because sshd refuses those for root
+//! sessions, by `pkill` of its run tag from a second channel — and its channel is closed.
+//! The command itself runs under coreutils `timeout`, so it ends on the server even if we
+//! are gone. Invariant: the server's host key is verified *before* authentication and before
 //! any channel is opened; an untrusted key ends the connection attempt.
 
 use std::collections::HashMap;
@@ -14,6 +15,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use rand::Rng;
 use russh::client::{self, Handle, Msg};
 use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKeyOrCertificate};
 use russh::{Channel, ChannelMsg, Sig};
@@ -179,19 +181,21 @@ impl RusshExecutor {
 
     /// Opens a session channel, reconnecting once if the pooled connection has died (safe:
     /// nothing has been executed yet).
-    async fn open_channel(&self, target: &Target) -> Result<Channel<Msg>, SshError> {
+    async fn open_channel(&self, target: &Target) -> Result<(Connection, Channel<Msg>), SshError> {
         let conn = self.connection(target, false).await?;
         match conn.channel_open_session().await {
-            Ok(channel) => Ok(channel),
+            Ok(channel) => Ok((conn, channel)),
             Err(first) => {
                 tracing::debug!(target = %target, error = %first, "pooled SSH connection unusable; reconnecting");
                 let conn = self.connection(target, true).await?;
-                conn.channel_open_session()
+                let channel = conn
+                    .channel_open_session()
                     .await
                     .map_err(|e| SshError::Channel {
                         target: target.to_string(),
                         reason: e.to_string(),
-                    })
+                    })?;
+                Ok((conn, channel))
             }
         }
     }
@@ -202,7 +206,8 @@ impl RusshExecutor {
         argv: &[String],
         options: RunOptions,
     ) -> Result<ExecOutput, SshError> {
-        let command = super::remote_command(argv, options.timeout)?;
+        let tag = format!("{:016x}", rand::rng().random::<u64>());
+        let command = super::tagged_command(argv, options.timeout, &tag)?;
         let _permit = self.limit.acquire().await.map_err(|e| SshError::Channel {
             target: target.to_string(),
             reason: e.to_string(),
@@ -212,11 +217,11 @@ impl RusshExecutor {
             target: target.to_string(),
             after: options.timeout,
         };
-        let channel = tokio::time::timeout_at(deadline, self.open_channel(target))
+        let (conn, channel) = tokio::time::timeout_at(deadline, self.open_channel(target))
             .await
             .map_err(|_| timed_out())??;
-        let mut running = Running(Some(channel));
-        let outcome = match running.0.as_mut() {
+        let mut running = Running(Some(Run { conn, channel, tag }));
+        let outcome = match running.0.as_mut().map(|run| &mut run.channel) {
             Some(channel) => {
                 tokio::time::timeout_at(
                     deadline,
@@ -315,31 +320,60 @@ async fn collect(
     Ok(output)
 }
 
-/// A channel whose command may still run. Stopping (or dropping it mid-run) signals the
-/// remote process group and closes the channel.
-struct Running(Option<Channel<Msg>>);
+/// A command that may still be running on the server.
+struct Run {
+    conn: Connection,
+    channel: Channel<Msg>,
+    tag: String,
+}
+
+/// Owns a [`Run`] until it finished; stopping it (or dropping it mid-run, e.g. when the
+/// client cancels the call) stops the remote command.
+struct Running(Option<Run>);
 
 impl Running {
     async fn stop(&mut self) {
-        if let Some(channel) = self.0.take() {
-            stop_channel(channel).await;
+        if let Some(run) = self.0.take() {
+            stop_run(run).await;
         }
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        if let Some(channel) = self.0.take()
+        if let Some(run) = self.0.take()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
-            runtime.spawn(stop_channel(channel));
+            runtime.spawn(stop_run(run));
         }
     }
 }
 
-async fn stop_channel(channel: Channel<Msg>) {
-    // sshd delivers `signal` requests with killpg() to the session's process group.
+/// How long stopping a run may take before we give up on it (its server-side deadline
+/// still ends it).
+const STOP_LIMIT: Duration = Duration::from_secs(5);
+
+async fn stop_run(run: Run) {
+    let Run { conn, channel, tag } = run;
+    // sshd delivers `signal` requests with killpg() — but refuses them for root sessions,
+    // so the tagged `timeout` process is also signalled from a second channel.
     let _ = channel.signal(Sig::TERM).await;
+    let stop = async {
+        let command = super::stop_command(&tag).ok()?;
+        let mut killer = conn.channel_open_session().await.ok()?;
+        killer.exec(true, command.as_bytes()).await.ok()?;
+        while let Some(message) = killer.wait().await {
+            if matches!(message, ChannelMsg::Close) {
+                break;
+            }
+        }
+        Some(())
+    };
+    if tokio::time::timeout(STOP_LIMIT, stop).await.is_err() {
+        tracing::warn!(
+            "could not signal a stopped SSH command in time; its server-side deadline ends it"
+        );
+    }
     let _ = channel.eof().await;
     let _ = channel.close().await;
 }
