@@ -468,13 +468,22 @@ mod tests {
         let line = remote_command(&argv, Duration::from_millis(1500)).unwrap();
         assert!(line.starts_with("exec timeout -k 2 4 printf "), "{line}");
         let tagged = tagged_command(&argv, Duration::from_secs(3), "ab12").unwrap();
-        assert!(
-            tagged.starts_with("exec timeout -k 2 5 env NANDI_MCP_RUN=ab12 printf "),
-            "{tagged}"
-        );
+        let words = shlex::split(&tagged).unwrap();
+        let head = [
+            "exec",
+            "timeout",
+            "-k",
+            "2",
+            "5",
+            "env",
+            "NANDI_MCP_RUN=ab12",
+            "printf",
+        ];
+        assert_eq!(words[..8], head);
+        let stop = shlex::split(&stop_command("ab12").unwrap()).unwrap();
         assert_eq!(
-            stop_command("ab12").unwrap(),
-            "exec pkill -TERM -f -- NANDI_MCP_RUN=ab12"
+            stop,
+            ["exec", "pkill", "-TERM", "-f", "--", "NANDI_MCP_RUN=ab12"]
         );
         assert_eq!(
             shlex::split(&line).unwrap()[5..],
