@@ -7,8 +7,10 @@
 //! catalog does no I/O and cannot fail at run time; `tests/catalog.rs` checks the rows
 //! (unique names, described parameters, paths that exist in the official PVE API schema).
 
+mod access;
 mod backup;
 mod cluster;
+mod firewall;
 mod lxc;
 mod network;
 mod nodes;
@@ -36,7 +38,9 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         backup::TOOLS,
         tasks::TOOLS,
         network::TOOLS,
+        firewall::TOOLS,
         pools::TOOLS,
+        access::TOOLS,
         remote::TOOLS,
     ]
     .into_iter()

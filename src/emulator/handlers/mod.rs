@@ -4,7 +4,9 @@
 //! parameters passed validation (see `routes::dispatch`); what is left to
 //! check here is object existence, which fails the way Proxmox fails it.
 
+pub(super) mod access;
 pub(super) mod cluster;
+pub(super) mod firewall;
 pub(super) mod guests;
 pub(super) mod nodes;
 pub(super) mod tasks;
