@@ -278,7 +278,7 @@ impl SshError {
                 "Do not simply accept the new key: confirm on the node console that its host key changed, then update known_hosts or the pinned fingerprint."
             }
             SshError::KnownHosts { .. } => {
-                "Fix or replace the known_hosts file (PROXMOX_SSH_KNOWN_HOSTS / sshKnownHosts)."
+                "Fix or replace the known_hosts file (PROXMOX_SSH_KNOWN_HOSTS / sshKnownHostsPath)."
             }
             SshError::AuthRefused { .. } => {
                 "Install the public key for the SSH user on the node, or set PROXMOX_SSH_USER / PROXMOX_SSH_KEY_PATH to a working pair."
