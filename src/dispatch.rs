@@ -20,10 +20,13 @@ use crate::envelope::{CallMeta, ToolFailure, codes, render};
 use crate::pve::{self, ApiRequest, PveError, RetryPolicy};
 use crate::registry::Entry;
 use crate::schema::{self, ValidArgs};
+use crate::ssh::{self, Router};
 
-/// Runs one call of `entry` with the client's raw `arguments`.
+/// Runs one call of `entry` with the client's raw `arguments`. `ssh` is the SSH router
+/// when SSH is configured.
 pub async fn call(
     client: Option<&pve::Client>,
+    ssh: Option<&Router>,
     entry: &Entry,
     arguments: Option<&Map<String, Value>>,
     cancel: &CancellationToken,
@@ -31,9 +34,13 @@ pub async fn call(
     let started = Instant::now();
     let (outcome, attempts) = match preflight(entry, arguments) {
         Err(failure) => (Err(failure), 0),
-        Ok(args) => match client {
-            None => (Err(not_configured()), 0),
-            Some(client) => execute(client, entry.spec, &args, cancel).await,
+        Ok(args) => match (entry.spec.backend, client) {
+            // SSH tools check their own inputs first; most also need the API (owning node).
+            (Backend::Ssh(op), _) => {
+                ssh::ops::execute(op, entry.spec, ssh, client, &args, cancel).await
+            }
+            (_, None) => (Err(not_configured()), 0),
+            (_, Some(client)) => execute(client, entry.spec, &args, cancel).await,
         },
     };
     let meta = CallMeta {
@@ -138,7 +145,8 @@ fn check_upid_node(args: &ValidArgs) -> Result<(), ToolFailure> {
     .with_details(json!({"errors": {"node": format!("must be '{upid_node}' for this upid")}})))
 }
 
-fn not_configured() -> ToolFailure {
+/// The failure of a call that needs Proxmox when none is configured.
+pub(crate) fn not_configured() -> ToolFailure {
     ToolFailure::new(
         codes::PROXMOX_NOT_CONFIGURED,
         "No Proxmox connection is configured for this server.",
@@ -161,6 +169,8 @@ async fn execute(
             (outcome.result.map_err(failure_from), outcome.attempts)
         }
         Backend::PerNodeList { path } => per_node_list(client, spec, path, args, cancel).await,
+        // Routed in `call` before a REST client is required; kept for exhaustiveness.
+        Backend::Ssh(op) => ssh::ops::execute(op, spec, None, Some(client), args, cancel).await,
     }
 }
 
@@ -187,6 +197,8 @@ pub fn build_request(
                 path = path.replace(&placeholder, &pve::encode_path_segment(&value));
             }
             Location::Query | Location::Body => params.push((param.name.to_owned(), value)),
+            // SSH inputs never go to the REST API.
+            Location::Argument => {}
         }
     }
     ApiRequest {

@@ -13,6 +13,7 @@
 //! - [`dispatch`] — one call: guards, request building, backend, envelope.
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
+//! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
 //! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
 
 pub mod catalog;
@@ -27,3 +28,4 @@ pub mod pve;
 pub mod registry;
 pub mod schema;
 pub mod server;
+pub mod ssh;

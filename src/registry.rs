@@ -37,10 +37,33 @@ pub struct Registry {
     listed: Arc<Vec<Tool>>,
 }
 
+/// Which backends this process can serve; tools of a missing backend are not registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// SSH is configured (key path set, strategy not `disabled`).
+    pub ssh: bool,
+}
+
+impl Capabilities {
+    /// Every backend available (listings, tests).
+    pub const ALL: Capabilities = Capabilities { ssh: true };
+}
+
 impl Registry {
-    /// Builds the registry for `settings` from the whole catalog.
+    /// Builds the registry for `settings` from the whole catalog, assuming every backend
+    /// is available (see [`Registry::build_for`]).
     pub fn build(settings: &Settings) -> Registry {
-        Registry::from_specs(catalog::all().filter(|spec| settings.decide(spec)))
+        Registry::build_for(settings, Capabilities::ALL)
+    }
+
+    /// Builds the registry for `settings`, leaving out tools whose backend is missing
+    /// (the SSH tools without SSH settings): a tool that can only fail is not offered.
+    pub fn build_for(settings: &Settings, capabilities: Capabilities) -> Registry {
+        Registry::from_specs(
+            catalog::all()
+                .filter(|spec| capabilities.ssh || !spec.backend.is_ssh())
+                .filter(|spec| settings.decide(spec)),
+        )
     }
 
     /// Builds a registry from the given canonical rows (aliases added automatically).

@@ -86,7 +86,13 @@ fn rows_are_well_formed() {
                 assert_eq!(p.kind, ParamKind::String, "{name}.{}", p.name);
             }
         }
-        let (method, path) = spec.backend.method_and_path();
+        let Some((method, path)) = spec.backend.method_and_path() else {
+            // SSH rows: inputs are argv template arguments, never REST parameters.
+            for p in spec.params {
+                assert_eq!(p.location, Location::Argument, "{name}.{}", p.name);
+            }
+            continue;
+        };
         let in_path: BTreeSet<&str> = placeholder
             .captures_iter(path)
             .map(|c| c.get(1).unwrap().as_str())
@@ -114,6 +120,7 @@ fn rows_are_well_formed() {
                 Location::Body => {
                     assert!(!method.uses_query(), "{name}.{}: body on {method}", p.name)
                 }
+                Location::Argument => panic!("{name}.{}: SSH argument on a REST row", p.name),
             }
         }
         if spec.confirm {
@@ -182,7 +189,9 @@ fn every_rest_row_exists_in_the_pve_schema() {
     };
     let mut failures = Vec::new();
     for spec in catalog::all() {
-        let (method, template) = spec.backend.method_and_path();
+        let Some((method, template)) = spec.backend.method_and_path() else {
+            continue;
+        };
         // A path parameter with an enum (e.g. `guest_type`: qemu | lxc) stands for one
         // concrete endpoint per value; each of them must exist and accept the row.
         for (path, expanded) in concrete_paths(spec, template) {
@@ -287,7 +296,10 @@ fn rows_keep_the_reference_flags() {
         let Some(r) = by_name.get(spec.name) else {
             continue;
         };
-        let (method, path) = spec.backend.method_and_path();
+        let (method, path) = match spec.backend.method_and_path() {
+            Some((method, path)) => (Value::from(method.as_str()), Value::from(path)),
+            None => (Value::Null, Value::Null),
+        };
         let aliases: Vec<&str> = r["aliases"]
             .as_array()
             .unwrap()
@@ -318,8 +330,8 @@ fn rows_keep_the_reference_flags() {
                 spec.deprecated.into(),
                 r["deprecated"].clone(),
             ),
-            ("method", method.as_str().into(), r["method"].clone()),
-            ("path", path.into(), r["path"].clone()),
+            ("method", method, r["method"].clone()),
+            ("path", path, r["path"].clone()),
             ("aliases", spec.aliases.to_vec().into(), aliases.into()),
         ];
         for (what, ours, theirs) in checks {

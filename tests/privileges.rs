@@ -137,7 +137,17 @@ struct Row {
 fn rows(endpoints: &Value) -> Vec<Row> {
     catalog::all()
         .map(|spec| {
-            let (method, path) = spec.backend.method_and_path();
+            let Some((method, path)) = spec.backend.method_and_path() else {
+                // SSH rows: the SSH key, not an API privilege, grants what they do.
+                return Row {
+                    tool: spec.name,
+                    tier: spec.tier,
+                    method: "SSH",
+                    path: "-",
+                    needs: Needs::new(),
+                    note: "runs over SSH; the SSH key grants access".to_owned(),
+                };
+            };
             let method = method.as_str();
             let perms = &endpoints[path][method]["permissions"];
             let (needs, note) = if perms.is_null() {

@@ -29,8 +29,8 @@ fn tool_snapshots_match() {
             "tool": find(spec.name),
             "aliases": spec.aliases.iter().map(|a| find(a)).collect::<Vec<_>>(),
             "backend": {
-                "method": spec.backend.method_and_path().0.as_str(),
-                "path": spec.backend.method_and_path().1,
+                "method": spec.backend.summary().0,
+                "path": spec.backend.summary().1,
                 "retriesReads": spec.retries_reads(),
                 "timeoutMs": spec.timeout_ms,
             },

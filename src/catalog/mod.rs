@@ -17,13 +17,14 @@ mod nodes;
 pub mod params;
 mod pools;
 mod qemu;
+mod remote;
 mod storage;
 mod tasks;
 mod types;
 
 pub use types::{
-    Backend, Category, Effect, HttpMethod, Location, Module, Param, ParamKind, Tier, ToolSpec,
-    delete, get, post, put,
+    Backend, Category, Effect, HttpMethod, Location, Module, Param, ParamKind, SshOp, Tier,
+    ToolSpec, delete, get, post, put,
 };
 
 /// Every catalog row, grouped by category in a stable order (the order of `tools/list`).
@@ -40,6 +41,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         firewall::TOOLS,
         pools::TOOLS,
         access::TOOLS,
+        remote::TOOLS,
     ]
     .into_iter()
     .flatten()

@@ -219,15 +219,61 @@ pub enum Backend {
         /// Path template containing `{node}`.
         path: &'static str,
     },
+    /// A command run over SSH from a fixed argv template (see `ssh::ops`).
+    Ssh(SshOp),
+}
+
+/// The SSH-backed operations; each maps to one fixed argv template in `ssh::ops`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SshOp {
+    /// One allow-listed diagnostic command inside a container.
+    RemoteDiagnostic,
+    /// Four fixed checks on the SSH entry host.
+    BatchDiagnostics,
+    /// An arbitrary shell command inside a container (confirm-gated).
+    ExecInContainer,
+    /// `docker ps` inside a container.
+    DockerPs,
+    /// `docker logs --tail N <name>` inside a container.
+    DockerLogs,
+}
+
+impl SshOp {
+    /// Short description of the remote command, for docs and `tools` listings.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            SshOp::RemoteDiagnostic => "pct exec <ctid> -- bash -lc <allow-listed command>",
+            SshOp::BatchDiagnostics => "4 fixed checks on the SSH entry host",
+            SshOp::ExecInContainer => "pct exec <ctid> -- bash -lc <command>",
+            SshOp::DockerPs => "pct exec <ctid> -- bash -lc 'docker ps'",
+            SshOp::DockerLogs => "pct exec <ctid> -- bash -lc 'docker logs --tail <n> <name>'",
+        }
+    }
 }
 
 impl Backend {
-    /// The REST method and path template this backend requests (for docs and checks).
-    pub const fn method_and_path(self) -> (HttpMethod, &'static str) {
+    /// The REST method and path template this backend requests (for docs and checks);
+    /// `None` for SSH-backed tools.
+    pub const fn method_and_path(self) -> Option<(HttpMethod, &'static str)> {
         match self {
-            Backend::Rest { method, path } => (method, path),
-            Backend::PerNodeList { path } => (HttpMethod::Get, path),
+            Backend::Rest { method, path } => Some((method, path)),
+            Backend::PerNodeList { path } => Some((HttpMethod::Get, path)),
+            Backend::Ssh(_) => None,
         }
+    }
+
+    /// `(method, target)` for listings: the REST method and path, or `SSH` and the command.
+    pub const fn summary(self) -> (&'static str, &'static str) {
+        match self {
+            Backend::Rest { method, path } => (method.as_str(), path),
+            Backend::PerNodeList { path } => ("GET", path),
+            Backend::Ssh(op) => ("SSH", op.describe()),
+        }
+    }
+
+    /// Whether the tool runs over SSH (and so exists only when SSH is configured).
+    pub const fn is_ssh(self) -> bool {
+        matches!(self, Backend::Ssh(_))
     }
 }
 
@@ -262,6 +308,8 @@ pub enum Location {
     Query,
     /// Form-encoded body (POST/PUT).
     Body,
+    /// An input of an SSH-backed tool, validated and placed by its argv template.
+    Argument,
 }
 
 /// One tool parameter. Names are Proxmox's own, so rows can be checked against the
@@ -324,6 +372,11 @@ impl Param {
     /// An optional form-body parameter.
     pub const fn body(name: &'static str, kind: ParamKind, description: &'static str) -> Param {
         Param::new(name, kind, Location::Body, description)
+    }
+
+    /// An optional input of an SSH-backed tool.
+    pub const fn arg(name: &'static str, kind: ParamKind, description: &'static str) -> Param {
+        Param::new(name, kind, Location::Argument, description)
     }
 
     /// Marks the parameter required.

@@ -94,4 +94,9 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_update_acl", &[("{path}", "Permissions.Modify")]),
     ("pve_create_api_token", &[]),
     ("pve_delete_api_token", &[]),
+    ("pve_run_remote_diagnostic", &[]),
+    ("pve_ssh_batch_diagnostics", &[]),
+    ("pve_exec_in_container", &[]),
+    ("pve_docker_ps_in_container", &[]),
+    ("pve_docker_logs_in_container", &[]),
 ];

@@ -5,6 +5,8 @@
 //! With `--demo` an in-process emulator stands in for Proxmox so a newcomer can try
 //! every tool with no cluster. Invariant: nothing but MCP frames is written to stdout.
 
+use std::sync::Arc;
+
 use clap::Args;
 use rmcp::ServiceExt;
 
@@ -13,8 +15,9 @@ use crate::config::{self, Paths, ProcessEnv, TlsSetting};
 use crate::emulator::{Emulator, EmulatorOptions};
 use crate::policy::Settings;
 use crate::pve;
-use crate::registry::Registry;
+use crate::registry::{Capabilities, Registry};
 use crate::server::{AppState, Server};
+use crate::ssh;
 
 /// Flags of `run`.
 #[derive(Debug, Args, Default)]
@@ -34,11 +37,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     }
     let settings = Settings::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let registry = Registry::build(&settings);
 
     // Held until the server stops: dropping it stops the demo emulator.
     let mut _demo: Option<Emulator> = None;
-    let (pve, connection_note) = if args.demo {
+    let (pve, connection_note, ssh_config) = if args.demo {
         let (emulator, client) = start_demo().await?;
         let note = format!(
             "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; sample guests 101, 102, 201, 202, 203). Nothing real is touched.",
@@ -47,10 +49,12 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         eprintln!("nandi-proxmox-mcp: {note}");
         eprintln!("nandi-proxmox-mcp: {}", settings.summary());
         _demo = Some(emulator);
-        (Some(client), note)
+        (Some(client), note, None)
     } else {
         connect_from_config()?
     };
+    let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
+    let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
 
     tracing::info!(
         tools = registry.canonical_count(),
@@ -63,6 +67,8 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         settings,
         pve,
         connection_note,
+        ssh,
+        ssh_note,
     });
     serve_stdio(server).await
 }
@@ -88,7 +94,31 @@ async fn start_demo() -> Result<(Emulator, pve::Client), CliError> {
     Ok((emulator, client))
 }
 
-fn connect_from_config() -> Result<(Option<pve::Client>, String), CliError> {
+/// The SSH router when SSH is configured, and the sentence the instructions carry about it.
+fn build_ssh(config: Option<&config::SshConfig>) -> (Option<Arc<ssh::Router>>, String) {
+    let Some(config) = config else {
+        return (
+            None,
+            "SSH tools (pct exec, docker, diagnostics) are not offered: SSH is not configured (set PROXMOX_SSH_KEY_PATH or sshKeyPath; sshStrategy \"disabled\" turns them off).".into(),
+        );
+    };
+    let home = config::home_from_env(&ProcessEnv);
+    let settings = ssh::ClientSettings::from_config(config, home.as_deref());
+    if let Err(e) = ssh::RusshExecutor::load_key(&settings.key_path) {
+        // Not fatal: REST tools still work, and each SSH call repeats this clear error.
+        tracing::warn!(error = %e, "SSH private key is not usable");
+    }
+    let executor: Arc<dyn ssh::Executor> = Arc::new(ssh::RusshExecutor::new(settings));
+    let note = format!(
+        "SSH tools run commands as {}@{} (strategy {}); host keys are verified, never trusted on first use.",
+        config.user, config.host, config.strategy
+    );
+    (Some(Arc::new(ssh::Router::new(executor, config))), note)
+}
+
+type Connected = (Option<pve::Client>, String, Option<config::SshConfig>);
+
+fn connect_from_config() -> Result<Connected, CliError> {
     let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
     let config = config::load(&ProcessEnv, &paths).map_err(|e| CliError::Config(e.to_string()))?;
     let Some(proxmox) = config.proxmox else {
@@ -98,6 +128,7 @@ fn connect_from_config() -> Result<(Option<pve::Client>, String), CliError> {
         return Ok((
             None,
             "No Proxmox connection is configured yet: calls return PROXMOX_NOT_CONFIGURED until `nandi-proxmox-mcp setup` is run.".into(),
+            config.ssh,
         ));
     };
     let connection = pve::Connection {
@@ -122,7 +153,7 @@ fn connect_from_config() -> Result<(Option<pve::Client>, String), CliError> {
         proxmox.realm,
         proxmox.token_name
     );
-    Ok((Some(client), note))
+    Ok((Some(client), note, config.ssh))
 }
 
 async fn serve_stdio(server: Server) -> Result<(), CliError> {

@@ -36,7 +36,7 @@ pub fn print(args: ToolsArgs) -> Result<(), CliError> {
         );
         for entry in registry.entries().iter().filter(|e| e.alias_for.is_none()) {
             let spec = entry.spec;
-            let (method, path) = spec.backend.method_and_path();
+            let (method, path) = spec.backend.summary();
             let confirm = if spec.confirm { " confirm" } else { "" };
             println!(
                 "{:<34} {:<12} {:<8} {:<7} {method} {path}{confirm}",
@@ -58,7 +58,7 @@ pub fn describe(registry: &Registry, settings: &Settings) -> Value {
         .filter(|e| e.alias_for.is_none())
         .map(|entry| {
             let spec = entry.spec;
-            let (method, path) = spec.backend.method_and_path();
+            let (method, path) = spec.backend.summary();
             json!({
                 "name": spec.name,
                 "title": spec.title,
@@ -71,7 +71,7 @@ pub fn describe(registry: &Registry, settings: &Settings) -> Value {
                 "confirm": spec.confirm,
                 "deprecated": spec.deprecated,
                 "aliases": spec.aliases,
-                "method": method.as_str(),
+                "method": method,
                 "path": path,
                 "params": spec.params.iter().map(|p| p.name).collect::<Vec<_>>(),
             })

@@ -70,6 +70,10 @@ pub struct EmulatorOptions {
     /// what a token lacking some privilege experiences; `None` (default)
     /// keeps the seeded grants.
     pub privileges: Option<Vec<String>>,
+    /// `(node, address)` pairs replacing a node's `ip` in `/cluster/status`
+    /// (default none: `127.0.0.1`, `127.0.0.2`, … in node order). Lets SSH
+    /// routing tests point a node at a test `sshd` or at a hostile value.
+    pub node_addresses: Vec<(String, String)>,
 }
 
 impl Default for EmulatorOptions {
@@ -83,6 +87,7 @@ impl Default for EmulatorOptions {
             task_duration: Duration::from_millis(250),
             cluster: true,
             privileges: None,
+            node_addresses: Vec::new(),
         }
     }
 }
@@ -195,6 +200,11 @@ impl Emulator {
                 &format!("{}@{}", opts.user, opts.realm),
                 privileges,
             );
+        }
+        for (name, address) in &opts.node_addresses {
+            if let Some(node) = state.nodes.iter_mut().find(|n| &n.name == name) {
+                node.ip.clone_from(address);
+            }
         }
         let shared = Arc::new(Shared {
             token_header,

@@ -323,3 +323,5 @@ pub fn setup_flags(emu: &Emulator) -> Vec<String> {
         emu.cert_fingerprint().expect("https emulator"),
     ]
 }
+
+pub mod sshd;
