@@ -160,10 +160,14 @@ fn every_rest_row_exists_in_the_pve_schema() {
             .cloned()
             .unwrap_or_default();
         for p in spec.params {
-            let key = if declared.contains_key(p.name) {
-                p.name.to_owned()
+            let name = p.api_name();
+            let key = if p.index.is_some() {
+                // A family (`net` over 0..=31) is the API's `net[n]`.
+                format!("{name}[n]")
+            } else if declared.contains_key(name) {
+                name.to_owned()
             } else {
-                schema_key(p.name)
+                schema_key(name)
             };
             let Some(schema) = declared.get(&key) else {
                 failures.push(format!(
@@ -197,9 +201,15 @@ fn every_rest_row_exists_in_the_pve_schema() {
             let optional = schema["optional"].as_i64() == Some(1) || schema["optional"] == true;
             if !optional
                 && !key.contains("[n]")
-                && spec.param(key).is_none_or(|p| {
-                    !p.required && !matches!(spec.backend, Backend::PerNodeList { .. })
-                })
+                && spec
+                    .params
+                    .iter()
+                    .find(|p| p.api_name() == key)
+                    .is_none_or(|p| {
+                        !p.required
+                            && p.default.is_none()
+                            && !matches!(spec.backend, Backend::PerNodeList { .. })
+                    })
             {
                 failures.push(format!("{}: API requires {key}", spec.name));
             }
