@@ -86,12 +86,7 @@ pub fn preflight(
         .with_details(json!({"errors": invalid.errors, "validParameters": names}))
     })?;
     check_upid_node(&args)?;
-    if !spec.at_least_one_of.is_empty()
-        && !spec
-            .at_least_one_of
-            .iter()
-            .any(|name| args.has(name))
-    {
+    if !spec.at_least_one_of.is_empty() && !spec.at_least_one_of.iter().any(|name| args.has(name)) {
         return Err(ToolFailure::new(
             codes::TOOL_INPUT_REJECTED,
             format!(

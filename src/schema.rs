@@ -91,7 +91,9 @@ fn property_schema(param: &Param) -> Value {
 /// A row's wire default, typed as the property is (`"1"` of an integer → `1`).
 fn default_value(param: &Param, default: &str) -> Value {
     match param.kind {
-        ParamKind::Integer => default.parse::<i64>().map_or_else(|_| default.into(), Value::from),
+        ParamKind::Integer => default
+            .parse::<i64>()
+            .map_or_else(|_| default.into(), Value::from),
         ParamKind::Boolean => Value::Bool(default == "1"),
         _ => default.into(),
     }
@@ -198,10 +200,7 @@ pub fn validate(
             }
             continue;
         }
-        if spec
-            .param(key)
-            .is_none_or(|p| p.fixed || p.index.is_some())
-        {
+        if spec.param(key).is_none_or(|p| p.fixed || p.index.is_some()) {
             errors.insert(key.clone(), "unknown parameter".into());
         }
     }

@@ -52,7 +52,9 @@ impl ResultFilter {
     /// Applies the filter to an answer: arrays lose the entries that do not match.
     pub fn apply(&self, answer: Value) -> Value {
         match answer {
-            Value::Array(items) => Value::Array(items.into_iter().filter(|e| self.keeps(e)).collect()),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().filter(|e| self.keeps(e)).collect())
+            }
             other => other,
         }
     }
@@ -73,9 +75,20 @@ mod tests {
             {"vmid": 4, "template": 0},
             {"vmid": 5}
         ]));
-        let ids: Vec<i64> = out.as_array().unwrap().iter().map(|e| e["vmid"].as_i64().unwrap()).collect();
+        let ids: Vec<i64> = out
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["vmid"].as_i64().unwrap())
+            .collect();
         assert_eq!(ids, vec![1, 2, 3]);
         assert_eq!(f.apply(json!({"a": 1})), json!({"a": 1}));
-        assert!(ResultFilter { field: "t", equals: FilterValue::Str("x") }.keeps(&json!({"t": "x"})));
+        assert!(
+            ResultFilter {
+                field: "t",
+                equals: FilterValue::Str("x")
+            }
+            .keeps(&json!({"t": "x"}))
+        );
     }
 }

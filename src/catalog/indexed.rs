@@ -29,7 +29,10 @@ fn regex_escape(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
             let special = !c.is_ascii_alphanumeric() && c != '_';
-            special.then_some('\\').into_iter().chain(std::iter::once(c))
+            special
+                .then_some('\\')
+                .into_iter()
+                .chain(std::iter::once(c))
         })
         .collect()
 }
@@ -90,15 +93,32 @@ mod tests {
 
     #[test]
     fn patterns_accept_exactly_the_range() {
-        for (lo, hi) in [(0, 31), (0, 30), (0, 15), (0, 5), (0, 3), (0, 255), (1, 9), (0, 9), (7, 120)] {
+        for (lo, hi) in [
+            (0, 31),
+            (0, 30),
+            (0, 15),
+            (0, 5),
+            (0, 3),
+            (0, 255),
+            (1, 9),
+            (0, 9),
+            (7, 120),
+        ] {
             let re = Regex::new(&family_pattern("net", lo, hi)).unwrap();
             for n in 0..400u16 {
-                assert_eq!(re.is_match(&format!("net{n}")), (lo..=hi).contains(&n), "{lo}..={hi}: {n}");
+                assert_eq!(
+                    re.is_match(&format!("net{n}")),
+                    (lo..=hi).contains(&n),
+                    "{lo}..={hi}: {n}"
+                );
             }
             assert!(!re.is_match("net"));
             assert!(!re.is_match("net05"));
             assert!(!re.is_match("xnet1"));
         }
-        assert_eq!(family_pattern("net", 0, 31), "^net([0-9]|[1-2][0-9]|3[0-1])$");
+        assert_eq!(
+            family_pattern("net", 0, 31),
+            "^net([0-9]|[1-2][0-9]|3[0-1])$"
+        );
     }
 }

@@ -7,18 +7,23 @@
 //! catalog does no I/O and cannot fail at run time; `tests/catalog.rs` checks the rows
 //! (unique names, described parameters, paths that exist in the official PVE API schema).
 
+mod agent;
 mod backup;
 mod cluster;
 mod filter;
 pub mod indexed;
 mod lxc;
+mod lxc_lifecycle;
 mod network;
 mod nodes;
 pub mod params;
 mod pools;
 mod qemu;
+mod qemu_lifecycle;
+mod qemu_params;
 mod storage;
 mod tasks;
+mod templates;
 mod types;
 
 pub use types::{
@@ -32,12 +37,16 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         nodes::TOOLS,
         cluster::TOOLS,
         qemu::TOOLS,
+        qemu_lifecycle::TOOLS,
         lxc::TOOLS,
+        lxc_lifecycle::TOOLS,
         storage::TOOLS,
         backup::TOOLS,
         tasks::TOOLS,
         network::TOOLS,
         pools::TOOLS,
+        templates::TOOLS,
+        agent::TOOLS,
     ]
     .into_iter()
     .flatten()
