@@ -4,9 +4,14 @@
 //! parameters passed validation (see `routes::dispatch`); what is left to
 //! check here is object existence, which fails the way Proxmox fails it.
 
+pub(super) mod agent;
 pub(super) mod cluster;
+pub(super) mod content;
+pub(super) mod guest_config;
 pub(super) mod guests;
+pub(super) mod lifecycle;
 pub(super) mod nodes;
+pub(super) mod snapshots;
 pub(super) mod tasks;
 
 use super::api::{ApiError, Call};
