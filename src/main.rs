@@ -9,8 +9,16 @@ use tracing_subscriber::EnvFilter;
 
 fn main() {
     let cli = Cli::parse();
-    let filter = EnvFilter::try_from_env("RUST_LOG")
+    let mut filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,nandi_proxmox_mcp=info"));
+    // rmcp logs whole requests (tool arguments, passwords included) at debug and trace;
+    // no RUST_LOG setting may turn that on. Added last, these directives win.
+    for directive in ["rmcp=info", "rmcp::service=info"] {
+        match directive.parse() {
+            Ok(directive) => filter = filter.add_directive(directive),
+            Err(err) => eprintln!("nandi-proxmox-mcp: bad built-in log directive: {err}"),
+        }
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)

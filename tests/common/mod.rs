@@ -191,3 +191,41 @@ pub fn with_policy(mut env: Vec<(String, String)>, vars: &[(&str, &str)]) -> Vec
     }
     env
 }
+
+impl McpProcess {
+    /// Like [`McpProcess::spawn`], but the server's stderr (its log) goes to `log` and
+    /// `RUST_LOG` is `rust_log`, so a test can read what the server logged.
+    pub fn spawn_with_log(
+        args: &[&str],
+        env: &[(String, String)],
+        rust_log: &str,
+        log: std::fs::File,
+    ) -> McpProcess {
+        let home = tempfile::tempdir().expect("tempdir");
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("RUST_LOG", rust_log)
+            .current_dir(home.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("binary spawns");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        McpProcess {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            next_id: 1,
+            _home: home,
+        }
+    }
+}

@@ -163,11 +163,14 @@ fn create(call: &mut Call<'_>, kind: GuestKind) -> Result<Value, ApiError> {
                 config.insert("arch".into(), json!("amd64"));
                 config.insert("memory".into(), json!(512));
                 config.insert("swap".into(), json!(512));
-                let storage = call.str("storage").unwrap_or("local-lvm");
-                config.insert(
-                    "rootfs".into(),
-                    json!(format!("{storage}:vm-{vmid}-disk-0,size=4G")),
-                );
+                // Proxmox's default root disk: 4 GiB on `storage`.
+                if call.str("rootfs").is_none() {
+                    let storage = call.str("storage").unwrap_or("local-lvm");
+                    config.insert(
+                        "rootfs".into(),
+                        json!(format!("{storage}:vm-{vmid}-disk-0,size=4G")),
+                    );
+                }
             }
         }
     }

@@ -13,8 +13,8 @@ use super::super::api::Kind;
 use super::super::routes;
 
 fn endpoints() -> Option<Value> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/pve-api/endpoints-pve-9.1.json.gz");
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/pve-api/endpoints-pve-9.1.json.gz");
     let Ok(file) = std::fs::File::open(&path) else {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
         assert!(!ci, "{} is missing under CI", path.display());
@@ -81,7 +81,11 @@ fn guest_routes_match_the_schema() {
             };
             let api_type = schema["type"].as_str().unwrap_or("string");
             // `array` parameters arrive as repeated string keys.
-            let api_type = if api_type == "array" { "string" } else { api_type };
+            let api_type = if api_type == "array" {
+                "string"
+            } else {
+                api_type
+            };
             if kind_name(p.kind) != api_type {
                 failures.push(format!("{method} {}: {name} type", route.pattern));
             }
@@ -107,7 +111,10 @@ fn guest_routes_match_the_schema() {
     for route in routes::all() {
         let method = format!("{:?}", route.method).to_uppercase();
         assert!(
-            endpoints.get(route.pattern).and_then(|e| e.get(&method)).is_some(),
+            endpoints
+                .get(route.pattern)
+                .and_then(|e| e.get(&method))
+                .is_some(),
             "{method} {} is not in the API",
             route.pattern
         );
