@@ -229,3 +229,6 @@ impl McpProcess {
         }
     }
 }
+
+/// Helpers shared by the guest lifecycle tool tests.
+pub mod guests;
