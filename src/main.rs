@@ -6,23 +6,26 @@
 use clap::Parser;
 use nandi_proxmox_mcp::cli::{self, Cli};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::prelude::*;
 
 fn main() {
     let cli = Cli::parse();
-    let mut filter = EnvFilter::try_from_env("RUST_LOG")
+    let filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,nandi_proxmox_mcp=info"));
     // rmcp logs whole requests (tool arguments, passwords included) at debug and trace;
-    // no RUST_LOG setting may turn that on. Added last, these directives win.
-    for directive in ["rmcp=info", "rmcp::service=info"] {
-        match directive.parse() {
-            Ok(directive) => filter = filter.add_directive(directive),
-            Err(err) => eprintln!("nandi-proxmox-mcp: bad built-in log directive: {err}"),
-        }
-    }
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(filter)
+    // this second filter caps it at info whatever RUST_LOG says (a ceiling, not a floor).
+    let rmcp_cap = Targets::new()
+        .with_target("rmcp", LevelFilter::INFO)
+        .with_default(LevelFilter::TRACE);
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .with_filter(filter)
+                .with_filter(rmcp_cap),
+        )
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -25,78 +25,74 @@ const CONFIG_KEYS: &[Param] = &[
     Param::body(
         "hostname",
         ParamKind::String,
-        "Host name of the container (a DNS name, e.g. \"ct-web\").",
+        "Container host name, a DNS name.",
     )
     .pattern("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$", 253),
     Param::body(
         "cores",
         ParamKind::Integer,
-        "CPU cores the container may use (default: all of the node's).",
+        "CPU cores it may use (default: all).",
     )
     .range(1, 8192),
     Param::body(
         "memory",
         ParamKind::Integer,
-        "Memory limit in MiB (e.g. 2048 = 2 GiB). Proxmox default 512.",
+        "Memory limit in MiB (2048 = 2 GiB); default 512.",
     )
     .min(16),
     Param::body(
         "swap",
         ParamKind::Integer,
-        "Swap limit in MiB (0 = none). Proxmox default 512.",
+        "Swap in MiB (0 = none); default 512.",
     )
     .min(0),
     Param::body(
         "rootfs",
         ParamKind::String,
-        "Root filesystem as a property string: \"<storage>:<size in GiB>\" to allocate (e.g. \"local-lvm:8\" = 8 GiB), plus options like \",acl=1,quota=1\".",
+        "Root disk: \"<storage>:<GiB>\" allocates (\"local-lvm:8\" = 8 GiB); options like \",acl=1\".",
     ),
     Param::indexed(
         "mp",
         0..=255,
         ParamKind::String,
-        "Mount point (key mpN): \"<storage>:<size in GiB>,mp=<path in container>\" to allocate (e.g. \"local-lvm:10,mp=/srv/data\"), or \"<host dir>,mp=<path>\" to bind-mount a host directory.",
+        "Mount point: \"<storage>:<GiB>,mp=<path>\" allocates (\"local-lvm:10,mp=/srv\"); \"<host dir>,mp=<path>\" bind-mounts.",
     ),
     Param::indexed(
         "net",
         0..=31,
         ParamKind::String,
-        "Network interface (key netN) as a property string: \"name=eth0,bridge=vmbr0,ip=dhcp\" or \"name=eth0,bridge=vmbr0,ip=192.168.1.60/24,gw=192.168.1.1\"; options firewall=1, tag=<VLAN>, ip6=auto|dhcp|<addr/CIDR>.",
+        "NIC: \"name=eth0,bridge=vmbr0,ip=dhcp\" or \"…,ip=192.168.1.60/24,gw=192.168.1.1\"; options tag=<VLAN>, firewall=1, ip6=auto.",
     ),
     Param::body(
         "unprivileged",
         ParamKind::Boolean,
-        "Run as an unprivileged container (root inside is mapped to an unprivileged host user). Recommended; fixed at creation in practice.",
+        "Unprivileged container (recommended; set at creation).",
     ),
     Param::body(
         "features",
         ParamKind::String,
-        "Comma-separated features, e.g. \"nesting=1\" (needed for Docker/systemd in unprivileged CTs), \"keyctl=1\", \"fuse=1\", \"mount=nfs;cifs\".",
+        "Features, e.g. \"nesting=1\" (Docker, systemd), \"keyctl=1\", \"fuse=1\".",
     ),
     Param::body(
         "nameserver",
         ParamKind::String,
-        "DNS server IP address(es), space-separated; unset = the host's.",
+        "DNS server IP(s), space-separated; unset = the host's.",
     ),
     Param::body(
         "searchdomain",
         ParamKind::String,
-        "DNS search domain(s), e.g. \"example.com\"; unset = the host's.",
+        "DNS search domain(s); unset = the host's.",
     ),
-    Param::body(
-        "onboot",
-        ParamKind::Boolean,
-        "Start the container automatically when the node boots.",
-    ),
+    Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
     Param::body(
         "startup",
         ParamKind::String,
-        "Start/stop order at boot: \"order=<n>,up=<seconds delay>,down=<seconds timeout>\", e.g. \"order=2,up=30\".",
+        "Boot order: \"order=<n>,up=<s>,down=<s>\".",
     ),
     Param::body(
         "protection",
         ParamKind::Boolean,
-        "Protect the container from removal until this is cleared.",
+        "Block removal of the container.",
     ),
     Param::body(
         "tags",
@@ -106,7 +102,7 @@ const CONFIG_KEYS: &[Param] = &[
     Param::body(
         "description",
         ParamKind::String,
-        "Free-text notes shown in the web UI (Markdown), up to 8192 characters.",
+        "Notes shown in the web UI (Markdown).",
     ),
 ];
 
@@ -114,18 +110,18 @@ const CREATE_ONLY: &[Param] = &[
     Param::body(
         "ostemplate",
         ParamKind::String,
-        "OS template volume, e.g. \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\" (pve_list_storage_templates lists them).",
+        "OS template volid, e.g. \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\" (see pve_list_storage_templates).",
     )
     .required(),
     Param::body(
         "password",
         ParamKind::String,
-        "Root password inside the container. A secret: sent to Proxmox, never logged. Prefer ssh-public-keys.",
+        "Root password (secret: sent, never logged). Prefer ssh-public-keys.",
     ),
     Param::body(
         "ssh-public-keys",
         ParamKind::String,
-        "Public SSH keys for root, OpenSSH format, one per line.",
+        "Root's public SSH keys, OpenSSH format, one per line.",
     ),
     STORAGE_BODY,
     POOL_BODY,

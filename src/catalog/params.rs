@@ -83,7 +83,7 @@ pub const SNAPSHOT: &[Param] = &[NODE, VMID, SNAPNAME];
 pub const NEW_VMID: Param = Param::body(
     "vmid",
     ParamKind::Integer,
-    "ID for the new guest, an integer 100–999999999 not used by any VM or container in the cluster; pve_get_next_vmid suggests a free one.",
+    "New guest ID, 100–999999999, unused in the cluster (pve_get_next_vmid suggests one).",
 )
 .range(100, 999_999_999)
 .required();
@@ -100,7 +100,7 @@ pub const TARGET_NODE: Param = Param::body(
 pub const DIGEST: Param = Param::body(
     "digest",
     ParamKind::String,
-    "The `digest` value from the get-config tool. When given, Proxmox refuses the change if the configuration was modified since you read it (\"detected modified configuration\"), so concurrent edits are not overwritten.",
+    "`digest` from the get-config tool: the change is refused if the config changed since.",
 )
 .pattern("^[0-9a-fA-F]{1,40}$", 40);
 
