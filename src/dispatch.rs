@@ -149,18 +149,18 @@ async fn execute(
     args: &ValidArgs,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
-    match spec.backend {
+    let (result, attempts) = match spec.backend {
         Backend::Rest { method, path } => {
             let request = build_request(spec, method, path, args, &[]);
             let outcome = client.call(request, cancel).await;
-            let result = outcome.result.map_err(failure_from);
-            let result = match spec.result_filter {
-                Some(filter) => result.map(|answer| filter.apply(answer)),
-                None => result,
-            };
-            (result, outcome.attempts)
+            (outcome.result.map_err(failure_from), outcome.attempts)
         }
         Backend::PerNodeList { path } => per_node_list(client, spec, path, args, cancel).await,
+    };
+    // A declared result filter selects what the API cannot (e.g. templates only).
+    match spec.result_filter {
+        Some(filter) => (result.map(|answer| filter.apply(answer)), attempts),
+        None => (result, attempts),
     }
 }
 

@@ -6,6 +6,7 @@
 
 mod api;
 mod faults;
+mod guests;
 mod schema;
 mod tasks;
 mod tls;
