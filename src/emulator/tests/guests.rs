@@ -6,10 +6,19 @@ use reqwest::Method;
 
 use super::{Harness, data, message};
 
+/// method, path, parameters, expected status, text the message contains.
+type Case = (
+    Method,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    u16,
+    &'static str,
+);
+
 #[tokio::test]
 async fn guest_refusals_are_proxmoxs() {
     let h = Harness::plain().await;
-    let cases: &[(Method, &str, &[(&str, &str)], u16, &str)] = &[
+    let cases: &[Case] = &[
         (
             Method::POST,
             "/nodes/pve01/qemu",
