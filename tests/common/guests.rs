@@ -9,10 +9,11 @@ use serde_json::{Value, json};
 
 use super::{McpProcess, emulator, env_for, envelope, with_policy};
 
+/// Every tier and module, so every guest tool is exposed.
 pub const FULL_ADVANCED: &[(&str, &str)] =
     &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")];
 
-/// The tools this file covers (guest lifecycle, templates, restores, guest agent).
+/// The tools the guest tests cover (guest lifecycle, templates, restores, guest agent).
 pub const GUEST_TOOLS: &[&str] = &[
     "pve_qemu_create",
     "pve_qemu_delete",
@@ -49,6 +50,7 @@ pub const GUEST_TOOLS: &[&str] = &[
     "pve_get_qemu_agent_fsinfo",
 ];
 
+/// An emulator and a server process talking to it, initialized, with every tool exposed.
 pub async fn start() -> (Emulator, McpProcess) {
     let emu = emulator().await;
     let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), FULL_ADVANCED));
@@ -102,10 +104,13 @@ pub async fn fails(
     (env["error"].clone(), requests)
 }
 
+/// Borrowed view of recorded parameter pairs, for comparisons with literals.
 pub fn pairs(list: &[(String, String)]) -> Vec<(&str, &str)> {
     list.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
 
+/// Asserts one recorded request: method, decoded path, and the query and form pairs
+/// (order-insensitive; repeated keys count), sent with the right token.
 pub fn assert_request(
     req: &RecordedRequest,
     method: &str,
