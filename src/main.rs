@@ -6,26 +6,27 @@
 use clap::Parser;
 use nandi_proxmox_mcp::cli::{self, Cli};
 use tracing_subscriber::EnvFilter;
-use tracing_subscriber::filter::{LevelFilter, Targets};
-use tracing_subscriber::prelude::*;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// The MCP library logs every message it sends or receives, whole, at DEBUG and TRACE —
+/// tool arguments (a new user's password) and results (a new API token's secret)
+/// included. No `RUST_LOG` may turn that on: its events are capped at INFO.
+fn not_a_protocol_dump(meta: &tracing::Metadata<'_>) -> bool {
+    !(meta.target().starts_with("rmcp") && *meta.level() > tracing::Level::INFO)
+}
 
 fn main() {
     let cli = Cli::parse();
     let filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,nandi_proxmox_mcp=info"));
-    // rmcp logs whole requests (tool arguments, passwords included) at debug and trace;
-    // this second filter caps it at info whatever RUST_LOG says (a ceiling, not a floor).
-    let rmcp_cap = Targets::new()
-        .with_target("rmcp", LevelFilter::INFO)
-        .with_default(LevelFilter::TRACE);
-    tracing_subscriber::registry()
-        .with(
-            tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_ansi(false)
-                .with_filter(filter)
-                .with_filter(rmcp_cap),
-        )
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .finish()
+        .with(filter_fn(not_a_protocol_dump))
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()

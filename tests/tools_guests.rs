@@ -193,13 +193,11 @@ async fn indexed_keys_are_validated_before_any_request() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_in_arguments_reach_proxmox_but_never_the_log() {
     let emu = emulator().await;
-    let log_file = tempfile::NamedTempFile::new().unwrap();
-    let mut mcp = McpProcess::spawn_with_log(
-        &["run"],
-        &with_policy(env_for(&emu), FULL_ADVANCED),
-        "trace",
-        log_file.reopen().unwrap(),
-    );
+    let log_dir = tempfile::tempdir().unwrap();
+    let log_path = log_dir.path().join("server.log");
+    let mut env = with_policy(env_for(&emu), FULL_ADVANCED);
+    env.push(("RUST_LOG".into(), "trace".into()));
+    let mut mcp = McpProcess::spawn_logging_to(&["run"], &env, &log_path);
     mcp.initialize().await;
     let (password, cipassword) = ("ct-root-pw-7f3a9c", "vm-ci-pw-b81d2e");
     ok(
@@ -229,7 +227,7 @@ async fn secrets_in_arguments_reach_proxmox_but_never_the_log() {
     )
     .await;
     assert!(mcp.shutdown().await.success());
-    let log = std::fs::read_to_string(log_file.path()).unwrap();
+    let log = std::fs::read_to_string(&log_path).unwrap();
     assert!(
         log.contains("pve_lxc_create"),
         "the log is being written: {log}"

@@ -7,10 +7,12 @@
 //! catalog does no I/O and cannot fail at run time; `tests/catalog.rs` checks the rows
 //! (unique names, described parameters, paths that exist in the official PVE API schema).
 
+mod access;
 mod agent;
 mod backup;
 mod cluster;
 mod filter;
+mod firewall;
 pub mod indexed;
 mod lxc;
 mod lxc_lifecycle;
@@ -44,7 +46,9 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         backup::TOOLS,
         tasks::TOOLS,
         network::TOOLS,
+        firewall::TOOLS,
         pools::TOOLS,
+        access::TOOLS,
         templates::TOOLS,
         agent::TOOLS,
     ]

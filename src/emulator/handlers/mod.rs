@@ -4,9 +4,11 @@
 //! parameters passed validation (see `routes::dispatch`); what is left to
 //! check here is object existence, which fails the way Proxmox fails it.
 
+pub(super) mod access;
 pub(super) mod agent;
 pub(super) mod cluster;
 pub(super) mod content;
+pub(super) mod firewall;
 pub(super) mod guest_config;
 pub(super) mod guests;
 pub(super) mod lifecycle;

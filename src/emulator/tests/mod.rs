@@ -8,6 +8,7 @@ mod api;
 mod faults;
 mod guests;
 mod schema;
+mod security;
 mod tasks;
 mod tls;
 
