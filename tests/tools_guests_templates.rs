@@ -251,6 +251,12 @@ async fn templates_cloudinit_agent_and_restores() {
     )
     .await;
     assert_eq!(config["name"], "vm-web");
+    // `unique`: the restored copy does not share the original's MAC address.
+    let net0 = config["net0"].as_str().unwrap();
+    assert!(
+        net0.starts_with("virtio=BC:24:11:") && !net0.contains("1A:01:01"),
+        "{net0}"
+    );
     let ct_archive = "local:backup/vzdump-lxc-201-2025_11_23-01_00_41.tar.zst";
     let (upid, req) = ok(
         &mut mcp,

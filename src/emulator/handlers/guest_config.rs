@@ -92,7 +92,7 @@ fn is_urlencoded(text: &str) -> bool {
 }
 
 /// A MAC address in Proxmox's `BC:24:11` range, stable per (vmid, key).
-fn mac_for(vmid: u32, key: &str) -> String {
+pub(super) fn mac_for(vmid: u32, key: &str) -> String {
     let hash = Sha256::digest(format!("{vmid}/{key}").as_bytes());
     format!("BC:24:11:{:02X}:{:02X}:{:02X}", hash[0], hash[1], hash[2])
 }

@@ -13,7 +13,7 @@ use super::super::api::{ApiError, Call};
 use super::super::seed;
 use super::super::state::{Guest, GuestKind, Power, unix_now};
 use super::guest;
-use super::guest_config::apply_params;
+use super::guest_config::{apply_params, mac_for};
 
 /// The node-name check the dispatcher does for `{node}`, for a `target` parameter.
 fn check_target(call: &Call<'_>, target: &str) -> Result<(), ApiError> {
@@ -97,6 +97,29 @@ fn restored_config(
     }))
 }
 
+/// `unique` restores get new MAC addresses (QEMU `model=<MAC>`, LXC `hwaddr=<MAC>`).
+fn renew_macs(config: &mut Map<String, Value>, kind: GuestKind, vmid: u32) {
+    for (key, value) in config.iter_mut() {
+        let is_net = key
+            .strip_prefix("net")
+            .is_some_and(|n| n.parse::<u8>().is_ok());
+        let Some(text) = value.as_str().filter(|_| is_net) else {
+            continue;
+        };
+        let mac = mac_for(vmid, key);
+        let renewed: Vec<String> = text
+            .split(',')
+            .enumerate()
+            .map(|(i, part)| match (kind, part.split_once('=')) {
+                (GuestKind::Qemu, Some((model, _))) if i == 0 => format!("{model}={mac}"),
+                (GuestKind::Lxc, Some(("hwaddr", _))) => format!("hwaddr={mac}"),
+                _ => part.to_owned(),
+            })
+            .collect();
+        *value = json!(renewed.join(","));
+    }
+}
+
 fn create(call: &mut Call<'_>, kind: GuestKind) -> Result<Value, ApiError> {
     let node = call.cap("node").to_string();
     let vmid = u32::try_from(call.int("vmid").unwrap_or(0)).unwrap_or(0);
@@ -126,6 +149,9 @@ fn create(call: &mut Call<'_>, kind: GuestKind) -> Result<Value, ApiError> {
         Some(archive) => restored_config(call, kind, archive)?,
         None => Map::new(),
     };
+    if archive.is_some() && call.flag("unique") {
+        renew_macs(&mut config, kind, vmid);
+    }
     if archive.is_none() {
         match kind {
             GuestKind::Qemu => {
