@@ -8,23 +8,30 @@
 //! (unique names, described parameters, paths that exist in the official PVE API schema).
 
 mod access;
+mod agent;
 mod backup;
 mod cluster;
+mod filter;
 mod firewall;
+pub mod indexed;
 mod lxc;
+mod lxc_lifecycle;
 mod network;
 mod nodes;
 pub mod params;
 mod pools;
 mod qemu;
+mod qemu_lifecycle;
+mod qemu_params;
 mod remote;
 mod storage;
 mod tasks;
+mod templates;
 mod types;
 
 pub use types::{
-    Backend, Category, Effect, HttpMethod, Location, Module, Param, ParamKind, SshOp, Tier,
-    ToolSpec, delete, get, post, put,
+    Backend, Category, Effect, FilterValue, HttpMethod, Location, Module, Param, ParamKind,
+    ResultFilter, SshOp, Tier, ToolSpec, delete, get, post, put,
 };
 
 /// Every catalog row, grouped by category in a stable order (the order of `tools/list`).
@@ -33,7 +40,9 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         nodes::TOOLS,
         cluster::TOOLS,
         qemu::TOOLS,
+        qemu_lifecycle::TOOLS,
         lxc::TOOLS,
+        lxc_lifecycle::TOOLS,
         storage::TOOLS,
         backup::TOOLS,
         tasks::TOOLS,
@@ -41,6 +50,8 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         firewall::TOOLS,
         pools::TOOLS,
         access::TOOLS,
+        templates::TOOLS,
+        agent::TOOLS,
         remote::TOOLS,
     ]
     .into_iter()

@@ -50,3 +50,101 @@ pub const LOG_LIMIT: Param = Param::query(
     "Lines to return (Proxmox default 50).",
 )
 .range(1, 100_000);
+
+/// A snapshot name (Proxmox `pve-configid`, at most 40 characters).
+pub const SNAPNAME_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]{0,39}$";
+
+/// A storage id (`local`, `local-lvm`, `nfs.backup`).
+pub const STORAGE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_.-]{0,99}$";
+
+/// The snapshot addressed by a path.
+pub const SNAPNAME: Param = Param::path(
+    "snapname",
+    ParamKind::String,
+    "Snapshot name as pve_list_qemu_snapshots / pve_list_lxc_snapshots list it (letters, digits, '-' and '_', starting with a letter, up to 40 characters).",
+)
+.pattern(SNAPNAME_PATTERN, 40);
+
+/// A storage in the path.
+pub const STORAGE: Param = Param::path(
+    "storage",
+    ParamKind::String,
+    "Storage ID as pve_list_storage returns it (e.g. \"local\", \"local-lvm\").",
+)
+.pattern(STORAGE_PATTERN, 100);
+
+/// `node` + `vmid` + `snapname`, the address of a snapshot.
+pub const SNAPSHOT: &[Param] = &[NODE, VMID, SNAPNAME];
+
+/// A new guest's id in a create/restore body.
+pub const NEW_VMID: Param = Param::body(
+    "vmid",
+    ParamKind::Integer,
+    "New guest ID, 100–999999999, unused in the cluster (pve_get_next_vmid suggests one).",
+)
+.range(100, 999_999_999)
+.required();
+
+/// A target node in a body (migrate, clone).
+pub const TARGET_NODE: Param = Param::body(
+    "target",
+    ParamKind::String,
+    "Destination node name exactly as pve_list_nodes returns it (e.g. \"pve02\").",
+)
+.pattern(NODE_PATTERN, 63);
+
+/// The optimistic-locking digest of update tools.
+pub const DIGEST: Param = Param::body(
+    "digest",
+    ParamKind::String,
+    "`digest` from the get-config tool: the change is refused if the config changed since.",
+)
+.pattern("^[0-9a-fA-F]{1,40}$", 40);
+
+/// A storage in a body.
+pub const STORAGE_BODY: Param = Param::body(
+    "storage",
+    ParamKind::String,
+    "Target storage ID for the new disks (e.g. \"local-lvm\"); see pve_list_storage.",
+)
+.pattern(STORAGE_PATTERN, 100);
+
+/// A resource pool in a body.
+pub const POOL_BODY: Param = Param::body(
+    "pool",
+    ParamKind::String,
+    "Add the new guest to this resource pool (see pve_list_pools).",
+)
+.pattern("^[A-Za-z0-9_.-]{1,64}$", 64);
+
+/// Joins parameter lists at compile time, so rows can share key groups (a create row =
+/// address + hardware + cloud-init + create-only keys) without writing a key twice.
+/// `N` must equal the total length; a mismatch is a compile error, not a run-time one.
+pub const fn join<const N: usize>(parts: &[&[Param]]) -> [Param; N] {
+    let mut out = [NODE; N];
+    let mut filled = 0;
+    let mut part = 0;
+    while part < parts.len() {
+        let mut i = 0;
+        while i < parts[part].len() {
+            assert!(filled < N, "join: N is smaller than the parts");
+            out[filled] = parts[part][i];
+            filled += 1;
+            i += 1;
+        }
+        part += 1;
+    }
+    assert!(filled == N, "join: N is larger than the parts");
+    out
+}
+
+/// Total length of parameter lists (the `N` of [`join`]).
+pub const fn total(parts: &[&[Param]]) -> usize {
+    let mut n = 0;
+    let mut part = 0;
+    while part < parts.len() {
+        n += parts[part].len();
+        part += 1;
+    }
+    n
+}

@@ -22,6 +22,46 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_reset_qemu_vm", &[("/vms/{vmid}", "VM.PowerMgmt")]),
     ("pve_suspend_qemu_vm", &[("/vms/{vmid}", "VM.PowerMgmt")]),
     ("pve_resume_qemu_vm", &[("/vms/{vmid}", "VM.PowerMgmt")]),
+    (
+        "pve_qemu_create",
+        &[
+            ("/", "Datastore.AllocateSpace"),
+            ("/", "SDN.Use"),
+            ("/", "VM.Allocate"),
+        ],
+    ),
+    ("pve_qemu_delete", &[("/vms/{vmid}", "VM.Allocate")]),
+    ("pve_qemu_migrate", &[("/vms/{vmid}", "VM.Migrate")]),
+    (
+        "pve_qemu_clone",
+        &[("/vms/{newid}", "VM.Allocate"), ("/vms/{vmid}", "VM.Clone")],
+    ),
+    (
+        "pve_qemu_update_config",
+        &[("/vms/{vmid}", "VM.Config.Disk")],
+    ),
+    ("pve_qemu_resize_disk", &[("/vms/{vmid}", "VM.Config.Disk")]),
+    ("pve_list_qemu_snapshots", &[("/vms/{vmid}", "VM.Audit")]),
+    (
+        "pve_qemu_create_snapshot",
+        &[("/vms/{vmid}", "VM.Snapshot")],
+    ),
+    (
+        "pve_qemu_delete_snapshot",
+        &[("/vms/{vmid}", "VM.Snapshot")],
+    ),
+    (
+        "pve_qemu_rollback_snapshot",
+        &[("/vms/{vmid}", "VM.Snapshot")],
+    ),
+    (
+        "pve_qemu_create_template",
+        &[("/vms/{vmid}", "VM.Allocate")],
+    ),
+    (
+        "pve_exec_qemu_guest_command",
+        &[("/vms/{vmid}", "VM.GuestAgent.Unrestricted")],
+    ),
     ("pve_list_lxc_containers", &[("/", "VM.Audit")]),
     ("pve_get_lxc_status", &[("/vms/{vmid}", "VM.Audit")]),
     ("pve_get_lxc_config", &[("/vms/{vmid}", "VM.Audit")]),
@@ -47,8 +87,51 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         "pve_resume_lxc_container",
         &[("/vms/{vmid}", "VM.PowerMgmt")],
     ),
+    (
+        "pve_lxc_create",
+        &[
+            ("/", "Datastore.AllocateSpace"),
+            ("/", "Sys.Modify"),
+            ("/", "VM.Allocate"),
+            ("/", "VM.Backup"),
+        ],
+    ),
+    ("pve_lxc_delete", &[("/vms/{vmid}", "VM.Allocate")]),
+    ("pve_lxc_migrate", &[("/vms/{vmid}", "VM.Migrate")]),
+    (
+        "pve_lxc_clone",
+        &[("/vms/{newid}", "VM.Allocate"), ("/vms/{vmid}", "VM.Clone")],
+    ),
+    (
+        "pve_lxc_update_config",
+        &[("/vms/{vmid}", "VM.Config.Disk")],
+    ),
+    ("pve_list_lxc_snapshots", &[("/vms/{vmid}", "VM.Audit")]),
+    ("pve_lxc_create_snapshot", &[("/vms/{vmid}", "VM.Snapshot")]),
+    ("pve_lxc_delete_snapshot", &[("/vms/{vmid}", "VM.Snapshot")]),
+    (
+        "pve_lxc_rollback_snapshot",
+        &[("/vms/{vmid}", "VM.Snapshot")],
+    ),
     ("pve_list_storage", &[("/", "Datastore.Audit")]),
     ("pve_list_backup_jobs", &[("/", "Sys.Audit")]),
+    (
+        "pve_restore_qemu_backup",
+        &[
+            ("/", "Datastore.AllocateSpace"),
+            ("/", "SDN.Use"),
+            ("/", "VM.Allocate"),
+        ],
+    ),
+    (
+        "pve_restore_lxc_backup",
+        &[
+            ("/", "Datastore.AllocateSpace"),
+            ("/", "Sys.Modify"),
+            ("/", "VM.Allocate"),
+            ("/", "VM.Backup"),
+        ],
+    ),
     ("pve_list_tasks", &[("/", "Sys.Audit")]),
     ("pve_get_task_status", &[("/", "Sys.Audit")]),
     ("pve_get_task_log", &[("/", "Sys.Audit")]),
@@ -94,6 +177,43 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_update_acl", &[("{path}", "Permissions.Modify")]),
     ("pve_create_api_token", &[]),
     ("pve_delete_api_token", &[]),
+    (
+        "pve_get_qemu_cloudinit_dump",
+        &[("/vms/{vmid}", "VM.Audit")],
+    ),
+    ("pve_list_qemu_templates", &[("/", "VM.Audit")]),
+    (
+        "pve_list_iso_images",
+        &[("/storage/{storage}", "Datastore.Audit")],
+    ),
+    (
+        "pve_list_storage_templates",
+        &[("/storage/{storage}", "Datastore.Audit")],
+    ),
+    (
+        "pve_set_qemu_cloudinit",
+        &[("/vms/{vmid}", "VM.Config.Disk")],
+    ),
+    (
+        "pve_create_qemu_template",
+        &[("/vms/{vmid}", "VM.Allocate")],
+    ),
+    (
+        "pve_get_qemu_agent_info",
+        &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
+    ),
+    (
+        "pve_get_qemu_agent_network",
+        &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
+    ),
+    (
+        "pve_get_qemu_agent_osinfo",
+        &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
+    ),
+    (
+        "pve_get_qemu_agent_fsinfo",
+        &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
+    ),
     ("pve_run_remote_diagnostic", &[]),
     ("pve_ssh_batch_diagnostics", &[]),
     ("pve_exec_in_container", &[]),

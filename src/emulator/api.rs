@@ -119,6 +119,8 @@ pub(super) enum Kind {
     Bool,
     /// One of a fixed set of strings.
     Enum(&'static [&'static str]),
+    /// A decimal number (`cpulimit`, `bwlimit`).
+    Num,
 }
 
 /// One parameter a route's schema accepts.
@@ -130,13 +132,13 @@ pub(super) struct Param {
     pub kind: Kind,
     /// Whether the request must carry it.
     pub required: bool,
+    /// For an indexed family (`net[n]`): the highest index, so `name` is the prefix
+    /// and `net0`…`net<max>` are accepted (as the schema lists `net0`…`net31`).
+    pub max_index: Option<u16>,
 }
 
 impl Param {
     /// Marks the parameter as mandatory.
-    // No current route has a mandatory non-path parameter; create/update
-    // routes will, and the builder must exist for them to stay one-liners.
-    #[allow(dead_code)]
     pub const fn required(mut self) -> Self {
         self.required = true;
         self
@@ -149,6 +151,7 @@ pub(super) const fn s(name: &'static str) -> Param {
         name,
         kind: Kind::Str,
         required: false,
+        max_index: None,
     }
 }
 
@@ -158,6 +161,7 @@ pub(super) const fn int(name: &'static str) -> Param {
         name,
         kind: Kind::Int,
         required: false,
+        max_index: None,
     }
 }
 
@@ -167,6 +171,7 @@ pub(super) const fn bool(name: &'static str) -> Param {
         name,
         kind: Kind::Bool,
         required: false,
+        max_index: None,
     }
 }
 
@@ -176,6 +181,42 @@ pub(super) const fn one_of(name: &'static str, values: &'static [&'static str]) 
         name,
         kind: Kind::Enum(values),
         required: false,
+        max_index: None,
+    }
+}
+
+/// Optional number parameter.
+pub(super) const fn num(name: &'static str) -> Param {
+    Param {
+        name,
+        kind: Kind::Num,
+        required: false,
+        max_index: None,
+    }
+}
+
+/// Optional indexed string family: `prefix0`…`prefix<max>` (the schema's `prefix[n]`).
+pub(super) const fn idx(prefix: &'static str, max: u16) -> Param {
+    Param {
+        name: prefix,
+        kind: Kind::Str,
+        required: false,
+        max_index: Some(max),
+    }
+}
+
+impl Param {
+    /// Whether a request key is this parameter (or one index of this family).
+    pub fn matches(&self, key: &str) -> bool {
+        match self.max_index {
+            None => self.name == key,
+            Some(max) => key.strip_prefix(self.name).is_some_and(|n| {
+                !n.is_empty()
+                    && n.bytes().all(|b| b.is_ascii_digit())
+                    && (n == "0" || !n.starts_with('0'))
+                    && n.parse::<u16>().is_ok_and(|i| i <= max)
+            }),
+        }
     }
 }
 
@@ -206,6 +247,8 @@ pub(super) fn check_value(kind: Kind, value: &str) -> Result<(), String> {
             "value '{value}' does not have a value in the enumeration '{}'",
             values.join(", ")
         )),
+        Kind::Num if value.parse::<f64>().is_ok_and(f64::is_finite) => Ok(()),
+        Kind::Num => Err(format!("type check ('number') failed - got '{value}'")),
     }
 }
 
@@ -222,7 +265,7 @@ pub(super) fn validate(
         if implicit.contains(&name.as_str()) {
             continue;
         }
-        match declared.iter().find(|p| p.name == name) {
+        match declared.iter().find(|p| p.matches(name)) {
             None => {
                 errors.insert(
                     name.clone(),
@@ -311,6 +354,21 @@ impl<'a> Call<'a> {
             .rev()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of a repeated parameter (an `array` parameter such as the agent's
+    /// `command` arrives as one form key per item), in order.
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.params
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// Every request parameter, in order (config updates copy them).
+    pub fn params(&self) -> &[(String, String)] {
+        &self.params
     }
 
     /// An integer parameter (already type-checked).

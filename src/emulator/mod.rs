@@ -15,6 +15,7 @@
 mod api;
 mod dispatch;
 mod faults;
+mod guest_params;
 mod handlers;
 mod routes;
 mod routes_guests;

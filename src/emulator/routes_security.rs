@@ -232,6 +232,7 @@ mod tests {
             Kind::Str | Kind::Enum(_) => "string",
             Kind::Int => "integer",
             Kind::Bool => "boolean",
+            Kind::Num => "number",
         }
     }
 

@@ -100,6 +100,7 @@ fn qemu(vmid: u32, node: &str, running: bool, config: Value) -> Guest {
         maxdisk: 34_359_738_368,
         pool: None,
         config: object(config),
+        snapshots: Vec::new(),
     }
 }
 
@@ -207,6 +208,20 @@ fn seed_storages() -> Vec<Storage> {
             total: 348_160_786_432,
             used: 41_875_931_136,
         },
+    ]
+}
+
+/// Files on the seed storages (ISO images, container templates, backups), as
+/// `GET /nodes/{node}/storage/{storage}/content` lists them plus their `storage`.
+/// The backups belong to the seed guests 101 and 201, so a restore test has a real archive.
+pub(super) fn storage_volumes() -> Vec<Value> {
+    vec![
+        json!({"storage": "local", "volid": "local:iso/debian-12.8.0-amd64-netinst.iso", "content": "iso", "format": "iso", "size": 661_651_456_u64, "ctime": 1_731_900_000}),
+        json!({"storage": "local", "volid": "local:iso/ubuntu-24.04.1-live-server-amd64.iso", "content": "iso", "format": "iso", "size": 2_773_874_688_u64, "ctime": 1_731_900_100}),
+        json!({"storage": "local", "volid": "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "content": "vztmpl", "format": "tzst", "size": 126_649_856_u64, "ctime": 1_731_900_200}),
+        json!({"storage": "local", "volid": "local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz", "content": "vztmpl", "format": "txz", "size": 3_192_832_u64, "ctime": 1_731_900_300}),
+        json!({"storage": "local", "volid": "local:backup/vzdump-qemu-101-2025_11_23-01_00_03.vma.zst", "content": "backup", "format": "vma.zst", "subtype": "qemu", "vmid": 101, "size": 1_932_735_283_u64, "ctime": 1_763_859_603, "notes": "vm-web"}),
+        json!({"storage": "local", "volid": "local:backup/vzdump-lxc-201-2025_11_23-01_00_41.tar.zst", "content": "backup", "format": "tar.zst", "subtype": "lxc", "vmid": 201, "size": 412_316_860_u64, "ctime": 1_763_859_641, "notes": "ct-docker"}),
     ]
 }
 

@@ -120,6 +120,25 @@ pub(super) struct Guest {
     pub pool: Option<String>,
     /// Configuration keys as Proxmox stores them (without `digest`).
     pub config: Map<String, Value>,
+    /// Snapshots, oldest first; the live state's parent is `config["parent"]`.
+    pub snapshots: Vec<Snapshot>,
+}
+
+/// One snapshot of a guest: its name, when, and the configuration it froze.
+#[derive(Debug, Clone)]
+pub(super) struct Snapshot {
+    /// Snapshot name (`pve-configid`).
+    pub name: String,
+    /// Free-text description.
+    pub description: String,
+    /// Creation time, Unix seconds.
+    pub snaptime: u64,
+    /// Whether RAM was saved (QEMU only).
+    pub vmstate: bool,
+    /// The snapshot it was taken on top of.
+    pub parent: Option<String>,
+    /// The configuration at that moment (without `parent`).
+    pub config: Map<String, Value>,
 }
 
 impl Guest {

@@ -316,6 +316,7 @@ mod tests {
         ValidArgs {
             values: pairs.iter().cloned().collect(),
             confirmed: true,
+            ..ValidArgs::default()
         }
     }
 

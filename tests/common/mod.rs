@@ -325,3 +325,6 @@ pub fn setup_flags(emu: &Emulator) -> Vec<String> {
 }
 
 pub mod sshd;
+
+/// Helpers shared by the guest lifecycle tool tests.
+pub mod guests;

@@ -114,14 +114,17 @@ pub(in super::super) fn lxc_current(call: &mut Call<'_>) -> Result<Value, ApiErr
 }
 
 fn config(call: &mut Call<'_>, kind: GuestKind) -> Result<Value, ApiError> {
-    // No snapshots exist in the seed, so any named one is missing.
-    if let Some(snap) = call.str("snapshot") {
-        return Err(ApiError::server(format!(
-            "snapshot '{snap}' does not exist"
-        )));
-    }
+    let snapshot = call.str("snapshot").map(str::to_owned);
     let g = guest(call, kind)?;
-    Ok(Value::Object(g.config_with_digest()))
+    match snapshot {
+        None => Ok(Value::Object(g.config_with_digest())),
+        Some(snap) => g
+            .snapshots
+            .iter()
+            .find(|s| s.name == snap)
+            .map(|s| Value::Object(s.config.clone()))
+            .ok_or_else(|| ApiError::server(format!("snapshot '{snap}' does not exist"))),
+    }
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/config`.

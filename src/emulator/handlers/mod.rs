@@ -5,10 +5,15 @@
 //! check here is object existence, which fails the way Proxmox fails it.
 
 pub(super) mod access;
+pub(super) mod agent;
 pub(super) mod cluster;
+pub(super) mod content;
 pub(super) mod firewall;
+pub(super) mod guest_config;
 pub(super) mod guests;
+pub(super) mod lifecycle;
 pub(super) mod nodes;
+pub(super) mod snapshots;
 pub(super) mod tasks;
 
 use super::api::{ApiError, Call};

@@ -6,6 +6,8 @@
 
 mod api;
 mod faults;
+mod guests;
+mod schema;
 mod security;
 mod tasks;
 mod tls;

@@ -1,0 +1,122 @@
+//! Every emulator route declares exactly the parameters the official PVE 9.1 schema
+//! declares for that method and path (types included), so the emulator's 400s are
+//! Proxmox's 400s. Skips when `../shared/pve-api` is absent (a fresh clone), fails
+//! under CI.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::super::api::Kind;
+use super::super::routes;
+
+fn endpoints() -> Option<Value> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/pve-api/endpoints-pve-9.1.json.gz");
+    let Ok(file) = std::fs::File::open(&path) else {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(!ci, "{} is missing under CI", path.display());
+        eprintln!("SKIP: {} not found", path.display());
+        return None;
+    };
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_string(&mut text)
+        .expect("gzip");
+    Some(serde_json::from_str(&text).expect("json"))
+}
+
+fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Str | Kind::Enum(_) => "string",
+        Kind::Int => "integer",
+        Kind::Bool => "boolean",
+        Kind::Num => "number",
+    }
+}
+
+#[test]
+fn guest_routes_match_the_schema() {
+    let Some(endpoints) = endpoints() else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for route in super::super::routes_guests::ROUTES {
+        let method = format!("{:?}", route.method).to_uppercase();
+        let Some(declared) = endpoints
+            .get(route.pattern)
+            .and_then(|e| e.get(&method))
+            .and_then(|e| e["parameters"].as_object())
+        else {
+            failures.push(format!("{method} {}: not in the API", route.pattern));
+            continue;
+        };
+        let captures: Vec<&str> = route
+            .pattern
+            .split('/')
+            .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+            .collect();
+        let api: BTreeMap<&str, &Value> = declared
+            .iter()
+            .filter(|(k, _)| !captures.contains(&k.as_str()))
+            .map(|(k, v)| (k.as_str(), v))
+            .collect();
+        let ours: BTreeMap<String, _> = route
+            .params
+            .iter()
+            .map(|p| {
+                let key = match p.max_index {
+                    Some(_) => format!("{}[n]", p.name),
+                    None => p.name.to_string(),
+                };
+                (key, p)
+            })
+            .collect();
+        for (name, schema) in &api {
+            let Some(p) = ours.get(*name) else {
+                failures.push(format!("{method} {}: {name} not declared", route.pattern));
+                continue;
+            };
+            let api_type = schema["type"].as_str().unwrap_or("string");
+            // `array` parameters arrive as repeated string keys.
+            let api_type = if api_type == "array" {
+                "string"
+            } else {
+                api_type
+            };
+            if kind_name(p.kind) != api_type {
+                failures.push(format!("{method} {}: {name} type", route.pattern));
+            }
+            let optional = schema["optional"] == 1 || schema["optional"] == true;
+            if p.required == optional {
+                failures.push(format!("{method} {}: {name} required", route.pattern));
+            }
+            if let (Kind::Enum(values), Some(api_values)) = (p.kind, schema["enum"].as_array()) {
+                let api_values: Vec<&str> = api_values.iter().filter_map(Value::as_str).collect();
+                if values != api_values.as_slice() {
+                    failures.push(format!("{method} {}: {name} enum", route.pattern));
+                }
+            }
+        }
+        for name in ours.keys() {
+            if !api.contains_key(name.as_str()) {
+                failures.push(format!("{method} {}: {name} not in the API", route.pattern));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // Every table's routes exist in the API at least (parameters are each table's own).
+    for route in routes::all() {
+        let method = format!("{:?}", route.method).to_uppercase();
+        assert!(
+            endpoints
+                .get(route.pattern)
+                .and_then(|e| e.get(&method))
+                .is_some(),
+            "{method} {} is not in the API",
+            route.pattern
+        );
+    }
+}
