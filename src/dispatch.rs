@@ -189,6 +189,12 @@ pub fn build_request(
             Location::Query | Location::Body => params.push((param.name.to_owned(), value)),
         }
     }
+    // Presets go last and only where the caller (or an override) gave nothing.
+    for (name, value) in spec.preset {
+        if !params.iter().any(|(given, _)| given == name) {
+            params.push(((*name).to_owned(), (*value).to_owned()));
+        }
+    }
     ApiRequest {
         method: pve_method(method),
         path,

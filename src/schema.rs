@@ -23,7 +23,14 @@ const CONFIRM_DESCRIPTION: &str = "Set to true only after a person has approved 
 pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     let mut properties = Map::new();
     for param in spec.params {
-        properties.insert(param.name.to_owned(), property_schema(param));
+        let mut property = property_schema(param);
+        if let (Some((_, default)), Value::Object(map)) = (
+            spec.preset.iter().find(|(name, _)| *name == param.name),
+            &mut property,
+        ) {
+            map.insert("default".into(), preset_default(param, default));
+        }
+        properties.insert(param.name.to_owned(), property);
     }
     if spec.confirm {
         properties.insert(
@@ -45,6 +52,17 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     }
     schema.insert("additionalProperties".into(), Value::Bool(false));
     schema
+}
+
+/// A preset is stored as wire text; the schema shows it typed like the parameter.
+fn preset_default(param: &Param, text: &str) -> Value {
+    match param.kind {
+        ParamKind::Integer => text
+            .parse::<i64>()
+            .map_or_else(|_| text.into(), Value::from),
+        ParamKind::Boolean => Value::Bool(text == "1"),
+        _ => text.into(),
+    }
 }
 
 fn property_schema(param: &Param) -> Value {

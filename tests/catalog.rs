@@ -193,8 +193,25 @@ fn every_rest_row_exists_in_the_pve_schema() {
                 }
             }
         }
+        // Presets are sent on the wire too: each must be declared, and a preset
+        // satisfies a parameter the API requires.
+        for (name, value) in spec.preset {
+            match declared.get(*name) {
+                None => failures.push(format!("{}: preset {name} is not declared", spec.name)),
+                Some(schema) => {
+                    if let Some(values) = schema["enum"].as_array()
+                        && !values.iter().any(|v| v == value)
+                    {
+                        failures.push(format!("{}: preset {name}={value} not in API", spec.name));
+                    }
+                }
+            }
+        }
         for (key, schema) in &declared {
             let optional = schema["optional"].as_i64() == Some(1) || schema["optional"] == true;
+            if spec.preset.iter().any(|(name, _)| name == key) {
+                continue;
+            }
             if !optional
                 && !key.contains("[n]")
                 && spec.param(key).is_none_or(|p| {
@@ -222,6 +239,9 @@ const DELIBERATE: &[(&str, &str)] = &[
     ("pve_create_guest_firewall_rule", "confirm"),
     ("pve_create_storage", "confirm"),
     ("pve_create_network", "confirm"),
+    // A confirm-gated creation is announced as destructive too (the gate's invariant).
+    ("pve_create_storage", "destructive"),
+    ("pve_create_network", "destructive"),
     // Runs commands on the hypervisor, so it is not a read-only tool.
     ("pve_ssh_batch_diagnostics", "tier"),
 ];

@@ -10,6 +10,7 @@
 mod backup;
 mod cluster;
 mod lxc;
+mod monitoring;
 mod network;
 mod nodes;
 pub mod params;
@@ -36,6 +37,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         tasks::TOOLS,
         network::TOOLS,
         pools::TOOLS,
+        monitoring::TOOLS,
     ]
     .into_iter()
     .flatten()

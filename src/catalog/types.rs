@@ -412,6 +412,10 @@ pub struct ToolSpec {
     pub backend: Backend,
     /// Per-attempt timeout in milliseconds.
     pub timeout_ms: u64,
+    /// Values sent with every request unless the caller gives that parameter: a name that
+    /// is also a parameter is its default (advertised as the schema `default`); any other
+    /// name is fixed and never exposed (a list tool's filter, an RRD tool's `timeframe`).
+    pub preset: &'static [(&'static str, &'static str)],
 }
 
 impl ToolSpec {
@@ -434,6 +438,7 @@ impl ToolSpec {
             path: "/",
         },
         timeout_ms: 15_000,
+        preset: &[],
     };
 
     /// Looks a parameter up by name.
