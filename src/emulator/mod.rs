@@ -23,6 +23,7 @@ mod routes_security;
 mod seed;
 mod server;
 mod state;
+mod state_infra;
 mod task;
 mod tls;
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::state::{EmuState, Guest, GuestKind, Node, Pool, Power, Storage};
+use super::state_infra::{InfraState, NodeNetwork, Volume};
 
 /// Builds the seed state.
 pub(super) fn seed(
@@ -74,6 +75,7 @@ pub(super) fn seed(
         token_name,
         started: Instant::now(),
         last_pid: 0x0001_2340,
+        infra: seed_infra(names),
     }
 }
 
@@ -207,6 +209,89 @@ fn seed_storages() -> Vec<Storage> {
             used: 41_875_931_136,
         },
     ]
+}
+
+/// Networks (a bridge on eno1, a bond of eno2+eno3 on every node; the gateway on the
+/// first node only), the pool's storage member, and an ISO, a template and two backups
+/// on `local`.
+fn seed_infra(names: &[&str]) -> InfraState {
+    let mut infra = InfraState::default();
+    for (i, name) in names.iter().enumerate() {
+        let address = format!("192.168.100.{}", i + 11);
+        let mut bridge = object(json!({
+            "iface": "vmbr0", "type": "bridge", "method": "static", "method6": "manual",
+            "families": ["inet"], "autostart": 1, "address": address, "netmask": "24",
+            "cidr": format!("{address}/24"), "gateway": "192.168.100.1",
+            "bridge_ports": "eno1", "bridge_stp": "off", "bridge_fd": "0", "priority": 5,
+        }));
+        if i != 0 {
+            bridge.remove("gateway");
+        }
+        let eth = |iface: &str, priority: u32| {
+            object(json!({
+                "iface": iface, "type": "eth", "method": "manual", "method6": "manual",
+                "families": ["inet"], "exists": 1, "priority": priority,
+            }))
+        };
+        let bond = object(json!({
+            "iface": "bond0", "type": "bond", "method": "manual", "method6": "manual",
+            "families": ["inet"], "autostart": 1, "slaves": "eno2 eno3",
+            "bond_mode": "active-backup", "bond-primary": "eno2", "priority": 4,
+        }));
+        let active = vec![bridge, eth("eno1", 1), eth("eno2", 2), eth("eno3", 3), bond];
+        infra.networks.insert(
+            (*name).to_string(),
+            NodeNetwork {
+                active,
+                pending: None,
+            },
+        );
+    }
+    infra
+        .pool_storages
+        .insert("emu-pool".into(), vec!["local".into()]);
+    let ctime = 1_735_689_600; // 2025-01-01 00:00:00 UTC
+    let volume = |volid: &str, content: &str, format: &str, size: u64, vmid: Option<u32>| Volume {
+        storage: "local".into(),
+        volid: volid.into(),
+        content: content.into(),
+        format: format.into(),
+        size,
+        vmid,
+        ctime,
+        notes: (content == "backup").then(|| "seeded backup".to_string()),
+    };
+    infra.volumes = vec![
+        volume(
+            "local:iso/debian-13.1.0-amd64-netinst.iso",
+            "iso",
+            "iso",
+            783_286_272,
+            None,
+        ),
+        volume(
+            "local:vztmpl/debian-13-standard_13.1-1_amd64.tar.zst",
+            "vztmpl",
+            "tzst",
+            129_421_372,
+            None,
+        ),
+        volume(
+            "local:backup/vzdump-qemu-101-2025_01_01-01_00_02.vma.zst",
+            "backup",
+            "vma.zst",
+            1_932_735_283,
+            Some(101),
+        ),
+        volume(
+            "local:backup/vzdump-lxc-201-2025_01_01-01_04_10.tar.zst",
+            "backup",
+            "tar.zst",
+            412_316_860,
+            Some(201),
+        ),
+    ];
+    infra
 }
 
 #[cfg(test)]

@@ -4,9 +4,15 @@
 //! parameters passed validation (see `routes::dispatch`); what is left to
 //! check here is object existence, which fails the way Proxmox fails it.
 
+pub(super) mod backup;
 pub(super) mod cluster;
+pub(super) mod cluster_infra;
 pub(super) mod guests;
+pub(super) mod monitoring;
+pub(super) mod network;
 pub(super) mod nodes;
+pub(super) mod pools;
+pub(super) mod storage;
 pub(super) mod tasks;
 
 use super::api::{ApiError, Call};

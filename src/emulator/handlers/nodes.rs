@@ -140,63 +140,7 @@ pub(in super::super) fn storage(call: &mut Call<'_>) -> Result<Value, ApiError> 
     Ok(Value::Array(rows))
 }
 
-/// `GET /nodes/{node}/network`, honouring the `type` filter.
+/// `GET /nodes/{node}/network`: the stateful handler in `network.rs` answers it.
 pub(in super::super) fn network(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let node = this_node(call)?;
-    let index = call
-        .st
-        .nodes
-        .iter()
-        .position(|n| n.name == node.name)
-        .unwrap_or(0)
-        + 11;
-    let address = format!("192.168.100.{index}");
-    let mut bridge = json!({
-        "iface": "vmbr0",
-        "type": "bridge",
-        "active": 1,
-        "autostart": 1,
-        "method": "static",
-        "method6": "manual",
-        "families": ["inet"],
-        "address": address,
-        "netmask": "24",
-        "cidr": format!("{address}/24"),
-        "gateway": "192.168.100.1",
-        "bridge_ports": "eno1",
-        "bridge_stp": "off",
-        "bridge_fd": "0",
-        "priority": 4,
-    });
-    if let Some(map) = bridge.as_object_mut() {
-        // Only the first node carries the default gateway, like a typical
-        // install where the other nodes route through their own uplinks.
-        if index != 11 {
-            map.remove("gateway");
-        }
-    }
-    let eth = json!({
-        "iface": "eno1",
-        "type": "eth",
-        "active": 1,
-        "exists": 1,
-        "method": "manual",
-        "method6": "manual",
-        "families": ["inet"],
-        "priority": 3,
-    });
-    let interfaces = [bridge, eth];
-    let wanted = call.str("type");
-    let rows = interfaces
-        .into_iter()
-        .filter(|iface| {
-            let kind = iface.get("type").and_then(Value::as_str).unwrap_or("");
-            match wanted {
-                None | Some("include_sdn_vnets") => true,
-                Some("any_bridge" | "any_local_bridge") => kind == "bridge" || kind == "OVSBridge",
-                Some(other) => kind == other,
-            }
-        })
-        .collect();
-    Ok(Value::Array(rows))
+    super::network::list(call)
 }
