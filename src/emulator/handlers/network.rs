@@ -18,7 +18,6 @@ const TEXT_KEYS: &[&str] = &[
     "gateway",
     "cidr6",
     "address6",
-    "netmask6",
     "gateway6",
     "bridge_ports",
     "bridge_vids",
@@ -27,16 +26,15 @@ const TEXT_KEYS: &[&str] = &[
     "bond_xmit_hash_policy",
     "slaves",
     "vlan-raw-device",
-    "vlan-id",
     "comments",
     "comments6",
-    "mtu",
     "ovs_bridge",
     "ovs_bonds",
     "ovs_ports",
     "ovs_options",
-    "ovs_tag",
 ];
+/// Settings stored as JSON numbers.
+const INT_KEYS: &[&str] = &["mtu", "vlan-id", "ovs_tag", "netmask6"];
 const FLAG_KEYS: &[&str] = &["autostart", "bridge_vlan_aware"];
 
 fn network<'c>(call: &'c mut Call<'_>) -> &'c mut NodeNetwork {
@@ -125,6 +123,11 @@ pub(in super::super) fn get(call: &mut Call<'_>) -> Result<Value, ApiError> {
 fn apply_settings(call: &Call<'_>, iface: &mut Iface) {
     for key in TEXT_KEYS {
         if let Some(value) = call.str(key) {
+            iface.insert((*key).to_string(), json!(value));
+        }
+    }
+    for key in INT_KEYS {
+        if let Some(value) = call.int(key) {
             iface.insert((*key).to_string(), json!(value));
         }
     }
