@@ -12,11 +12,13 @@
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
+//! - [`docs`] — `docs/TOOLS.md` rendered from the catalog (pure functions).
 
 pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
+pub mod docs;
 pub mod emulator;
 pub mod envelope;
 pub mod policy;
