@@ -124,6 +124,23 @@ fn rows_are_well_formed() {
         if spec.effect.is_read() {
             assert_eq!(method.as_str(), "GET", "{name}: a read is a GET");
         }
+        for (preset, value) in spec.preset {
+            assert!(
+                spec.preset.iter().filter(|(n, _)| n == preset).count() == 1,
+                "{name}: preset {preset} twice"
+            );
+            if let Some(p) = spec.param(preset) {
+                // A default must be a value the parameter itself accepts.
+                assert!(
+                    !p.required,
+                    "{name}.{preset}: a required parameter has no default"
+                );
+                assert!(
+                    p.one_of.is_empty() || p.one_of.contains(value),
+                    "{name}.{preset}: default {value} not allowed"
+                );
+            }
+        }
         for field in spec.at_least_one_of {
             assert!(
                 spec.param(field).is_some(),

@@ -89,7 +89,7 @@ pub(in super::super) fn list(call: &mut Call<'_>) -> Result<Value, ApiError> {
         .filter(|iface| {
             let kind = iface.get("type").and_then(Value::as_str).unwrap_or("");
             match wanted.as_deref() {
-                None | Some("include_sdn") | Some("include_sdn_vnets") => true,
+                None | Some("include_sdn") => true,
                 Some("any_bridge") | Some("any_local_bridge") => {
                     kind == "bridge" || kind == "OVSBridge"
                 }
