@@ -544,3 +544,29 @@ async fn confirm_tools_are_refused_without_confirm_and_send_nothing() {
     assert_eq!(gated, expected);
     assert!(emu.requests().is_empty(), "{:?}", emu.requests());
 }
+
+/// Every reference tool of these categories (restores and guest-agent reads aside)
+/// has a row here, so allow-lists naming them keep working.
+#[test]
+fn every_reference_infra_tool_has_a_row() {
+    let path = common::shared_dir().join("spec/reference-tools.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        assert!(!common::in_ci(), "{} missing under CI", path.display());
+        eprintln!("SKIP: {} not found", path.display());
+        return;
+    };
+    let reference: Vec<Value> = serde_json::from_str(&text).expect("JSON");
+    let wanted: BTreeSet<String> = reference
+        .iter()
+        .filter(|t| t["kind"] == "canonical")
+        .filter(|t| CATEGORIES.iter().any(|c| t["category"] == c.as_str()))
+        .filter_map(|t| t["name"].as_str())
+        .filter(|n| !n.contains("restore") && !n.contains("_agent_"))
+        .map(str::to_owned)
+        .collect();
+    let ours: BTreeSet<String> = infra_tools().into_iter().map(str::to_owned).collect();
+    let missing: Vec<&String> = wanted.difference(&ours).collect();
+    assert!(missing.is_empty(), "missing rows: {missing:?}");
+    let extra: Vec<&String> = ours.difference(&wanted).collect();
+    assert_eq!(extra, ["pve_apply_network_changes"], "new tools");
+}
