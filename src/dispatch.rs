@@ -86,12 +86,7 @@ pub fn preflight(
         .with_details(json!({"errors": invalid.errors, "validParameters": names}))
     })?;
     check_upid_node(&args)?;
-    if !spec.at_least_one_of.is_empty()
-        && !spec
-            .at_least_one_of
-            .iter()
-            .any(|name| args.values.contains_key(name))
-    {
+    if !spec.at_least_one_of.is_empty() && !spec.at_least_one_of.iter().any(|name| args.has(name)) {
         return Err(ToolFailure::new(
             codes::TOOL_INPUT_REJECTED,
             format!(
@@ -158,7 +153,12 @@ async fn execute(
         Backend::Rest { method, path } => {
             let request = build_request(spec, method, path, args, &[]);
             let outcome = client.call(request, cancel).await;
-            (outcome.result.map_err(failure_from), outcome.attempts)
+            let result = outcome.result.map_err(failure_from);
+            let result = match spec.result_filter {
+                Some(filter) => result.map(|answer| filter.apply(answer)),
+                None => result,
+            };
+            (result, outcome.attempts)
         }
         Backend::PerNodeList { path } => per_node_list(client, spec, path, args, cancel).await,
     }
@@ -174,26 +174,35 @@ pub fn build_request(
 ) -> ApiRequest {
     let mut path = template.to_owned();
     let mut params = Vec::new();
-    for param in spec.params {
+    for param in spec.params.iter().filter(|p| p.index.is_none()) {
         let value = overrides
             .iter()
             .find(|(name, _)| *name == param.name)
-            .map(|(_, v)| (*v).to_owned())
-            .or_else(|| args.values.get(param.name).map(|v| v.to_wire()));
-        let Some(value) = value else { continue };
+            .map(|(_, v)| vec![(*v).to_owned()])
+            .or_else(|| args.values.get(param.name).map(|v| v.wire_values()))
+            .or_else(|| param.default.map(|d| vec![d.to_owned()]));
+        let Some(values) = value else { continue };
         match param.location {
             Location::Path => {
                 let placeholder = format!("{{{}}}", param.name);
+                let value = values.concat();
                 path = path.replace(&placeholder, &pve::encode_path_segment(&value));
             }
-            Location::Query | Location::Body => params.push((param.name.to_owned(), value)),
+            Location::Query | Location::Body => params.extend(
+                values
+                    .into_iter()
+                    .map(|v| (param.api_name().to_owned(), wire_encode(param, v))),
+            ),
         }
     }
-    // Presets go last and only where the caller (or an override) gave nothing.
-    for (name, value) in spec.preset {
-        if !params.iter().any(|(given, _)| given == name) {
-            params.push(((*name).to_owned(), (*value).to_owned()));
-        }
+    // Indexed keys (`net1`, `scsi0`) go out under the name the client gave.
+    for (key, (param, value)) in &args.indexed {
+        params.extend(
+            value
+                .wire_values()
+                .into_iter()
+                .map(|v| (key.clone(), wire_encode(param, v))),
+        );
     }
     ApiRequest {
         method: pve_method(method),
@@ -206,6 +215,27 @@ pub fn build_request(
             RetryPolicy::Never
         },
     }
+}
+
+/// Proxmox reads `format: urlencoded` values (cloud-init `sshkeys`) percent-decoded
+/// after the form layer has decoded them once, so they are encoded here first — every
+/// byte but `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, as JavaScript's `encodeURIComponent` does,
+/// which is the set Proxmox's format check accepts.
+fn wire_encode(param: &crate::catalog::Param, value: String) -> String {
+    if !param.urlencoded {
+        return value;
+    }
+    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'!')
+        .remove(b'~')
+        .remove(b'*')
+        .remove(b'\'')
+        .remove(b'(')
+        .remove(b')');
+    percent_encoding::utf8_percent_encode(&value, KEEP).to_string()
 }
 
 fn pve_method(method: HttpMethod) -> pve::Method {

@@ -113,20 +113,20 @@ fn aliases_cell(spec: &ToolSpec) -> String {
         .join(", ")
 }
 
-/// `GET /path?fixed=1 (key=value by default)`, plus the fan-out note of legacy lists.
+/// `GET /path?fixed=1` (`key=value by default`), plus the fan-out note of legacy lists.
 fn request_cell(spec: &ToolSpec) -> String {
     let (method, path) = spec.backend.method_and_path();
     let fixed: Vec<String> = spec
-        .preset
+        .params
         .iter()
-        .filter(|(name, _)| spec.param(name).is_none())
-        .map(|(name, value)| format!("{name}={value}"))
+        .filter(|p| p.fixed)
+        .filter_map(|p| p.default.map(|v| format!("{}={v}", p.api_name())))
         .collect();
     let defaults: Vec<String> = spec
-        .preset
+        .params
         .iter()
-        .filter(|(name, _)| spec.param(name).is_some())
-        .map(|(name, value)| format!("{name}={value}"))
+        .filter(|p| !p.fixed)
+        .filter_map(|p| p.default.map(|v| format!("{}={v}", p.api_name())))
         .collect();
     let mut cell = format!("`{method} {path}");
     if !fixed.is_empty() {

@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
+use crate::catalog::indexed::family_pattern;
 use crate::catalog::{Param, ParamKind, ToolSpec};
 
 /// Name of the control argument of confirm-gated tools; never sent to Proxmox.
@@ -22,15 +23,16 @@ const CONFIRM_DESCRIPTION: &str = "Set to true only after a person has approved 
 /// Builds the JSON Schema of a tool's arguments.
 pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     let mut properties = Map::new();
-    for param in spec.params {
-        let mut property = property_schema(param);
-        if let (Some((_, default)), Value::Object(map)) = (
-            spec.preset.iter().find(|(name, _)| *name == param.name),
-            &mut property,
-        ) {
-            map.insert("default".into(), preset_default(param, default));
+    let mut families = Map::new();
+    for param in spec.params.iter().filter(|p| !p.fixed) {
+        match param.index {
+            Some((lo, hi)) => {
+                families.insert(family_pattern(param.name, lo, hi), property_schema(param));
+            }
+            None => {
+                properties.insert(param.name.to_owned(), property_schema(param));
+            }
         }
-        properties.insert(param.name.to_owned(), property);
     }
     if spec.confirm {
         properties.insert(
@@ -47,6 +49,9 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     let mut schema = Map::new();
     schema.insert("type".into(), "object".into());
     schema.insert("properties".into(), Value::Object(properties));
+    if !families.is_empty() {
+        schema.insert("patternProperties".into(), Value::Object(families));
+    }
     if !required.is_empty() {
         schema.insert("required".into(), Value::Array(required));
     }
@@ -54,21 +59,17 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     schema
 }
 
-/// A preset is stored as wire text; the schema shows it typed like the parameter.
-fn preset_default(param: &Param, text: &str) -> Value {
-    match param.kind {
-        ParamKind::Integer => text
-            .parse::<i64>()
-            .map_or_else(|_| text.into(), Value::from),
-        ParamKind::Boolean => Value::Bool(text == "1"),
-        _ => text.into(),
-    }
-}
-
 fn property_schema(param: &Param) -> Value {
     let mut prop = Map::new();
     prop.insert("type".into(), param.kind.json_type().into());
+    if param.kind == ParamKind::StringArray {
+        prop.insert("items".into(), json!({"type": "string"}));
+        prop.insert("minItems".into(), 1.into());
+    }
     prop.insert("description".into(), param.description.into());
+    if let Some(default) = param.default {
+        prop.insert("default".into(), default_value(param, default));
+    }
     if let Some(min) = param.minimum {
         prop.insert("minimum".into(), min.into());
     }
@@ -87,6 +88,17 @@ fn property_schema(param: &Param) -> Value {
     Value::Object(prop)
 }
 
+/// A row's wire default, typed as the property is (`"1"` of an integer → `1`).
+fn default_value(param: &Param, default: &str) -> Value {
+    match param.kind {
+        ParamKind::Integer => default
+            .parse::<i64>()
+            .map_or_else(|_| default.into(), Value::from),
+        ParamKind::Boolean => Value::Bool(default == "1"),
+        _ => default.into(),
+    }
+}
+
 /// A validated argument value, typed as the row declares it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgValue {
@@ -98,6 +110,8 @@ pub enum ArgValue {
     Num(f64),
     /// A boolean (sent to Proxmox as `1`/`0`).
     Bool(bool),
+    /// A list of strings (sent as one repeated form key per item).
+    List(Vec<String>),
 }
 
 impl ArgValue {
@@ -108,6 +122,15 @@ impl ArgValue {
             ArgValue::Int(i) => i.to_string(),
             ArgValue::Num(n) => n.to_string(),
             ArgValue::Bool(b) => if *b { "1" } else { "0" }.to_owned(),
+            ArgValue::List(items) => items.join(" "),
+        }
+    }
+
+    /// Every wire value: one per list item, else exactly one.
+    pub fn wire_values(&self) -> Vec<String> {
+        match self {
+            ArgValue::List(items) => items.clone(),
+            other => vec![other.to_wire()],
         }
     }
 }
@@ -117,11 +140,18 @@ impl ArgValue {
 pub struct ValidArgs {
     /// Declared parameters that were given.
     pub values: BTreeMap<&'static str, ArgValue>,
+    /// Keys of indexed families that were given (`net1` → its family row and value).
+    pub indexed: BTreeMap<String, (&'static Param, ArgValue)>,
     /// Whether `confirm` was exactly `true`.
     pub confirmed: bool,
 }
 
 impl ValidArgs {
+    /// Whether a parameter was given; for an indexed family, any of its keys.
+    pub fn has(&self, name: &str) -> bool {
+        self.values.contains_key(name) || self.indexed.values().any(|(p, _)| p.name == name)
+    }
+
     /// A string argument by name.
     pub fn str(&self, name: &str) -> Option<&str> {
         match self.values.get(name) {
@@ -159,12 +189,23 @@ pub fn validate(
             }
             continue;
         }
-        if spec.param(key).is_none() {
+        if let Some(family) = spec.family_of(key) {
+            match check_family_key(family, key).and_then(|()| check_value(family, value)) {
+                Ok(v) => {
+                    valid.indexed.insert(key.clone(), (family, v));
+                }
+                Err(message) => {
+                    errors.insert(key.clone(), message);
+                }
+            }
+            continue;
+        }
+        if spec.param(key).is_none_or(|p| p.fixed || p.index.is_some()) {
             errors.insert(key.clone(), "unknown parameter".into());
         }
     }
 
-    for param in spec.params {
+    for param in spec.params.iter().filter(|p| !p.fixed && p.index.is_none()) {
         match args.get(param.name) {
             None | Some(Value::Null) => {
                 if param.required {
@@ -189,8 +230,65 @@ pub fn validate(
     }
 }
 
+/// An indexed key must match its family's pattern (the one the schema advertises).
+fn check_family_key(family: &'static Param, key: &str) -> Result<(), String> {
+    let Some((lo, hi)) = family.index else {
+        return Ok(());
+    };
+    let pattern = family_pattern(family.name, lo, hi);
+    if owned_pattern_matches(&pattern, key) {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown parameter: {}{lo}…{}{hi} exist (key pattern {pattern})",
+            family.name, family.name
+        ))
+    }
+}
+
+fn owned_pattern_matches(pattern: &str, value: &str) -> bool {
+    static CACHE: OnceLock<std::sync::Mutex<BTreeMap<String, Option<Regex>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut guard = match cache.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    let regex = guard
+        .entry(pattern.to_owned())
+        .or_insert_with(|| Regex::new(pattern).ok());
+    regex.as_ref().is_some_and(|re| re.is_match(value))
+}
+
+/// The agent's `command` may also come as one string, split on whitespace, which is
+/// what a caller of the reference (which took a string) means by "ls -la".
+fn string_list(value: &Value) -> Result<ArgValue, String> {
+    match value {
+        Value::String(s) => {
+            let items: Vec<String> = s.split_whitespace().map(str::to_owned).collect();
+            if items.is_empty() {
+                return Err("must not be empty".into());
+            }
+            Ok(ArgValue::List(items))
+        }
+        Value::Array(items) if !items.is_empty() => items
+            .iter()
+            .map(|item| match item {
+                Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                _ => Err("every item must be a non-empty string".to_owned()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(ArgValue::List),
+        Value::Array(_) => Err("must not be empty".into()),
+        other => Err(format!(
+            "must be of type array, got {}",
+            json_type_name(other)
+        )),
+    }
+}
+
 fn check_value(param: &Param, value: &Value) -> Result<ArgValue, String> {
     let parsed = match (param.kind, value) {
+        (ParamKind::StringArray, value) => return string_list(value),
         (ParamKind::String, Value::String(s)) => ArgValue::Str(s.clone()),
         (ParamKind::Integer, Value::Number(n)) => match n.as_i64() {
             Some(i) => ArgValue::Int(i),

@@ -124,23 +124,6 @@ fn rows_are_well_formed() {
         if spec.effect.is_read() {
             assert_eq!(method.as_str(), "GET", "{name}: a read is a GET");
         }
-        for (preset, value) in spec.preset {
-            assert!(
-                spec.preset.iter().filter(|(n, _)| n == preset).count() == 1,
-                "{name}: preset {preset} twice"
-            );
-            if let Some(p) = spec.param(preset) {
-                // A default must be a value the parameter itself accepts.
-                assert!(
-                    !p.required,
-                    "{name}.{preset}: a required parameter has no default"
-                );
-                assert!(
-                    p.one_of.is_empty() || p.one_of.contains(value),
-                    "{name}.{preset}: default {value} not allowed"
-                );
-            }
-        }
         for field in spec.at_least_one_of {
             assert!(
                 spec.param(field).is_some(),
@@ -177,10 +160,14 @@ fn every_rest_row_exists_in_the_pve_schema() {
             .cloned()
             .unwrap_or_default();
         for p in spec.params {
-            let key = if declared.contains_key(p.name) {
-                p.name.to_owned()
+            let name = p.api_name();
+            let key = if p.index.is_some() {
+                // A family (`net` over 0..=31) is the API's `net[n]`.
+                format!("{name}[n]")
+            } else if declared.contains_key(name) {
+                name.to_owned()
             } else {
-                schema_key(p.name)
+                schema_key(name)
             };
             let Some(schema) = declared.get(&key) else {
                 failures.push(format!(
@@ -210,30 +197,19 @@ fn every_rest_row_exists_in_the_pve_schema() {
                 }
             }
         }
-        // Presets are sent on the wire too: each must be declared, and a preset
-        // satisfies a parameter the API requires.
-        for (name, value) in spec.preset {
-            match declared.get(*name) {
-                None => failures.push(format!("{}: preset {name} is not declared", spec.name)),
-                Some(schema) => {
-                    if let Some(values) = schema["enum"].as_array()
-                        && !values.iter().any(|v| v == value)
-                    {
-                        failures.push(format!("{}: preset {name}={value} not in API", spec.name));
-                    }
-                }
-            }
-        }
         for (key, schema) in &declared {
             let optional = schema["optional"].as_i64() == Some(1) || schema["optional"] == true;
-            if spec.preset.iter().any(|(name, _)| name == key) {
-                continue;
-            }
             if !optional
                 && !key.contains("[n]")
-                && spec.param(key).is_none_or(|p| {
-                    !p.required && !matches!(spec.backend, Backend::PerNodeList { .. })
-                })
+                && spec
+                    .params
+                    .iter()
+                    .find(|p| p.api_name() == key)
+                    .is_none_or(|p| {
+                        !p.required
+                            && p.default.is_none()
+                            && !matches!(spec.backend, Backend::PerNodeList { .. })
+                    })
             {
                 failures.push(format!("{}: API requires {key}", spec.name));
             }

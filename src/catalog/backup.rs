@@ -6,7 +6,9 @@
 
 use super::params::NODE;
 use super::storage::{STORAGE, STORAGE_ID_PATTERN};
-use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post};
+use super::types::{
+    Category, Effect, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post,
+};
 
 const JOB_ID: Param = Param::path(
     "id",
@@ -60,8 +62,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "Only backups of this guest ID (100–999999999).",
             )
             .range(100, 999_999_999),
+            Param::fixed(
+                "content",
+                Location::Query,
+                "backup",
+                "Backup archives only.",
+            ),
         ],
-        preset: &[("content", "backup")],
         backend: get("/nodes/{node}/storage/{storage}/content"),
         ..ToolSpec::BASE
     },

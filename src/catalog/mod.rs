@@ -9,6 +9,8 @@
 
 mod backup;
 mod cluster;
+mod filter;
+pub mod indexed;
 mod lxc;
 mod monitoring;
 mod network;
@@ -21,8 +23,8 @@ mod tasks;
 mod types;
 
 pub use types::{
-    Backend, Category, Effect, HttpMethod, Location, Module, Param, ParamKind, Tier, ToolSpec,
-    delete, get, post, put,
+    Backend, Category, Effect, FilterValue, HttpMethod, Location, Module, Param, ParamKind,
+    ResultFilter, Tier, ToolSpec, delete, get, post, put,
 };
 
 /// Every catalog row, grouped by category in a stable order (the order of `tools/list`).

@@ -6,30 +6,37 @@
 //! for MAX. The guest-agent monitoring tools live with the guest tools.
 
 use super::params::{GUEST, NODE};
-use super::types::{Category, Param, ParamKind, ToolSpec, get};
+use super::types::{Category, Location, Param, ParamKind, ToolSpec, get};
 
 const CF: Param = Param::query(
     "cf",
     ParamKind::String,
     "Consolidation of each time bucket: AVERAGE (default) or MAX (peaks).",
 )
-.one_of(&["AVERAGE", "MAX"]);
+.one_of(&["AVERAGE", "MAX"])
+.default("AVERAGE");
 
-const NODE_RRD: &[Param] = &[NODE, CF];
-const GUEST_RRD: &[Param] = &[GUEST[0], GUEST[1], CF];
+/// The fixed `timeframe` of one RRD tool.
+const fn span(value: &'static str) -> Param {
+    Param::fixed(
+        "timeframe",
+        Location::Query,
+        value,
+        "Time span of the series, fixed by the tool.",
+    )
+}
 
-type Target = (&'static str, &'static [Param]);
-const NODE_PATH: Target = ("/nodes/{node}/rrddata", NODE_RRD);
-const QEMU_PATH: Target = ("/nodes/{node}/qemu/{vmid}/rrddata", GUEST_RRD);
-const LXC_PATH: Target = ("/nodes/{node}/lxc/{vmid}/rrddata", GUEST_RRD);
+const NODE_PATH: &str = "/nodes/{node}/rrddata";
+const QEMU_PATH: &str = "/nodes/{node}/qemu/{vmid}/rrddata";
+const LXC_PATH: &str = "/nodes/{node}/lxc/{vmid}/rrddata";
 
-/// One RRD row; `preset` carries the fixed timeframe and the `cf` default.
+/// One RRD row: node or guest address, `cf`, and the fixed `timeframe`.
 const fn rrd(
     name: &'static str,
     title: &'static str,
     description: &'static str,
-    (path, params): (&'static str, &'static [Param]),
-    preset: &'static [(&'static str, &'static str)],
+    path: &'static str,
+    params: &'static [Param],
 ) -> ToolSpec {
     ToolSpec {
         name,
@@ -37,17 +44,21 @@ const fn rrd(
         description,
         category: Category::Monitoring,
         params,
-        preset,
         backend: get(path),
         ..ToolSpec::BASE
     }
 }
 
-const HOUR: &[(&str, &str)] = &[("timeframe", "hour"), ("cf", "AVERAGE")];
-const DAY: &[(&str, &str)] = &[("timeframe", "day"), ("cf", "AVERAGE")];
-const WEEK: &[(&str, &str)] = &[("timeframe", "week"), ("cf", "AVERAGE")];
-const MONTH: &[(&str, &str)] = &[("timeframe", "month"), ("cf", "AVERAGE")];
-const YEAR: &[(&str, &str)] = &[("timeframe", "year"), ("cf", "AVERAGE")];
+const NODE_HOUR: &[Param] = &[NODE, CF, span("hour")];
+const GUEST_HOUR: &[Param] = &[GUEST[0], GUEST[1], CF, span("hour")];
+const NODE_DAY: &[Param] = &[NODE, CF, span("day")];
+const GUEST_DAY: &[Param] = &[GUEST[0], GUEST[1], CF, span("day")];
+const NODE_WEEK: &[Param] = &[NODE, CF, span("week")];
+const GUEST_WEEK: &[Param] = &[GUEST[0], GUEST[1], CF, span("week")];
+const NODE_MONTH: &[Param] = &[NODE, CF, span("month")];
+const GUEST_MONTH: &[Param] = &[GUEST[0], GUEST[1], CF, span("month")];
+const NODE_YEAR: &[Param] = &[NODE, CF, span("year")];
+const GUEST_YEAR: &[Param] = &[GUEST[0], GUEST[1], CF, span("year")];
 
 /// Rows of the `monitoring` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
@@ -56,105 +67,105 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Node metrics, last hour",
         "Node RRD metrics for the last hour, 1-minute points: time (Unix s), cpu (0–1), iowait, loadavg, memused/memtotal, rootused (bytes), netin/netout (bytes/s). cf=MAX for peaks.",
         NODE_PATH,
-        HOUR,
+        NODE_HOUR,
     ),
     rrd(
         "pve_get_qemu_metrics_hour",
         "VM metrics, last hour",
         "VM RRD metrics for the last hour, 1-minute points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         QEMU_PATH,
-        HOUR,
+        GUEST_HOUR,
     ),
     rrd(
         "pve_get_lxc_metrics_hour",
         "Container metrics, last hour",
         "Container RRD metrics for the last hour, 1-minute points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem, disk (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         LXC_PATH,
-        HOUR,
+        GUEST_HOUR,
     ),
     rrd(
         "pve_get_node_metrics_day",
         "Node metrics, last day",
         "Node RRD metrics for the last day, 30-minute points: time (Unix s), cpu (0–1), iowait, loadavg, memused/memtotal, rootused (bytes), netin/netout (bytes/s). cf=MAX for peaks.",
         NODE_PATH,
-        DAY,
+        NODE_DAY,
     ),
     rrd(
         "pve_get_qemu_metrics_day",
         "VM metrics, last day",
         "VM RRD metrics for the last day, 30-minute points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         QEMU_PATH,
-        DAY,
+        GUEST_DAY,
     ),
     rrd(
         "pve_get_lxc_metrics_day",
         "Container metrics, last day",
         "Container RRD metrics for the last day, 30-minute points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem, disk (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         LXC_PATH,
-        DAY,
+        GUEST_DAY,
     ),
     rrd(
         "pve_get_node_metrics_week",
         "Node metrics, last week",
         "Node RRD metrics for the last week, 3-hour points: time (Unix s), cpu (0–1), iowait, loadavg, memused/memtotal, rootused (bytes), netin/netout (bytes/s). cf=MAX for peaks.",
         NODE_PATH,
-        WEEK,
+        NODE_WEEK,
     ),
     rrd(
         "pve_get_qemu_metrics_week",
         "VM metrics, last week",
         "VM RRD metrics for the last week, 3-hour points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         QEMU_PATH,
-        WEEK,
+        GUEST_WEEK,
     ),
     rrd(
         "pve_get_lxc_metrics_week",
         "Container metrics, last week",
         "Container RRD metrics for the last week, 3-hour points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem, disk (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         LXC_PATH,
-        WEEK,
+        GUEST_WEEK,
     ),
     rrd(
         "pve_get_node_metrics_month",
         "Node metrics, last month",
         "Node RRD metrics for the last month, 12-hour points: time (Unix s), cpu (0–1), iowait, loadavg, memused/memtotal, rootused (bytes), netin/netout (bytes/s). cf=MAX for peaks.",
         NODE_PATH,
-        MONTH,
+        NODE_MONTH,
     ),
     rrd(
         "pve_get_qemu_metrics_month",
         "VM metrics, last month",
         "VM RRD metrics for the last month, 12-hour points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         QEMU_PATH,
-        MONTH,
+        GUEST_MONTH,
     ),
     rrd(
         "pve_get_lxc_metrics_month",
         "Container metrics, last month",
         "Container RRD metrics for the last month, 12-hour points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem, disk (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         LXC_PATH,
-        MONTH,
+        GUEST_MONTH,
     ),
     rrd(
         "pve_get_node_metrics_year",
         "Node metrics, last year",
         "Node RRD metrics for the last year, 1-week points: time (Unix s), cpu (0–1), iowait, loadavg, memused/memtotal, rootused (bytes), netin/netout (bytes/s). cf=MAX for peaks.",
         NODE_PATH,
-        YEAR,
+        NODE_YEAR,
     ),
     rrd(
         "pve_get_qemu_metrics_year",
         "VM metrics, last year",
         "VM RRD metrics for the last year, 1-week points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         QEMU_PATH,
-        YEAR,
+        GUEST_YEAR,
     ),
     rrd(
         "pve_get_lxc_metrics_year",
         "Container metrics, last year",
         "Container RRD metrics for the last year, 1-week points: time (Unix s), cpu (0–1 of maxcpu), mem/maxmem, disk (bytes), diskread/diskwrite, netin/netout (bytes/s). cf=MAX for peaks.",
         LXC_PATH,
-        YEAR,
+        GUEST_YEAR,
     ),
     ToolSpec {
         name: "pve_get_cluster_metrics_overview",
@@ -166,8 +177,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ParamKind::String,
             "Which resources to report: \"vm\" (guests, default), \"node\" or \"storage\".",
         )
-        .one_of(&["vm", "node", "storage"])],
-        preset: &[("type", "vm")],
+        .one_of(&["vm", "node", "storage"])
+        .default("vm")],
         backend: get("/cluster/resources"),
         ..ToolSpec::BASE
     },
@@ -216,7 +227,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::Integer,
                 "Maximum number of lines to return (default 100).",
             )
-            .range(1, 100_000),
+            .range(1, 100_000)
+            .default("100"),
             Param::query(
                 "since",
                 ParamKind::String,
@@ -236,7 +248,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             )
             .pattern("^[A-Za-z0-9@._-]{1,128}$", 128),
         ],
-        preset: &[("limit", "100")],
         backend: get("/nodes/{node}/syslog"),
         timeout_ms: 60_000,
         ..ToolSpec::BASE

@@ -6,7 +6,9 @@
 //! because a model that forgets the apply step believes a change is live.
 
 use super::params::NODE;
-use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put};
+use super::types::{
+    Category, Effect, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
+};
 
 /// Linux interface names as Proxmox accepts them (`vmbr0`, `bond0`, `eno1.20`).
 const IFACE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_]{1,20}([:.][0-9]+)?$";
@@ -134,15 +136,14 @@ const fn list_by_type(
     name: &'static str,
     title: &'static str,
     description: &'static str,
-    preset: &'static [(&'static str, &'static str)],
+    params: &'static [Param],
 ) -> ToolSpec {
     ToolSpec {
         name,
         title,
         description,
         category: Category::Network,
-        params: &[NODE],
-        preset,
+        params,
         backend: get("/nodes/{node}/network"),
         ..ToolSpec::BASE
     }
@@ -172,19 +173,28 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "pve_list_node_bridges",
         "List node bridges",
         "List the Linux bridges of one node (type=bridge, e.g. vmbr0) with bridge_ports, bridge_vlan_aware, address/cidr, gateway and active/autostart. These are the names a guest NIC's `bridge=` takes.",
-        &[("type", "bridge")],
+        &[
+            NODE,
+            Param::fixed("type", Location::Query, "bridge", "Linux bridges only."),
+        ],
     ),
     list_by_type(
         "pve_list_node_bonds",
         "List node bonds",
         "List the Linux bonds of one node (type=bond): iface, slaves (member NICs), bond_mode (e.g. 802.3ad, active-backup), active/autostart. Empty array if the node has no bonds.",
-        &[("type", "bond")],
+        &[
+            NODE,
+            Param::fixed("type", Location::Query, "bond", "Linux bonds only."),
+        ],
     ),
     list_by_type(
         "pve_list_node_physical_nics",
         "List node physical NICs",
         "List the physical network cards of one node (type=eth, e.g. eno1, enp3s0): iface, active (link configured), exists, autostart and any address. Use it to find free ports for a new bridge or bond.",
-        &[("type", "eth")],
+        &[
+            NODE,
+            Param::fixed("type", Location::Query, "eth", "Physical NICs only."),
+        ],
     ),
     ToolSpec {
         name: "pve_create_network",

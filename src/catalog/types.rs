@@ -7,6 +7,8 @@
 
 use std::fmt;
 
+pub use super::filter::{FilterValue, ResultFilter};
+
 /// Access tier: how much a tool may change. Ordered: a tool is exposed only when its
 /// tier is at or below the configured one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -239,6 +241,9 @@ pub enum ParamKind {
     Integer,
     Number,
     Boolean,
+    /// A JSON array of strings, sent as the same form key repeated once per item
+    /// (how Proxmox reads `type: array` parameters such as the guest-agent `command`).
+    StringArray,
 }
 
 impl ParamKind {
@@ -249,6 +254,7 @@ impl ParamKind {
             ParamKind::Integer => "integer",
             ParamKind::Number => "number",
             ParamKind::Boolean => "boolean",
+            ParamKind::StringArray => "array",
         }
     }
 }
@@ -288,6 +294,21 @@ pub struct Param {
     pub pattern: Option<&'static str>,
     /// Allowed values (strings); empty = any.
     pub one_of: &'static [&'static str],
+    /// An indexed family (`net0`…`net31`): `name` is the prefix and this the inclusive
+    /// index range. Clients pass `net1`, `net5`…; the schema advertises the family with
+    /// `patternProperties` and validation uses the same pattern (see `indexed.rs`).
+    pub index: Option<(u16, u16)>,
+    /// Wire value sent when the client omits the parameter (advertised as `default`).
+    pub default: Option<&'static str>,
+    /// Not a client parameter: `default` is always sent and the client cannot set it
+    /// (e.g. `content=iso` of the ISO list). Hidden from the schema; checked against the API.
+    pub fixed: bool,
+    /// Proxmox's name when it differs from the name clients use (kept for compatibility,
+    /// e.g. the restore tools' `archive` sent as LXC's `ostemplate`).
+    pub wire_name: Option<&'static str>,
+    /// Proxmox declares the value `format: urlencoded` (cloud-init `sshkeys`): it is
+    /// percent-encoded before it goes into the form body, which encodes it once more.
+    pub urlencoded: bool,
 }
 
 impl Param {
@@ -308,6 +329,71 @@ impl Param {
             max_length: None,
             pattern: None,
             one_of: &[],
+            index: None,
+            default: None,
+            fixed: false,
+            wire_name: None,
+            urlencoded: false,
+        }
+    }
+
+    /// An optional form-body family of indexed keys `<prefix><n>` for `n` in `range`
+    /// (e.g. `net0`…`net31`), declared once per row.
+    pub const fn indexed(
+        prefix: &'static str,
+        range: std::ops::RangeInclusive<u16>,
+        kind: ParamKind,
+        description: &'static str,
+    ) -> Param {
+        Param {
+            index: Some((*range.start(), *range.end())),
+            ..Param::new(prefix, kind, Location::Body, description)
+        }
+    }
+
+    /// A parameter the tool always sends with `value` and clients cannot set.
+    pub const fn fixed(
+        name: &'static str,
+        location: Location,
+        value: &'static str,
+        description: &'static str,
+    ) -> Param {
+        Param {
+            default: Some(value),
+            fixed: true,
+            ..Param::new(name, ParamKind::String, location, description)
+        }
+    }
+
+    /// Sets the wire value sent when the client omits the parameter.
+    pub const fn default(self, value: &'static str) -> Param {
+        Param {
+            default: Some(value),
+            ..self
+        }
+    }
+
+    /// Sends the value to Proxmox under another name.
+    pub const fn sent_as(self, wire_name: &'static str) -> Param {
+        Param {
+            wire_name: Some(wire_name),
+            ..self
+        }
+    }
+
+    /// Percent-encodes the value before form encoding (`format: urlencoded`).
+    pub const fn urlencoded(self) -> Param {
+        Param {
+            urlencoded: true,
+            ..self
+        }
+    }
+
+    /// The name Proxmox knows the parameter by.
+    pub const fn api_name(&self) -> &'static str {
+        match self.wire_name {
+            Some(name) => name,
+            None => self.name,
         }
     }
 
@@ -412,10 +498,8 @@ pub struct ToolSpec {
     pub backend: Backend,
     /// Per-attempt timeout in milliseconds.
     pub timeout_ms: u64,
-    /// Values sent with every request unless the caller gives that parameter: a name that
-    /// is also a parameter is its default (advertised as the schema `default`); any other
-    /// name is fixed and never exposed (a list tool's filter, an RRD tool's `timeframe`).
-    pub preset: &'static [(&'static str, &'static str)],
+    /// Keeps only the matching entries of a list answer (for filters the API lacks).
+    pub result_filter: Option<ResultFilter>,
 }
 
 impl ToolSpec {
@@ -438,12 +522,23 @@ impl ToolSpec {
             path: "/",
         },
         timeout_ms: 15_000,
-        preset: &[],
+        result_filter: None,
     };
 
-    /// Looks a parameter up by name.
+    /// Looks a parameter up by name (an indexed family by its prefix).
     pub fn param(&self, name: &str) -> Option<&'static Param> {
         self.params.iter().find(|p| p.name == name)
+    }
+
+    /// The indexed family a client key such as `net5` belongs to, whatever its index
+    /// (the range is checked by validation, which names the allowed pattern).
+    pub fn family_of(&self, key: &str) -> Option<&'static Param> {
+        self.params.iter().find(|p| {
+            p.index.is_some()
+                && key
+                    .strip_prefix(p.name)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
     }
 
     /// Reads may be retried on transient failures; writes never are.
