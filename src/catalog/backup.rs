@@ -64,6 +64,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             .range(100, 999_999_999),
             Param::fixed(
                 "content",
+                ParamKind::String,
                 Location::Query,
                 "backup",
                 "Backup archives only.",

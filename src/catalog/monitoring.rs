@@ -20,6 +20,7 @@ const CF: Param = Param::query(
 const fn span(value: &'static str) -> Param {
     Param::fixed(
         "timeframe",
+        ParamKind::String,
         Location::Query,
         value,
         "Time span of the series, fixed by the tool.",

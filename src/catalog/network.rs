@@ -175,7 +175,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "List the Linux bridges of one node (type=bridge, e.g. vmbr0) with bridge_ports, bridge_vlan_aware, address/cidr, gateway and active/autostart. These are the names a guest NIC's `bridge=` takes.",
         &[
             NODE,
-            Param::fixed("type", Location::Query, "bridge", "Linux bridges only."),
+            Param::fixed(
+                "type",
+                ParamKind::String,
+                Location::Query,
+                "bridge",
+                "Linux bridges only.",
+            ),
         ],
     ),
     list_by_type(
@@ -184,7 +190,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "List the Linux bonds of one node (type=bond): iface, slaves (member NICs), bond_mode (e.g. 802.3ad, active-backup), active/autostart. Empty array if the node has no bonds.",
         &[
             NODE,
-            Param::fixed("type", Location::Query, "bond", "Linux bonds only."),
+            Param::fixed(
+                "type",
+                ParamKind::String,
+                Location::Query,
+                "bond",
+                "Linux bonds only.",
+            ),
         ],
     ),
     list_by_type(
@@ -193,7 +205,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "List the physical network cards of one node (type=eth, e.g. eno1, enp3s0): iface, active (link configured), exists, autostart and any address. Use it to find free ports for a new bridge or bond.",
         &[
             NODE,
-            Param::fixed("type", Location::Query, "eth", "Physical NICs only."),
+            Param::fixed(
+                "type",
+                ParamKind::String,
+                Location::Query,
+                "eth",
+                "Physical NICs only.",
+            ),
         ],
     ),
     ToolSpec {

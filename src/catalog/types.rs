@@ -354,6 +354,7 @@ impl Param {
     /// A parameter the tool always sends with `value` and clients cannot set.
     pub const fn fixed(
         name: &'static str,
+        kind: ParamKind,
         location: Location,
         value: &'static str,
         description: &'static str,
@@ -361,7 +362,7 @@ impl Param {
         Param {
             default: Some(value),
             fixed: true,
-            ..Param::new(name, ParamKind::String, location, description)
+            ..Param::new(name, kind, location, description)
         }
     }
 
