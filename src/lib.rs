@@ -8,6 +8,7 @@
 //! - [`schema`] — JSON input schema and argument validation derived from a row.
 //! - [`registry`] — the exposed tools, built once (rmcp `Tool`s with annotations and `_meta`).
 //! - [`server`] — the rmcp `ServerHandler`.
+//! - [`prompts`] — prompt recipes, offered when their tools are registered.
 //! - [`dispatch`] — one call: guards, request building, backend, envelope.
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
@@ -22,6 +23,7 @@ pub mod docs;
 pub mod emulator;
 pub mod envelope;
 pub mod policy;
+pub mod prompts;
 pub mod pve;
 pub mod registry;
 pub mod schema;

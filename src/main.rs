@@ -6,6 +6,16 @@
 use clap::Parser;
 use nandi_proxmox_mcp::cli::{self, Cli};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// The MCP library logs every message it sends or receives, whole, at DEBUG and TRACE —
+/// tool arguments (a new user's password) and results (a new API token's secret)
+/// included. No `RUST_LOG` may turn that on: its events are capped at INFO.
+fn not_a_protocol_dump(meta: &tracing::Metadata<'_>) -> bool {
+    !(meta.target().starts_with("rmcp") && *meta.level() > tracing::Level::INFO)
+}
 
 fn main() {
     let cli = Cli::parse();
@@ -15,6 +25,8 @@ fn main() {
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .with_env_filter(filter)
+        .finish()
+        .with(filter_fn(not_a_protocol_dump))
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -16,6 +16,7 @@ use std::collections::BTreeSet;
 use thiserror::Error;
 
 use crate::catalog::{self, Category, Module, Tier, ToolSpec};
+use crate::config::EnvVarDoc;
 
 /// Environment variable names, as users already write them.
 pub const ENV_TIER: &str = "PVE_ACCESS_TIER";
@@ -27,6 +28,40 @@ pub const ENV_CATEGORIES: &str = "PVE_CATEGORIES";
 pub const ENV_BLACKLIST: &str = "PVE_TOOL_BLACKLIST";
 /// Tool allow-list variable.
 pub const ENV_WHITELIST: &str = "PVE_TOOL_WHITELIST";
+
+/// The policy variables, documented (README table and registry descriptor are checked against it).
+pub const ENV_VARS: &[EnvVarDoc] = &[
+    EnvVarDoc {
+        name: ENV_TIER,
+        description: "Highest access tier exposed: `read-only`, `read-execute` or `full`.",
+        default: "read-only",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_MODULE,
+        description: "`core`, or `advanced` to add the specialist tools (access control, firewall, in-guest execution).",
+        default: "core",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_CATEGORIES,
+        description: "Comma list of categories to keep (e.g. `nodes,qemu`); unknown names are an error.",
+        default: "all",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_WHITELIST,
+        description: "Comma list of tools to keep; narrows, never lifts a tool above the tier.",
+        default: "all",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_BLACKLIST,
+        description: "Comma list of tools to remove; beats every other setting.",
+        default: "none",
+        secret: false,
+    },
+];
 
 /// A policy setting that cannot be honoured.
 #[derive(Debug, Error, PartialEq, Eq)]

@@ -105,18 +105,19 @@ impl Registry {
     }
 }
 
+/// MCP hints. `destructiveHint` and `idempotentHint` only mean something for tools that
+/// write (MCP spec), so reads carry `readOnlyHint` alone; the title lives on the tool itself.
 fn annotations(spec: &ToolSpec) -> ToolAnnotations {
-    let mut annotations = ToolAnnotations::with_title(spec.title)
+    let annotations = ToolAnnotations::new()
         .read_only(spec.effect.is_read())
         .open_world(false);
-    if !spec.effect.is_read() {
-        annotations = annotations
-            .destructive(spec.effect.is_destructive())
-            .idempotent(spec.effect.is_idempotent());
+    if spec.effect.is_read() {
+        annotations
     } else {
-        annotations = annotations.destructive(false).idempotent(true);
+        annotations
+            .destructive(spec.effect.is_destructive())
+            .idempotent(spec.effect.is_idempotent())
     }
-    annotations
 }
 
 /// `_meta` of a canonical tool, in the reference's key order.
@@ -160,7 +161,12 @@ fn alias_tool(
     alias: &'static str,
     input_schema: Arc<Map<String, Value>>,
 ) -> Tool {
-    let description = format!("{} (alias for {})", spec.description, spec.name);
+    // The full description lives on the canonical tool; repeating it would double the
+    // listing for no gain and steer models towards the legacy name.
+    let description = format!(
+        "Legacy name of {0}: same arguments and result. Prefer {0}.",
+        spec.name
+    );
     Tool::new(alias, description, input_schema)
         .with_title(spec.title)
         .with_annotations(annotations(spec))

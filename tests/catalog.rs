@@ -13,7 +13,11 @@ use serde_json::Value;
 fn load_gz_json(relative: &str) -> Option<Value> {
     let path = common::shared_dir().join(relative);
     let Ok(file) = std::fs::File::open(&path) else {
-        assert!(!common::in_ci(), "{} is missing under CI", path.display());
+        assert!(
+            !common::shared_required(),
+            "{} is missing under CI",
+            path.display()
+        );
         eprintln!(
             "SKIP: {} not found (needs ../shared beside the project)",
             path.display()
@@ -32,7 +36,11 @@ fn load_json(relative: &str) -> Option<Value> {
     match std::fs::read_to_string(&path) {
         Ok(text) => Some(serde_json::from_str(&text).expect("valid JSON")),
         Err(_) => {
-            assert!(!common::in_ci(), "{} is missing under CI", path.display());
+            assert!(
+                !common::shared_required(),
+                "{} is missing under CI",
+                path.display()
+            );
             eprintln!("SKIP: {} not found", path.display());
             None
         }
@@ -143,6 +151,30 @@ fn schema_key(name: &str) -> String {
     }
 }
 
+/// The concrete paths of a template: each enum-valued path parameter replaced by each of
+/// its values, with the names of the parameters so replaced.
+fn concrete_paths(spec: &catalog::ToolSpec, template: &str) -> Vec<(String, Vec<&'static str>)> {
+    let mut paths = vec![(template.to_owned(), Vec::new())];
+    for p in spec
+        .params
+        .iter()
+        .filter(|p| p.location == Location::Path && !p.one_of.is_empty())
+    {
+        let placeholder = format!("{{{}}}", p.name);
+        paths = paths
+            .into_iter()
+            .flat_map(|(path, mut names)| {
+                names.push(p.name);
+                p.one_of
+                    .iter()
+                    .map(|v| (path.replace(&placeholder, v), names.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
+    paths
+}
+
 #[test]
 fn every_rest_row_exists_in_the_pve_schema() {
     let Some(endpoints) = load_gz_json("pve-api/endpoints-pve-9.1.json.gz") else {
@@ -150,68 +182,72 @@ fn every_rest_row_exists_in_the_pve_schema() {
     };
     let mut failures = Vec::new();
     for spec in catalog::all() {
-        let (method, path) = spec.backend.method_and_path();
-        let Some(endpoint) = endpoints.get(path).and_then(|e| e.get(method.as_str())) else {
-            failures.push(format!("{}: {method} {path} is not in the API", spec.name));
-            continue;
-        };
-        let declared = endpoint["parameters"]
-            .as_object()
-            .cloned()
-            .unwrap_or_default();
-        for p in spec.params {
-            let name = p.api_name();
-            let key = if p.index.is_some() {
-                // A family (`net` over 0..=31) is the API's `net[n]`.
-                format!("{name}[n]")
-            } else if declared.contains_key(name) {
-                name.to_owned()
-            } else {
-                schema_key(name)
-            };
-            let Some(schema) = declared.get(&key) else {
-                failures.push(format!(
-                    "{}: parameter {} is not declared",
-                    spec.name, p.name
-                ));
+        let (method, template) = spec.backend.method_and_path();
+        // A path parameter with an enum (e.g. `guest_type`: qemu | lxc) stands for one
+        // concrete endpoint per value; each of them must exist and accept the row.
+        for (path, expanded) in concrete_paths(spec, template) {
+            let Some(endpoint) = endpoints.get(&path).and_then(|e| e.get(method.as_str())) else {
+                failures.push(format!("{}: {method} {path} is not in the API", spec.name));
                 continue;
             };
-            let api_type = schema["type"].as_str().unwrap_or("string");
-            if api_type != p.kind.json_type() {
-                failures.push(format!(
-                    "{}.{}: type {} vs API {api_type}",
-                    spec.name,
-                    p.name,
-                    p.kind.json_type()
-                ));
-            }
-            if let Some(values) = schema["enum"].as_array() {
-                let allowed: BTreeSet<&str> = values.iter().filter_map(Value::as_str).collect();
-                for v in p.one_of {
-                    if !allowed.contains(v) {
-                        failures.push(format!(
-                            "{}.{}: enum value {v} not in API",
-                            spec.name, p.name
-                        ));
+            let declared = endpoint["parameters"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
+            for p in spec.params.iter().filter(|p| !expanded.contains(&p.name)) {
+                let name = p.api_name();
+                let key = if p.index.is_some() {
+                    // A family (`net` over 0..=31) is the API's `net[n]`.
+                    format!("{name}[n]")
+                } else if declared.contains_key(name) {
+                    name.to_owned()
+                } else {
+                    schema_key(name)
+                };
+                let Some(schema) = declared.get(&key) else {
+                    failures.push(format!(
+                        "{}: parameter {} is not declared",
+                        spec.name, p.name
+                    ));
+                    continue;
+                };
+                let api_type = schema["type"].as_str().unwrap_or("string");
+                if api_type != p.kind.json_type() {
+                    failures.push(format!(
+                        "{}.{}: type {} vs API {api_type}",
+                        spec.name,
+                        p.name,
+                        p.kind.json_type()
+                    ));
+                }
+                if let Some(values) = schema["enum"].as_array() {
+                    let allowed: BTreeSet<&str> = values.iter().filter_map(Value::as_str).collect();
+                    for v in p.one_of {
+                        if !allowed.contains(v) {
+                            failures.push(format!(
+                                "{}.{}: enum value {v} not in API",
+                                spec.name, p.name
+                            ));
+                        }
                     }
                 }
             }
-        }
-        for (key, schema) in &declared {
-            let optional = schema["optional"].as_i64() == Some(1) || schema["optional"] == true;
-            if !optional
-                && !key.contains("[n]")
-                && spec
-                    .params
-                    .iter()
-                    .find(|p| p.api_name() == key)
-                    .is_none_or(|p| {
-                        !p.required
-                            && p.default.is_none()
-                            && !matches!(spec.backend, Backend::PerNodeList { .. })
-                    })
-            {
-                failures.push(format!("{}: API requires {key}", spec.name));
+            for (key, schema) in &declared {
+                let optional = schema["optional"].as_i64() == Some(1) || schema["optional"] == true;
+                if !optional
+                    && !key.contains("[n]")
+                    && spec
+                        .params
+                        .iter()
+                        .find(|p| p.api_name() == key)
+                        .is_none_or(|p| {
+                            !p.required
+                                && p.default.is_none()
+                                && !matches!(spec.backend, Backend::PerNodeList { .. })
+                        })
+                {
+                    failures.push(format!("{}: API requires {key}", spec.name));
+                }
             }
         }
     }
@@ -232,6 +268,12 @@ const DELIBERATE: &[(&str, &str)] = &[
     ("pve_create_guest_firewall_rule", "confirm"),
     ("pve_create_storage", "confirm"),
     ("pve_create_network", "confirm"),
+    // Confirm-gated tools are destructive (rows_are_well_formed): a grant or a firewall rule
+    // can let someone in or lock everyone out.
+    ("pve_create_user", "destructive"),
+    ("pve_create_api_token", "destructive"),
+    ("pve_create_cluster_firewall_rule", "destructive"),
+    ("pve_create_guest_firewall_rule", "destructive"),
     // A confirm-gated creation is announced as destructive too (the gate's invariant).
     ("pve_create_storage", "destructive"),
     ("pve_create_network", "destructive"),

@@ -366,3 +366,53 @@ async fn demo_mode_serves_the_built_in_emulator() {
             .all(|r| r["type"] != "node")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_recipes_are_listed_and_served() {
+    let emu = emulator().await;
+    let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
+    let init = mcp.initialize().await;
+    assert!(init["result"]["capabilities"]["prompts"].is_object());
+    let listed = mcp.request("prompts/list", json!({})).await;
+    let names: Vec<&str> = listed["result"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "cluster-health",
+            "guest-inventory",
+            "backup-audit",
+            "troubleshoot-guest"
+        ]
+    );
+    let got = mcp
+        .request("prompts/get", json!({"name": "cluster-health"}))
+        .await;
+    let text = got["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.contains("pve_get_cluster_status"), "{got}");
+    let missing = mcp.request("prompts/get", json!({"name": "nope"})).await;
+    assert!(
+        missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("prompt not found")
+    );
+
+    // A recipe whose tool is filtered out is not offered.
+    let mut narrowed = McpProcess::spawn(
+        &["run"],
+        &with_policy(
+            env_for(&emu),
+            &[("PVE_TOOL_BLACKLIST", "pve_list_backup_jobs")],
+        ),
+    );
+    narrowed.initialize().await;
+    let listed = narrowed.request("prompts/list", json!({})).await;
+    assert!(!listed.to_string().contains("backup-audit"));
+}

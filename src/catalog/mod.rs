@@ -7,9 +7,11 @@
 //! catalog does no I/O and cannot fail at run time; `tests/catalog.rs` checks the rows
 //! (unique names, described parameters, paths that exist in the official PVE API schema).
 
+mod access;
 mod backup;
 mod cluster;
 mod filter;
+mod firewall;
 pub mod indexed;
 mod lxc;
 mod monitoring;
@@ -38,7 +40,9 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         backup::TOOLS,
         tasks::TOOLS,
         network::TOOLS,
+        firewall::TOOLS,
         pools::TOOLS,
+        access::TOOLS,
         monitoring::TOOLS,
     ]
     .into_iter()

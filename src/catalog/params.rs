@@ -6,32 +6,29 @@
 use super::types::{Param, ParamKind};
 
 /// Proxmox node names are host names: letters, digits and inner hyphens.
-pub const NODE_PATTERN: &str = "^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$";
+pub const NODE_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9-]{0,62}$";
 
 /// A task id as Proxmox prints it: `UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:`.
-pub const UPID_PATTERN: &str = "^UPID:[A-Za-z0-9][A-Za-z0-9.-]*:[0-9A-Fa-f]{8,}:[0-9A-Fa-f]{8,}:[0-9A-Fa-f]{8,}:[^:\\s]+:[^:\\s]*:[^:\\s]+:$";
+pub const UPID_PATTERN: &str =
+    "^UPID:[A-Za-z0-9.-]+:([0-9A-Fa-f]{8,}:){3}[^:\\s]+:[^:\\s]*:[^:\\s]+:$";
 
 /// The node a request is addressed to.
 pub const NODE: Param = Param::path(
     "node",
     ParamKind::String,
-    "Cluster node name exactly as pve_list_nodes returns it (e.g. \"pve01\").",
+    "Node name as listed by pve_list_nodes, e.g. \"pve01\".",
 )
 .pattern(NODE_PATTERN, 63);
 
 /// A guest id.
-pub const VMID: Param = Param::path(
-    "vmid",
-    ParamKind::Integer,
-    "Guest ID (VMID), an integer 100–999999999; find it with pve_list_cluster_resources.",
-)
-.range(100, 999_999_999);
+pub const VMID: Param =
+    Param::path("vmid", ParamKind::Integer, "Guest ID (VMID), e.g. 101.").range(100, 999_999_999);
 
 /// A task id in the path.
 pub const UPID: Param = Param::path(
     "upid",
     ParamKind::String,
-    "Task ID (UPID) returned by an action tool, e.g. \"UPID:pve01:0000ABCD:0001E240:674F1C2A:qmstart:101:root@pam:\". Its node must be the `node` given.",
+    "Task ID (UPID) returned by an action tool; `node` must be the node named in it.",
 )
 .pattern(UPID_PATTERN, 512);
 
@@ -42,7 +39,7 @@ pub const GUEST: &[Param] = &[NODE, VMID];
 pub const LOG_START: Param = Param::query(
     "start",
     ParamKind::Integer,
-    "Line number to start from (0 = first line); use with `limit` to page through long output.",
+    "First line to return (0-based); page with `limit`.",
 )
 .min(0);
 
@@ -50,6 +47,6 @@ pub const LOG_START: Param = Param::query(
 pub const LOG_LIMIT: Param = Param::query(
     "limit",
     ParamKind::Integer,
-    "Maximum number of lines to return (Proxmox default 50 for task logs).",
+    "Lines to return (Proxmox default 50).",
 )
 .range(1, 100_000);

@@ -21,9 +21,11 @@ mod routes_guests;
 mod routes_infra;
 mod routes_security;
 mod seed;
+mod seed_security;
 mod server;
 mod state;
 mod state_infra;
+mod state_security;
 mod task;
 mod tls;
 

@@ -69,6 +69,7 @@ pub(super) fn seed(
             "notes-template": "{{guestname}}",
         })],
         tasks: Vec::new(),
+        security: super::seed_security::seed(&user, &token_name),
         fingerprint,
         task_duration,
         user,

@@ -268,6 +268,8 @@ pub(super) struct EmuState {
     pub backup_jobs: Vec<Value>,
     /// Tasks, oldest first.
     pub tasks: Vec<Task>,
+    /// Users, tokens, ACLs and firewalls (`state_security.rs`).
+    pub security: super::state_security::SecurityState,
     /// Fingerprint reported as the nodes' `ssl_fingerprint`.
     pub fingerprint: String,
     /// How long a task stays running.

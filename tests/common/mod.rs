@@ -26,6 +26,12 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
+/// True when a missing `../shared` (the official API schema) must fail the run: under CI,
+/// unless `NANDI_SHARED_OPTIONAL=1` says this CI has no copy of it (e.g. a public fork).
+pub fn shared_required() -> bool {
+    in_ci() && !std::env::var("NANDI_SHARED_OPTIONAL").is_ok_and(|v| v == "1")
+}
+
 /// Starts the default emulator (HTTPS, 3 nodes, fast tasks).
 pub async fn emulator() -> Emulator {
     Emulator::start(EmulatorOptions {
@@ -67,8 +73,18 @@ impl McpProcess {
     /// Spawns `nandi-proxmox-mcp <args>` with a clean environment plus `env`, in an empty
     /// working directory and HOME (so no instance file is discovered).
     pub fn spawn(args: &[&str], env: &[(String, String)]) -> McpProcess {
+        McpProcess::spawn_named(binary(), args, env)
+    }
+
+    /// Like [`McpProcess::spawn`], but runs `program` (a path, or a name looked up in the
+    /// `PATH` given in `env`), the way an MCP client launches its configured command.
+    pub fn spawn_named(
+        program: impl AsRef<std::ffi::OsStr>,
+        args: &[&str],
+        env: &[(String, String)],
+    ) -> McpProcess {
         let home = tempfile::tempdir().expect("tempdir");
-        let mut command = Command::new(binary());
+        let mut command = Command::new(program);
         command
             .args(args)
             .env_clear()
@@ -226,4 +242,38 @@ pub fn ids(list: &Value, key: &str) -> Vec<String> {
         .iter()
         .filter_map(|row| row[key].as_str().map(str::to_owned))
         .collect()
+}
+
+impl McpProcess {
+    /// Like [`McpProcess::spawn`], but the server's stderr (its whole log) goes to the
+    /// file `log`, so a test can check what the server wrote there.
+    pub fn spawn_logging_to(args: &[&str], env: &[(String, String)], log: &Path) -> McpProcess {
+        let home = tempfile::tempdir().expect("tempdir");
+        let stderr = std::fs::File::create(log).expect("log file");
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("RUST_LOG", "warn")
+            .current_dir(home.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(stderr))
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command.spawn().expect("binary spawns");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        McpProcess {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            next_id: 1,
+            _home: home,
+        }
+    }
 }

@@ -4,9 +4,11 @@
 //! parameters passed validation (see `routes::dispatch`); what is left to
 //! check here is object existence, which fails the way Proxmox fails it.
 
+pub(super) mod access;
 pub(super) mod backup;
 pub(super) mod cluster;
 pub(super) mod cluster_infra;
+pub(super) mod firewall;
 pub(super) mod guests;
 pub(super) mod monitoring;
 pub(super) mod network;

@@ -6,6 +6,7 @@
 
 mod api;
 mod faults;
+mod security;
 mod tasks;
 mod tls;
 

@@ -1,0 +1,343 @@
+//! Documentation that cannot drift: the README's configuration section is generated from
+//! the code, every relative link resolves, the registry descriptor matches Cargo.toml and
+//! the configuration code, and the client entries the guides tell people to paste really
+//! start the server. `UPDATE_DOCS=1` rewrites the generated parts.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use nandi_proxmox_mcp::config::{self, EnvVarDoc};
+use nandi_proxmox_mcp::policy;
+use serde_json::{Value, json};
+
+const BEGIN: &str = "<!-- BEGIN GENERATED: configuration -->";
+const END: &str = "<!-- END GENERATED: configuration -->";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn updating() -> bool {
+    std::env::var("UPDATE_DOCS").is_ok_and(|v| v == "1")
+}
+
+/// Every environment variable a user may set, from the code (HOME/USERPROFILE excluded:
+/// the operating system sets them).
+fn user_env_vars() -> Vec<&'static EnvVarDoc> {
+    config::ENV_VARS
+        .iter()
+        .chain(policy::ENV_VARS)
+        .filter(|v| !matches!(v.name, "HOME" | "USERPROFILE"))
+        .collect()
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+}
+
+fn configuration_section() -> String {
+    let mut out = String::new();
+    out.push_str(BEGIN);
+    out.push_str("\n\n| Variable | Meaning | Default |\n|---|---|---|\n");
+    for var in user_env_vars() {
+        out.push_str(&format!(
+            "| `{}` | {}{} | {} |\n",
+            var.name,
+            cell(var.description),
+            if var.secret {
+                " (secret: never logged)"
+            } else {
+                ""
+            },
+            cell(var.default)
+        ));
+    }
+    out.push_str("\nInstance file keys (`.nandi-proxmox-mcp/<name>.json`):\n\n| Key | Meaning | Required |\n|---|---|---|\n");
+    for key in config::FILE_KEYS {
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            key.key,
+            cell(key.description),
+            if key.required { "yes" } else { "no" }
+        ));
+    }
+    out.push('\n');
+    out.push_str(END);
+    out
+}
+
+#[test]
+fn readme_configuration_section_is_generated_from_the_code() {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (Some(start), Some(stop)) = (readme.find(BEGIN), readme.find(END)) else {
+        panic!("README.md lacks the generated configuration markers");
+    };
+    let current = &readme[start..stop + END.len()];
+    let expected = configuration_section();
+    if current != expected {
+        if updating() {
+            let updated = format!(
+                "{}{}{}",
+                &readme[..start],
+                expected,
+                &readme[stop + END.len()..]
+            );
+            std::fs::write(&path, updated).unwrap();
+        } else {
+            panic!(
+                "README.md configuration section is stale; run UPDATE_DOCS=1 cargo test --test docs"
+            );
+        }
+    }
+}
+
+fn markdown_files() -> Vec<PathBuf> {
+    let mut files = vec![
+        root().join("README.md"),
+        root().join("CONTRIBUTING.md"),
+        root().join("SECURITY.md"),
+    ];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "md") {
+            files.push(entry.path());
+        }
+    }
+    files.sort();
+    files
+}
+
+/// GitHub's heading anchor: lower case, spaces to hyphens, punctuation dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    let mut in_code = false;
+    let mut found = BTreeSet::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        }
+        if !in_code && line.starts_with('#') {
+            found.insert(slug(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+fn links(markdown: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            let after = &rest[i + 2..];
+            let Some(end) = after.find(')') else { break };
+            out.push(after[..end].to_owned());
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+#[test]
+fn relative_links_resolve_to_files_and_anchors() {
+    let mut broken = Vec::new();
+    for file in markdown_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for link in links(&text) {
+            if link.starts_with("http://")
+                || link.starts_with("https://")
+                || link.starts_with("mailto:")
+            {
+                continue;
+            }
+            let (target, anchor) = match link.split_once('#') {
+                Some((t, a)) => (t, Some(a)),
+                None => (link.as_str(), None),
+            };
+            let target_path = if target.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(target)
+            };
+            if !target_path.exists() {
+                broken.push(format!("{}: {link} (no such file)", file.display()));
+                continue;
+            }
+            if let Some(anchor) = anchor {
+                let body = std::fs::read_to_string(&target_path).unwrap_or_default();
+                if !anchors(&body).contains(anchor) {
+                    broken.push(format!("{}: {link} (no such anchor)", file.display()));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+fn cargo_version() -> String {
+    env!("CARGO_PKG_VERSION").to_owned()
+}
+
+fn descriptor_env() -> Vec<Value> {
+    user_env_vars()
+        .iter()
+        .map(|v| {
+            json!({
+                "name": v.name,
+                "description": v.description,
+                "isRequired": false,
+                "isSecret": v.secret,
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn registry_descriptor_matches_cargo_and_config() {
+    let path = root().join(".mcp/server.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let expected_env = descriptor_env();
+    let mut stale = Vec::new();
+    if doc["version"] != cargo_version().as_str() {
+        stale.push("version");
+    }
+    let package = &mut doc["packages"][0];
+    if package["version"] != cargo_version().as_str() {
+        stale.push("packages[0].version");
+    }
+    if package["environmentVariables"] != Value::Array(expected_env.clone()) {
+        stale.push("packages[0].environmentVariables");
+    }
+    if stale.is_empty() {
+        return;
+    }
+    assert!(
+        updating(),
+        ".mcp/server.json is stale ({stale:?}); run UPDATE_DOCS=1 cargo test --test docs"
+    );
+    doc["version"] = cargo_version().into();
+    doc["packages"][0]["version"] = cargo_version().into();
+    doc["packages"][0]["environmentVariables"] = Value::Array(expected_env);
+    std::fs::write(
+        &path,
+        format!("{}\n", serde_json::to_string_pretty(&doc).unwrap()),
+    )
+    .unwrap();
+}
+
+#[test]
+fn changelog_names_the_current_version() {
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    assert!(changelog.contains(&format!("## [{}]", cargo_version())));
+}
+
+/// The fenced JSON blocks of a guide that declare MCP servers.
+fn client_entries(guide: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(guide).unwrap();
+    let mut entries = Vec::new();
+    let mut block: Option<String> = None;
+    for line in text.lines() {
+        match (&mut block, line.trim_start()) {
+            (None, l) if l.starts_with("```json") => block = Some(String::new()),
+            (Some(b), l) if l.starts_with("```") => {
+                let doc: Value =
+                    serde_json::from_str(b).unwrap_or_else(|e| panic!("{}: {e}", guide.display()));
+                for key in ["mcpServers", "servers"] {
+                    if let Some(servers) = doc[key].as_object() {
+                        entries.extend(servers.values().cloned());
+                    }
+                }
+                block = None;
+            }
+            (Some(b), _) => {
+                b.push_str(line);
+                b.push('\n');
+            }
+            _ => {}
+        }
+    }
+    entries
+}
+
+/// A client entry from the guides, launched as a client would launch it (the binary found
+/// on PATH by name, with the entry's args and env), answers a tool call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guide_client_entries_start_the_server() {
+    let bin_dir = common::binary().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut launched = 0;
+    for guide in ["docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
+        for entry in client_entries(&root().join(guide)) {
+            assert_eq!(entry["command"], "nandi-proxmox-mcp", "{guide}");
+            let args: Vec<&str> = entry["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            let mut env: Vec<(String, String)> = vec![("PATH".into(), path.clone())];
+            for (k, v) in entry["env"].as_object().into_iter().flatten() {
+                env.push((k.clone(), v.as_str().unwrap().to_owned()));
+            }
+            let mut mcp = common::McpProcess::spawn_named("nandi-proxmox-mcp", &args, &env);
+            mcp.initialize().await;
+            let result = mcp.call("pve_list_nodes", json!({})).await;
+            assert_eq!(common::envelope(&result)["ok"], true, "{guide}: {result}");
+            launched += 1;
+        }
+    }
+    assert!(launched >= 2, "the guides show a client entry");
+}
+
+/// The plain commands of the guides run and succeed.
+#[test]
+fn guide_commands_run() {
+    let bin = common::binary();
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)]);
+    let cases: &[Case] = &[
+        (&["--version"], &[]),
+        (&["tools"], &[]),
+        (&["tools", "--json"], &[("PVE_ACCESS_TIER", "full")]),
+    ];
+    for (args, env) in cases {
+        let home = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(&bin)
+            .args(*args)
+            .envs(env.iter().copied())
+            .env("HOME", home.path())
+            .current_dir(home.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
