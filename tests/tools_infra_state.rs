@@ -170,6 +170,16 @@ async fn backup_job_and_run_round_trip() {
         .filter_map(|v| v["content"].as_str())
         .collect();
     assert_eq!(contents, ["backup", "iso", "vztmpl"].into());
+    // Guest disks: only those of guests on the node asked, typed by guest kind.
+    let disks = ok(
+        &mut mcp,
+        "pve_list_storage_content",
+        json!({"node": "pve02", "storage": "local-lvm"}),
+    )
+    .await;
+    assert_eq!(ids(&disks, "volid"), ["local-lvm:vm-202-disk-0"]);
+    assert_eq!(disks[0]["content"], "rootdir");
+    assert_eq!(disks[0]["size"], 8_u64 << 30);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -251,45 +251,65 @@ fn seed_infra(names: &[&str]) -> InfraState {
     infra
         .pool_storages
         .insert("emu-pool".into(), vec!["local".into()]);
-    let ctime = 1_735_689_600; // 2025-01-01 00:00:00 UTC
-    let volume = |volid: &str, content: &str, format: &str, size: u64, vmid: Option<u32>| Volume {
-        storage: "local".into(),
-        volid: volid.into(),
-        content: content.into(),
-        format: format.into(),
-        size,
-        vmid,
-        ctime,
-        notes: (content == "backup").then(|| "seeded backup".to_string()),
+    // The same volumes the guest tools' tests know (ISOs, templates, two backups).
+    let volume = |volid: &str, format: &str, size: u64, ctime: u64, backup: Option<(u32, &str)>| {
+        let content = volid
+            .split_once(':')
+            .and_then(|(_, rest)| rest.split_once('/'))
+            .map_or("", |(dir, _)| dir);
+        Volume {
+            storage: "local".into(),
+            volid: volid.into(),
+            content: content.into(),
+            format: format.into(),
+            size,
+            vmid: backup.map(|(vmid, _)| vmid),
+            ctime,
+            notes: backup.map(|(_, notes)| notes.to_string()),
+        }
     };
     infra.volumes = vec![
         volume(
-            "local:iso/debian-13.1.0-amd64-netinst.iso",
+            "local:iso/debian-12.8.0-amd64-netinst.iso",
             "iso",
-            "iso",
-            783_286_272,
+            661_651_456,
+            1_731_900_000,
             None,
         ),
         volume(
-            "local:vztmpl/debian-13-standard_13.1-1_amd64.tar.zst",
-            "vztmpl",
+            "local:iso/ubuntu-24.04.1-live-server-amd64.iso",
+            "iso",
+            2_773_874_688,
+            1_731_900_100,
+            None,
+        ),
+        volume(
+            "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
             "tzst",
-            129_421_372,
+            126_649_856,
+            1_731_900_200,
             None,
         ),
         volume(
-            "local:backup/vzdump-qemu-101-2025_01_01-01_00_02.vma.zst",
-            "backup",
+            "local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz",
+            "txz",
+            3_192_832,
+            1_731_900_300,
+            None,
+        ),
+        volume(
+            "local:backup/vzdump-qemu-101-2025_11_23-01_00_03.vma.zst",
             "vma.zst",
             1_932_735_283,
-            Some(101),
+            1_763_859_603,
+            Some((101, "vm-web")),
         ),
         volume(
-            "local:backup/vzdump-lxc-201-2025_01_01-01_04_10.tar.zst",
-            "backup",
+            "local:backup/vzdump-lxc-201-2025_11_23-01_00_41.tar.zst",
             "tar.zst",
             412_316_860,
-            Some(201),
+            1_763_859_641,
+            Some((201, "ct-docker")),
         ),
     ];
     infra

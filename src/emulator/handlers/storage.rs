@@ -10,6 +10,11 @@ use serde_json::{Map, Value, json};
 use super::super::api::{ApiError, Call};
 use super::super::state::{EmuState, Storage};
 
+/// Content types a volume can have.
+const CONTENT_TYPES: &[&str] = &[
+    "images", "rootdir", "vztmpl", "iso", "backup", "snippets", "import",
+];
+
 /// Keys of a create/update call that are not stored as-is in the definition.
 const NOT_STORED: &[&str] = &["storage", "type", "content", "password", "delete", "digest"];
 
@@ -244,18 +249,20 @@ fn parse_size(text: &str) -> u64 {
     n << shift
 }
 
-/// Guest disks that live on `storage`, from the guests' configurations.
-fn disk_entries(st: &EmuState, storage: &str) -> Vec<Value> {
+/// Disks of the guests on `node` that live on `storage`, from their configurations.
+fn disk_entries(st: &EmuState, node: &str, storage: &str) -> Vec<Value> {
     let mut rows = Vec::new();
-    for g in &st.guests {
+    for g in st.guests_on(node) {
         for (key, value) in &g.config {
             let disk_key = key == "rootfs"
-                || ["scsi", "virtio", "sata", "ide", "efidisk", "tpmstate", "mp"]
-                    .iter()
-                    .any(|p| {
-                        key.strip_prefix(p)
-                            .is_some_and(|n| n.parse::<u32>().is_ok())
-                    });
+                || [
+                    "scsi", "virtio", "sata", "ide", "efidisk", "tpmstate", "mp", "unused",
+                ]
+                .iter()
+                .any(|p| {
+                    key.strip_prefix(p)
+                        .is_some_and(|n| n.parse::<u32>().is_ok())
+                });
             let Some(text) = value.as_str().filter(|_| disk_key) else {
                 continue;
             };
@@ -270,7 +277,7 @@ fn disk_entries(st: &EmuState, storage: &str) -> Vec<Value> {
                 .split(',')
                 .find_map(|p| p.strip_prefix("size="))
                 .map_or(0, parse_size);
-            let content = if g.kind.word() == "lxc" {
+            let content = if key == "rootfs" || key.starts_with("mp") {
                 "rootdir"
             } else {
                 "images"
@@ -282,20 +289,31 @@ fn disk_entries(st: &EmuState, storage: &str) -> Vec<Value> {
                 "size": size,
                 "used": size / 4,
                 "vmid": g.vmid,
-                "ctime": 1_735_689_600,
+                "ctime": 1_732_000_000,
             }));
         }
     }
     rows
 }
 
-/// `GET /nodes/{node}/storage/{storage}/content`, honouring `content` and `vmid`.
+/// `GET /nodes/{node}/storage/{storage}/content`: guest disks of this node, then ISOs,
+/// templates and backups; only content types the storage is configured for, filtered
+/// by `content` (one type or a comma list) and `vmid`.
 pub(in super::super) fn content(call: &mut Call<'_>) -> Result<Value, ApiError> {
+    let wanted: Vec<String> = call
+        .str("content")
+        .map(|c| c.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
+    if let Some(bad) = wanted.iter().find(|c| !CONTENT_TYPES.contains(&c.as_str())) {
+        return Err(ApiError::param(
+            "content",
+            format!("invalid format - invalid content type '{bad}'"),
+        ));
+    }
     let s = on_node(call)?;
-    let id = s.id.clone();
-    let wanted = call.str("content");
+    let (id, enabled) = (s.id.clone(), s.content.clone());
     let vmid = call.int("vmid");
-    let mut rows = disk_entries(call.st, &id);
+    let mut rows = disk_entries(call.st, call.cap("node"), &id);
     rows.extend(
         call.st
             .infra
@@ -305,7 +323,8 @@ pub(in super::super) fn content(call: &mut Call<'_>) -> Result<Value, ApiError> 
             .map(|v| v.content_entry()),
     );
     rows.retain(|row| {
-        wanted.is_none_or(|c| row["content"] == c)
+        enabled.split(',').any(|c| row["content"] == c)
+            && (wanted.is_empty() || wanted.iter().any(|c| row["content"] == c.as_str()))
             && vmid.is_none_or(|v| row.get("vmid").and_then(Value::as_i64) == Some(v))
     });
     Ok(Value::Array(rows))
