@@ -64,6 +64,33 @@ async fn storage_round_trip() {
         json!({"node": "pve01", "storage": "scratch"}),
     )
     .await;
+    let on_pve02 = ok(&mut mcp, "pve_list_node_storage", json!({"node": "pve02"})).await;
+    assert!(!ids(&on_pve02, "storage").contains(&"scratch".to_owned()));
+    // Disabled: still listed, but not among the enabled ones.
+    ok(
+        &mut mcp,
+        "pve_update_storage",
+        json!({"storage": "scratch", "disable": true, "confirm": true}),
+    )
+    .await;
+    let all = ok(&mut mcp, "pve_list_node_storage", json!({"node": "pve01"})).await;
+    let scratch = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["storage"] == "scratch")
+        .expect("listed");
+    assert_eq!(
+        (scratch["enabled"].clone(), scratch["active"].clone()),
+        (json!(0), json!(0))
+    );
+    let enabled = ok(
+        &mut mcp,
+        "pve_list_node_storage",
+        json!({"node": "pve01", "enabled": true}),
+    )
+    .await;
+    assert_eq!(ids(&enabled, "storage"), ["local", "local-lvm"]);
 
     // A dir storage needs its path: Proxmox's 400 detail comes back, nothing is stored.
     let error = fails(

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{EmuState, Node, Storage};
+use super::super::state::{EmuState, Node};
 
 /// `GET /version`.
 pub(in super::super) fn version(_call: &mut Call<'_>) -> Result<Value, ApiError> {
@@ -102,42 +102,9 @@ pub(in super::super) fn status(call: &mut Call<'_>) -> Result<Value, ApiError> {
     }))
 }
 
-fn storage_row(storage: &Storage) -> Value {
-    let avail = storage.total - storage.used;
-    json!({
-        "storage": storage.id,
-        "type": storage.kind,
-        "content": storage.content,
-        "active": 1,
-        "enabled": 1,
-        "shared": 0,
-        "total": storage.total,
-        "used": storage.used,
-        "avail": avail,
-        "used_fraction": storage.used as f64 / storage.total as f64,
-    })
-}
-
-/// `GET /nodes/{node}/storage`: `content` (any of a comma list), `storage`
-/// and `enabled` filter; `target` and `format` are accepted and ignored
-/// (every storage is local to every node here).
+/// `GET /nodes/{node}/storage`: the stateful handler in `storage.rs` answers it.
 pub(in super::super) fn storage(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let wanted_content: Vec<&str> = call
-        .str("content")
-        .map(|c| c.split(',').filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default();
-    let wanted_id = call.str("storage");
-    let rows = call
-        .st
-        .storages
-        .iter()
-        .filter(|s| wanted_id.is_none_or(|id| id == s.id))
-        .filter(|s| {
-            wanted_content.is_empty() || s.content.split(',').any(|c| wanted_content.contains(&c))
-        })
-        .map(storage_row)
-        .collect();
-    Ok(Value::Array(rows))
+    super::storage::node_list(call)
 }
 
 /// `GET /nodes/{node}/network`: the stateful handler in `network.rs` answers it.

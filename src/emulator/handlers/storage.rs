@@ -201,12 +201,7 @@ pub(in super::super) fn remove(call: &mut Call<'_>) -> Result<Value, ApiError> {
 fn on_node<'s>(call: &'s Call<'_>) -> Result<&'s Storage, ApiError> {
     let node = call.cap("node");
     let s = find(call.st, call.cap("storage"))?;
-    let allowed = s
-        .extra
-        .get("nodes")
-        .and_then(Value::as_str)
-        .is_none_or(|list| list.split(',').any(|n| n.trim() == node));
-    if !allowed {
+    if !usable_on(s, node) {
         return Err(ApiError::server(format!(
             "storage '{}' is not available on node '{node}'",
             s.id
@@ -215,21 +210,73 @@ fn on_node<'s>(call: &'s Call<'_>) -> Result<&'s Storage, ApiError> {
     Ok(s)
 }
 
+/// Whether the definition lets `node` use the storage (`nodes` unset: every node).
+fn usable_on(s: &Storage, node: &str) -> bool {
+    s.extra
+        .get("nodes")
+        .and_then(Value::as_str)
+        .is_none_or(|list| list.split(',').any(|n| n.trim() == node))
+}
+
+/// A storage's state as a node reports it (list rows and `.../status`).
+fn node_view(s: &Storage) -> Map<String, Value> {
+    let enabled = s.extra.get("disable") != Some(&json!(1));
+    let mut row = Map::new();
+    row.insert("storage".into(), json!(s.id));
+    row.insert("type".into(), json!(s.kind));
+    row.insert("content".into(), json!(s.content));
+    row.insert("active".into(), json!(u8::from(enabled)));
+    row.insert("enabled".into(), json!(u8::from(enabled)));
+    row.insert(
+        "shared".into(),
+        s.extra.get("shared").cloned().unwrap_or(json!(0)),
+    );
+    if enabled {
+        row.insert("total".into(), json!(s.total));
+        row.insert("used".into(), json!(s.used));
+        row.insert("avail".into(), json!(s.total - s.used));
+        row.insert(
+            "used_fraction".into(),
+            json!(s.used as f64 / s.total as f64),
+        );
+    }
+    row
+}
+
+/// `GET /nodes/{node}/storage`: storages this node may use, filtered by `content` (any
+/// of a comma list), `storage` and `enabled`; `target` and `format` are accepted and
+/// ignored (no storage is node-local here).
+pub(in super::super) fn node_list(call: &mut Call<'_>) -> Result<Value, ApiError> {
+    let node = call.cap("node");
+    let wanted_content: Vec<&str> = call
+        .str("content")
+        .map(|c| c.split(',').filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    let wanted_id = call.str("storage");
+    let only_enabled = call.flag("enabled");
+    let rows = call
+        .st
+        .storages
+        .iter()
+        .filter(|s| usable_on(s, node))
+        .filter(|s| wanted_id.is_none_or(|id| id == s.id))
+        .filter(|s| {
+            wanted_content.is_empty() || s.content.split(',').any(|c| wanted_content.contains(&c))
+        })
+        .map(node_view)
+        .filter(|row| !only_enabled || row["enabled"] == 1)
+        .map(Value::Object)
+        .collect();
+    Ok(Value::Array(rows))
+}
+
 /// `GET /nodes/{node}/storage/{storage}/status`.
 pub(in super::super) fn status(call: &mut Call<'_>) -> Result<Value, ApiError> {
     let s = on_node(call)?;
-    let disabled = s.extra.get("disable") == Some(&json!(1));
-    let shared = s.extra.get("shared").cloned().unwrap_or(json!(0));
-    Ok(json!({
-        "type": s.kind,
-        "content": s.content,
-        "active": u8::from(!disabled),
-        "enabled": u8::from(!disabled),
-        "shared": shared,
-        "total": s.total,
-        "used": s.used,
-        "avail": s.total - s.used,
-    }))
+    let mut row = node_view(s);
+    row.remove("storage");
+    row.remove("used_fraction");
+    Ok(Value::Object(row))
 }
 
 /// `size=32G` → bytes.
