@@ -1,7 +1,8 @@
 //! nandi-proxmox-mcp: an MCP server for Proxmox VE.
 //!
 //! Table of contents (request flow order):
-//! - [`cli`] — command line: `run`, `tools`; maps failures to exit codes.
+//! - [`cli`] — command line: `run`, `tools`, `setup`, `doctor`, `bootstrap`, `harden`, `list`,
+//!   `completions`; maps failures (and RED reports) to exit codes.
 //! - [`config`] — instance files, discovery and environment variables → validated `Config`.
 //! - [`policy`] — access tier, module mode, category and tool lists → which tools exist.
 //! - [`catalog`] — every tool as one row of data.

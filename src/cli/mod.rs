@@ -4,7 +4,19 @@
 //! `main` maps failures to exit codes in one place and nothing but MCP ever reaches stdout
 //! while serving.
 
+pub mod bootstrap;
+pub mod clients;
+mod completions;
+pub mod doctor;
+pub mod files;
+pub mod harden;
+mod list;
+pub mod privileges;
+pub mod probe;
+pub mod report;
 mod run;
+pub mod setup;
+pub mod sshkey;
 mod tools;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +37,8 @@ pub struct Cli {
 }
 
 /// The commands.
+// Parsed once per process; boxing `setup`'s many flags would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve MCP over stdio (or Streamable HTTP when MCP_TRANSPORT=http).
@@ -37,6 +51,34 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp tools\n  PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced nandi-proxmox-mcp tools --json"
     )]
     Tools(tools::ToolsArgs),
+    /// Write an instance file and the MCP client entries (scripted with flags, else a wizard).
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp setup                       interactive wizard\n  nandi-proxmox-mcp setup --proxmox-host pve1.lan --proxmox-user mcp --token-name nandi \\\n      --token-secret-file ~/pve-token.txt --tls-fingerprint AB:CD:... --clients claude-code,cursor\n  printf '%s\\n' \"$SECRET\" | nandi-proxmox-mcp setup --proxmox-host 10.0.0.5 --proxmox-user mcp \\\n      --token-name nandi --token-secret-stdin --access-tier read-execute --name lab\n  nandi-proxmox-mcp setup --print-config --name lab    show the client blocks, write nothing"
+    )]
+    Setup(setup::SetupArgs),
+    /// Check the configuration, the client entries and the cluster; exit 1 when anything is RED.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp doctor\n  nandi-proxmox-mcp doctor --name lab --check nodes,tls,permissions\n  nandi-proxmox-mcp doctor --json"
+    )]
+    Doctor(doctor::DoctorArgs),
+    /// Print the pveum commands that create the API user, a least-privilege role and a token.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp bootstrap\n  nandi-proxmox-mcp bootstrap --tier read-execute --user mcp --realm pve\n  nandi-proxmox-mcp bootstrap --tier full --new-ssh-key"
+    )]
+    Bootstrap(bootstrap::BootstrapArgs),
+    /// Add Claude Code `permissions.ask` rules so destructive tools need your approval.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp harden\n  nandi-proxmox-mcp harden --name lab --scope user"
+    )]
+    Harden(harden::HardenArgs),
+    /// List the configured instances.
+    #[command(after_help = "Examples:\n  nandi-proxmox-mcp list")]
+    List,
+    /// Print shell completions.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp completions bash > ~/.local/share/bash-completion/completions/nandi-proxmox-mcp\n  nandi-proxmox-mcp completions zsh > ~/.zfunc/_nandi-proxmox-mcp"
+    )]
+    Completions(completions::CompletionsArgs),
 }
 
 /// A command failure, mapped to an exit status by `main`.
@@ -48,6 +90,9 @@ pub enum CliError {
     /// A failure while running (exit status 1).
     #[error("{0}")]
     Runtime(String),
+    /// The command ran and its report is RED (exit status 1).
+    #[error("{0}")]
+    Red(String),
 }
 
 impl CliError {
@@ -55,7 +100,7 @@ impl CliError {
     pub fn exit_code(&self) -> i32 {
         match self {
             CliError::Config(_) => 2,
-            CliError::Runtime(_) => 1,
+            CliError::Runtime(_) | CliError::Red(_) => 1,
         }
     }
 }
@@ -66,5 +111,11 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         None => run::run(run::RunArgs::default()).await,
         Some(Command::Run(args)) => run::run(args).await,
         Some(Command::Tools(args)) => tools::print(args),
+        Some(Command::Setup(args)) => setup::run(args).await,
+        Some(Command::Doctor(args)) => doctor::run(args).await,
+        Some(Command::Bootstrap(args)) => bootstrap::run(args),
+        Some(Command::Harden(args)) => harden::run(args),
+        Some(Command::List) => list::run(),
+        Some(Command::Completions(args)) => completions::run(args),
     }
 }

@@ -391,3 +391,25 @@ fn explicit_path(raw: &str, cwd: &Path) -> Result<PathBuf, ConfigError> {
     }
     Ok(cwd.join(value))
 }
+
+/// Validates an instance-file object as if it had been read from `path` (`setup` checks the file
+/// it is about to write, so errors name the real file and nothing invalid is ever written).
+pub fn parse_instance_object(
+    path: &Path,
+    map: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Config, ConfigError> {
+    let (proxmox, ssh) = keys::parse_object(path, map, home_from_env(&ProcessEnv).as_deref())?;
+    Ok(Config {
+        proxmox: Some(proxmox),
+        ssh,
+        source: ConfigSource::File {
+            path: path.to_path_buf(),
+            instance: instances::instance_name_for(path),
+        },
+    })
+}
+
+/// The home folder from `HOME` / `USERPROFILE` (the platform's own variable first).
+pub fn home_dir(env: &dyn EnvSource) -> Option<PathBuf> {
+    home_from_env(env)
+}

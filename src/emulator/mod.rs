@@ -66,6 +66,11 @@ pub struct EmulatorOptions {
     /// Three nodes plus the "emu-cluster" record (default) instead of a
     /// standalone `pve01`.
     pub cluster: bool,
+    /// Replace the token user's seeded grants by one role on `/` holding
+    /// exactly these privileges (unknown names ignored), so a test can see
+    /// what a token lacking some privilege experiences; `None` (default)
+    /// keeps the seeded grants.
+    pub privileges: Option<Vec<String>>,
 }
 
 impl Default for EmulatorOptions {
@@ -78,6 +83,7 @@ impl Default for EmulatorOptions {
             token_secret: "emulator-secret-token".into(),
             task_duration: Duration::from_millis(250),
             cluster: true,
+            privileges: None,
         }
     }
 }
@@ -129,6 +135,32 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Replaces `userid`'s ACL entries by one propagating role on `/` holding
+/// exactly `privileges` (names no built-in role knows are dropped).
+fn restrict_privileges(state: &mut EmuState, userid: &str, privileges: &[String]) {
+    use state_security::{Acl, Role, UgKind};
+    let sec = &mut state.security;
+    let known: Vec<&'static str> = sec.roles.iter().flat_map(|r| r.privs.clone()).collect();
+    let privs: Vec<&'static str> = privileges
+        .iter()
+        .filter_map(|p| known.iter().copied().find(|k| k == p))
+        .collect();
+    sec.roles.push(Role {
+        roleid: "EmuRestricted".into(),
+        privs,
+        special: false,
+    });
+    sec.acls
+        .retain(|a| !(a.kind == UgKind::User && a.ugid == userid));
+    sec.acls.push(Acl {
+        path: "/".into(),
+        kind: UgKind::User,
+        ugid: userid.into(),
+        roleid: "EmuRestricted".into(),
+        propagate: true,
+    });
+}
+
 /// A running emulator. Dropping it stops the server.
 pub struct Emulator {
     shared: Arc<Shared>,
@@ -151,13 +183,20 @@ impl Emulator {
             "PVEAPIToken={}@{}!{}={}",
             opts.user, opts.realm, opts.token_name, opts.token_secret
         );
-        let state = seed::seed(
+        let mut state = seed::seed(
             opts.cluster,
             material.fingerprint.clone(),
             opts.task_duration,
             format!("{}@{}", opts.user, opts.realm),
             opts.token_name.clone(),
         );
+        if let Some(privileges) = &opts.privileges {
+            restrict_privileges(
+                &mut state,
+                &format!("{}@{}", opts.user, opts.realm),
+                privileges,
+            );
+        }
         let shared = Arc::new(Shared {
             token_header,
             state: Mutex::new(state),

@@ -277,3 +277,85 @@ impl McpProcess {
         }
     }
 }
+
+/// A temporary HOME and working directory for one CLI scenario.
+pub struct CliDirs {
+    /// The HOME folder.
+    pub home: tempfile::TempDir,
+    /// The working directory (project scope).
+    pub cwd: tempfile::TempDir,
+}
+
+impl CliDirs {
+    /// Two fresh empty folders.
+    pub fn new() -> CliDirs {
+        CliDirs {
+            home: tempfile::tempdir().expect("tempdir"),
+            cwd: tempfile::tempdir().expect("tempdir"),
+        }
+    }
+
+    /// Runs the binary with a clean environment (PATH, HOME plus `env`) in `cwd`, feeding
+    /// `stdin` (empty when `None`).
+    pub async fn run(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        stdin: Option<&str>,
+    ) -> std::process::Output {
+        let mut command = Command::new(binary());
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("RUST_LOG", "warn")
+            .current_dir(self.cwd.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().expect("binary spawns");
+        let mut input = child.stdin.take().expect("stdin");
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).await.expect("write stdin");
+        }
+        drop(input);
+        tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("command finishes within 60 s")
+            .expect("wait")
+    }
+}
+
+/// stdout + stderr of an output, for assertion messages.
+pub fn text_of(out: &std::process::Output) -> String {
+    format!(
+        "status {:?}\n--- stdout\n{}\n--- stderr\n{}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Scripted `setup` flags pointing at `emu` (secret read from stdin), pinned to its certificate.
+pub fn setup_flags(emu: &Emulator) -> Vec<String> {
+    let opts = EmulatorOptions::default();
+    vec![
+        "setup".into(),
+        "--proxmox-host".into(),
+        emu.host().into(),
+        "--proxmox-port".into(),
+        emu.port().to_string(),
+        "--proxmox-user".into(),
+        opts.user,
+        "--token-name".into(),
+        opts.token_name,
+        "--token-secret-stdin".into(),
+        "--tls-fingerprint".into(),
+        emu.cert_fingerprint().expect("https emulator"),
+    ]
+}

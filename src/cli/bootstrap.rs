@@ -1,0 +1,221 @@
+//! `bootstrap`: print the `pveum` commands that create the API user, a role for the chosen tier
+//! and a token — contacting nothing.
+//!
+//! Invariants: the role of a tier holds exactly the privileges that tier's tools need (the union
+//! of [`super::privileges::TOOL_PRIVILEGES`] rows, generated from the official API schema); the
+//! printed script runs in `bash -e` and stops at the first real failure (no `|| echo` masking); a private key
+//! is never printed or authorised.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::privileges::TOOL_PRIVILEGES;
+use super::setup::DEFAULT_SSH_KEY;
+use super::{CliError, sshkey};
+use crate::catalog::{self, Tier};
+use crate::config::{ProcessEnv, home_dir};
+
+/// Flags of `bootstrap`.
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    /// API user to create (without realm).
+    #[arg(long, default_value = "mcp")]
+    pub user: String,
+    /// Realm of the user.
+    #[arg(long, default_value = "pve")]
+    pub realm: String,
+    /// Token id to create.
+    #[arg(long, default_value = "nandi")]
+    pub token_name: String,
+    /// Access tier the role is for: read-only, read-execute or full.
+    #[arg(long, default_value = "read-only")]
+    pub tier: String,
+    /// Public key to authorise for SSH (with --new-ssh-key: where to create the key pair).
+    #[arg(long, value_name = "PATH")]
+    pub ssh_key: Option<PathBuf>,
+    /// Generate an ed25519 key pair first (default path ~/.ssh/id_ed25519_proxmox, which is
+    /// also setup's default).
+    #[arg(long)]
+    pub new_ssh_key: bool,
+}
+
+/// The dedicated role of a tier.
+pub fn role_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::ReadOnly => "NandiMcpReadOnly",
+        Tier::ReadExecute => "NandiMcpReadExecute",
+        Tier::Full => "NandiMcpFull",
+    }
+}
+
+fn tier_rank(t: Tier) -> u8 {
+    match t {
+        Tier::ReadOnly => 0,
+        Tier::ReadExecute => 1,
+        Tier::Full => 2,
+    }
+}
+
+/// Privileges the tools of `tier` (and the tiers below it) need, sorted.
+pub fn privileges_for(tier: Tier) -> BTreeSet<&'static str> {
+    TOOL_PRIVILEGES
+        .iter()
+        .filter(|(tool, _)| {
+            catalog::find(tool).is_some_and(|spec| tier_rank(spec.tier) <= tier_rank(tier))
+        })
+        .flat_map(|(_, needs)| needs.iter().map(|(_, privilege)| *privilege))
+        .collect()
+}
+
+fn check_id(flag: &str, value: &str) -> Result<String, CliError> {
+    let v = value.trim();
+    let mut chars = v.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(v.to_owned())
+    } else {
+        Err(CliError::Config(format!(
+            "{flag} `{value}` must match ^[A-Za-z0-9][A-Za-z0-9._-]*$"
+        )))
+    }
+}
+
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Reads and checks a public key file: no private key, a known key type.
+fn read_public_key(path: &Path) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Config(format!("cannot read {}: {e}", path.display())))?;
+    if text.contains("PRIVATE KEY") {
+        return Err(CliError::Config(format!(
+            "{} is a PRIVATE key; pass the public key ({}.pub)",
+            path.display(),
+            path.display()
+        )));
+    }
+    let line = text.trim().to_owned();
+    let known = ["ssh-ed25519", "ssh-rsa", "ecdsa-sha2-", "sk-ssh-"];
+    let mut parts = line.splitn(2, char::is_whitespace);
+    let kind = parts.next().unwrap_or_default();
+    let valid = known.iter().any(|k| kind.starts_with(k))
+        && (kind.starts_with("ecdsa-sha2-")
+            || kind.starts_with("sk-ssh-")
+            || known.contains(&kind))
+        && parts.next().is_some_and(|rest| !rest.trim().is_empty())
+        && !line.contains('\n');
+    if !valid {
+        return Err(CliError::Config(format!(
+            "{} is not an OpenSSH public key (one line starting with ssh-ed25519, ssh-rsa, \
+             ecdsa-sha2-* or sk-ssh-*)",
+            path.display()
+        )));
+    }
+    Ok(line)
+}
+
+/// Runs `bootstrap`.
+pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
+    let user = check_id("--user", &args.user)?;
+    let realm = check_id("--realm", &args.realm)?;
+    let token = check_id("--token-name", &args.token_name)?;
+    let tier = Tier::parse(&args.tier).ok_or_else(|| {
+        CliError::Config(format!(
+            "--tier `{}` is not a tier; valid tiers: read-only, read-execute, full",
+            args.tier
+        ))
+    })?;
+    let account = format!("{user}@{realm}");
+    let role = role_name(tier);
+    let privs: Vec<&str> = privileges_for(tier).into_iter().collect();
+
+    let mut key_line = None;
+    println!(
+        "nandi-proxmox-mcp bootstrap — tier {} (prints only; contacts nothing)",
+        tier.as_str()
+    );
+    if args.new_ssh_key {
+        let path = match &args.ssh_key {
+            Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
+            None => home_dir(&ProcessEnv)
+                .ok_or_else(|| CliError::Config("HOME is not set; pass --ssh-key PATH".into()))?
+                .join(DEFAULT_SSH_KEY),
+        };
+        if path.exists() {
+            let public = sshkey::pub_path(&path);
+            if !public.exists() {
+                return Err(CliError::Config(format!(
+                    "{} exists but {} does not; recreate it with `ssh-keygen -y -f {} > {}`",
+                    path.display(),
+                    public.display(),
+                    path.display(),
+                    public.display()
+                )));
+            }
+            println!("Reusing the existing key {}", path.display());
+            key_line = Some(read_public_key(&public)?);
+        } else {
+            let key = sshkey::generate(&path, "nandi-proxmox-mcp").map_err(CliError::Runtime)?;
+            println!(
+                "Generated an ed25519 key pair: {} (private, mode 0600) and {}",
+                key.private.display(),
+                key.public.display()
+            );
+            key_line = Some(key.public_line);
+        }
+    } else if let Some(p) = &args.ssh_key {
+        key_line = Some(read_public_key(p)?);
+    }
+
+    println!("\nRun these commands as root on any node of the cluster (a shell on the node, or");
+    println!("Datacenter > node > Shell in the web UI):\n");
+    println!("--- copy from here ---");
+    // A child shell with -e stops at the first real failure without closing the pasting
+    // user's own shell (a bare `set -e` pasted interactively would log them out on an error).
+    println!("bash -e <<'NANDI_BOOTSTRAP'");
+    println!("# 1. The API user (created only when it does not exist yet).");
+    println!(
+        "pveum user list --output-format json | grep -q '\"userid\":\"{account}\"' || pveum user add {account} --comment \"nandi-proxmox-mcp\""
+    );
+    println!(
+        "# 2. A role with exactly the {} privileges the {} tools need (docs/PERMISSIONS.md).",
+        privs.len(),
+        tier.as_str()
+    );
+    let privs_arg = privs.join(",");
+    println!(
+        "if pveum role list --output-format json | grep -q '\"roleid\":\"{role}\"'; then pveum role modify {role} --privs \"{privs_arg}\"; else pveum role add {role} --privs \"{privs_arg}\"; fi"
+    );
+    println!("pveum acl modify / --users {account} --roles {role}");
+    println!("# 3. The token. --privsep 0: the token acts with the user's role (a token with");
+    println!("#    privilege separation starts with no permissions and every call fails).");
+    println!("#    The secret is shown ONCE: copy the \"value\" field. This fails if the token");
+    println!("#    exists: remove it first with `pveum user token remove {account} {token}`.");
+    println!("pveum user token add {account} {token} --privsep 0");
+    if let Some(line) = &key_line {
+        println!("# 4. Authorise the SSH key (/root/.ssh/authorized_keys is shared by all nodes");
+        println!("#    through /etc/pve, so once is enough for the whole cluster).");
+        println!("mkdir -p /root/.ssh && chmod 700 /root/.ssh");
+        let q = quote(line);
+        println!("grep -qxF {q} /root/.ssh/authorized_keys 2>/dev/null || \\");
+        println!("  echo {q} >> /root/.ssh/authorized_keys");
+        println!("chmod 600 /root/.ssh/authorized_keys");
+    }
+    println!("NANDI_BOOTSTRAP");
+    println!("--- to here ---\n");
+    println!("Then, on this machine:");
+    println!(
+        "  nandi-proxmox-mcp setup --access-tier {} (the wizard asks for the host and the secret)",
+        tier.as_str()
+    );
+    if key_line.is_none() {
+        println!(
+            "No SSH key given: the REST tools need none (add --new-ssh-key for container commands)."
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,208 @@
+//! The `permissions`, `tls` and `remote-op` checks of `doctor`.
+//!
+//! Invariants: `permissions` compares the token's own `/access/permissions` with the generated
+//! per-tool privilege table for exactly the tools the policy registers; `tls` reads the
+//! certificate without trusting it; `remote-op` never reports RED on a REST-only installation.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+
+use super::super::privileges::TOOL_PRIVILEGES;
+use super::super::probe;
+use super::super::report::{Item, Report};
+use crate::config::{self, Config, TlsSetting};
+use crate::policy::Settings;
+use crate::pve;
+use crate::registry::Registry;
+
+/// Privileges the token holds on `/` and on each object type's root.
+fn granted(perms: &Value, acl_path: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let root = acl_path
+        .split('/')
+        .nth(1)
+        .filter(|s| !s.is_empty() && !s.starts_with('{'))
+        .map(|s| format!("/{s}"));
+    for path in std::iter::once("/".to_owned()).chain(root) {
+        if let Some(map) = perms.get(&path).and_then(Value::as_object) {
+            for (p, v) in map {
+                if v.as_i64().unwrap_or(0) != 0 || v.as_bool() == Some(true) {
+                    out.insert(p.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+pub(super) async fn permissions(
+    client: &pve::Client,
+    policy_env: Option<&BTreeMap<String, String>>,
+) -> Item {
+    let settings = Settings::from_lookup(|k| {
+        policy_env
+            .and_then(|env| env.get(k).cloned())
+            .or_else(|| std::env::var(k).ok())
+    });
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => return Item::red("permissions", e.to_string(), None),
+    };
+    let perms = match probe::get(client, "/access/permissions").await {
+        Ok(v) => v,
+        Err(e) => {
+            return Item::red(
+                "permissions",
+                format!("cannot read the token's permissions: {e}"),
+                e.hint(),
+            );
+        }
+    };
+    let registry = Registry::build(&settings);
+    let table: BTreeMap<&str, &[(&str, &str)]> = TOOL_PRIVILEGES.iter().copied().collect();
+    let mut failing: Vec<String> = Vec::new();
+    let mut missing_all: BTreeSet<&str> = BTreeSet::new();
+    for entry in registry.entries().iter().filter(|e| e.alias_for.is_none()) {
+        let needs = table.get(entry.spec.name).copied().unwrap_or(&[]);
+        let missing: Vec<&str> = needs
+            .iter()
+            .filter(|(path, privilege)| !granted(&perms, path).contains(*privilege))
+            .map(|(_, p)| *p)
+            .collect();
+        if !missing.is_empty() {
+            missing_all.extend(missing.iter().copied());
+            failing.push(format!("{} ({})", entry.spec.name, missing.join(", ")));
+        }
+    }
+    let tier = settings.tier.as_str();
+    if failing.is_empty() {
+        return Item::green(
+            "permissions",
+            format!(
+                "the token holds every privilege the {} registered tools ({tier}) need",
+                registry.canonical_count()
+            ),
+        );
+    }
+    Item::red(
+        "permissions",
+        format!(
+            "{} tool(s) will fail with 403: {}",
+            failing.len(),
+            failing.join("; ")
+        ),
+        Some(format!(
+            "grant {} on /: run the commands of `nandi-proxmox-mcp bootstrap --tier {tier}` (docs/PERMISSIONS.md lists each tool's privileges)",
+            missing_all.into_iter().collect::<Vec<_>>().join(",")
+        )),
+    )
+}
+
+pub(super) async fn tls(proxmox: &config::ProxmoxConfig) -> Item {
+    let mode = match &proxmox.tls {
+        TlsSetting::Verify => "system CA store".to_owned(),
+        TlsSetting::CaFile(p) => format!("CA file {}", p.display()),
+        TlsSetting::Fingerprint(fp) => format!("pinned fingerprint {fp}"),
+        TlsSetting::Insecure => "verification OFF (allowInsecureTls)".to_owned(),
+    };
+    let cert = match probe::certificate(&proxmox.host, proxmox.port).await {
+        Ok(c) => c,
+        Err(e) => {
+            return Item::red(
+                "tls",
+                format!("{mode}; could not read the certificate: {e}"),
+                None,
+            );
+        }
+    };
+    let now = chrono::Utc::now().timestamp();
+    let expiry = match cert.not_after {
+        Some(t) => {
+            let days = (t - now) / 86_400;
+            if t < now {
+                return Item::red(
+                    "tls",
+                    format!("{mode}; the certificate EXPIRED {} day(s) ago", -days),
+                    Some("renew it on the node: `pvecm updatecerts --force` (self-signed) or your ACME setup".into()),
+                );
+            }
+            format!("expires in {days} day(s)")
+        }
+        None => "expiry unknown".to_owned(),
+    };
+    let detail = format!("{mode}; certificate SHA-256 {}; {expiry}", cert.fingerprint);
+    match &proxmox.tls {
+        TlsSetting::Fingerprint(fp) if !fp.eq_ignore_ascii_case(&cert.fingerprint) => Item::red(
+            "tls",
+            format!("pinned {fp} but the server presents {}", cert.fingerprint),
+            Some("if the node's certificate was renewed on purpose, pin the new fingerprint (check it with `pvenode cert info` on the node)".into()),
+        ),
+        TlsSetting::Insecure => Item::green("tls", detail).with_fix(format!(
+            "pin the certificate instead of turning checks off: tlsFingerprint = {}",
+            cert.fingerprint
+        )),
+        _ => Item::green("tls", detail),
+    }
+}
+
+pub(super) async fn remote(ctid: Option<u32>, config: &Config, report: &mut Report) {
+    let Some(ssh) = &config.ssh else {
+        report.push(Item::skip(
+            "sshBatch",
+            "SSH is not configured (REST-only installation)",
+        ));
+        return;
+    };
+    let addr = format!(
+        "{}:{}",
+        ssh.host.trim_start_matches('[').trim_end_matches(']'),
+        ssh.port
+    );
+    let banner = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut stream = tokio::net::TcpStream::connect(&addr).await?;
+        let mut buf = vec![0u8; 256];
+        let n = stream.read(&mut buf).await?;
+        Ok::<_, std::io::Error>(
+            String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned(),
+        )
+    })
+    .await;
+    match banner {
+        Ok(Ok(b)) if b.starts_with("SSH-") => report.push(Item::green(
+            "sshBatch",
+            format!("sshd answers at {addr} ({b})"),
+        )),
+        Ok(Ok(b)) => report.push(Item::red(
+            "sshBatch",
+            format!("{addr} answered but not as SSH ({b:?})"),
+            Some("check sshPort".into()),
+        )),
+        Ok(Err(e)) => report.push(Item::red(
+            "sshBatch",
+            format!("cannot connect to {addr}: {e}"),
+            Some("check that sshd runs and the port is reachable".into()),
+        )),
+        Err(_) => report.push(Item::red(
+            "sshBatch",
+            format!("no answer from {addr} within 10s"),
+            Some("check the VPN and firewall".into()),
+        )),
+    }
+    match ctid {
+        Some(ctid) => report.push(Item::skip(
+            "pctExec",
+            format!("container {ctid}: remote commands are not available in this build"),
+        )),
+        None => report.push(Item::skip(
+            "pctExec",
+            "no container id given (--ctid or NANDI_DOCTOR_CTID)",
+        )),
+    }
+}

@@ -1,0 +1,195 @@
+//! The second half of `setup`: probe, name the instance, write the instance file, the
+//! `.gitignore` entry, the client entries and the human-gate rules, then report.
+//!
+//! Invariant: the probe runs before anything is written (its cluster name can name the
+//! instance) and the final status decides the exit code.
+
+use super::{Answers, Common, SetupArgs, config_err, instance, server_entry};
+use crate::catalog::Tier;
+use crate::cli::clients::{self, ClientId};
+use crate::cli::report::{Item, Report, use_colour};
+use crate::cli::{CliError, files, harden, probe};
+use crate::config::instances::{self, CONFIG_DIR_NAME, DEFAULT_INSTANCE_NAME};
+use crate::config::{ProxmoxConfig, Scope};
+use crate::pve;
+
+/// Probe result used for naming and for the report.
+struct ProbeOutcome {
+    items: Vec<Item>,
+    cluster_name: Option<String>,
+}
+
+async fn probe_connection(proxmox: &ProxmoxConfig) -> ProbeOutcome {
+    let mut items = Vec::new();
+    let client = match pve::Client::new(&probe::connection(proxmox)) {
+        Ok(c) => c,
+        Err(e) => {
+            items.push(probe::diagnose("listNodes", proxmox, &e).await);
+            return ProbeOutcome {
+                items,
+                cluster_name: None,
+            };
+        }
+    };
+    let mut cluster_name = None;
+    match probe::get(&client, "/nodes").await {
+        Ok(nodes) => {
+            let names: Vec<String> = nodes
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|n| n["node"].as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            items.push(Item::green(
+                "listNodes",
+                format!("API reachable; nodes: {}", names.join(", ")),
+            ));
+            match probe::get(&client, "/cluster/status").await {
+                Ok(status) => {
+                    let cluster = status
+                        .as_array()
+                        .and_then(|a| a.iter().find(|r| r["type"] == "cluster"));
+                    let detail = match cluster {
+                        Some(c) => {
+                            cluster_name = c["name"].as_str().map(str::to_owned);
+                            let quorate = c["quorate"].as_i64() == Some(1);
+                            format!(
+                                "cluster `{}` with {} node(s){}",
+                                c["name"].as_str().unwrap_or("?"),
+                                c["nodes"],
+                                if quorate {
+                                    ""
+                                } else {
+                                    " — WARNING: not quorate"
+                                }
+                            )
+                        }
+                        None => "standalone node".to_owned(),
+                    };
+                    items.push(Item::green("installation", detail));
+                }
+                Err(e) => items.push(Item::skip(
+                    "installation",
+                    format!(
+                        "cluster status unavailable ({}); naming falls back to `proxmox`",
+                        e.code()
+                    ),
+                )),
+            }
+        }
+        Err(e) => items.push(probe::diagnose("listNodes", proxmox, &e).await),
+    }
+    ProbeOutcome {
+        items,
+        cluster_name,
+    }
+}
+
+pub(super) async fn finish(
+    args: &SetupArgs,
+    c: &Common,
+    answers: Answers,
+    tier: Tier,
+) -> Result<(), CliError> {
+    // Validate the connection keys on their own first, so bad flags fail before any probe.
+    let proxmox = instance::validate_core(&answers.core)?;
+    let probed = if args.skip_connectivity {
+        None
+    } else {
+        Some(probe_connection(&proxmox).await)
+    };
+    let name = match (
+        &args.name,
+        probed.as_ref().and_then(|p| p.cluster_name.clone()),
+    ) {
+        (Some(n), _) => instances::sanitize_name(n),
+        (None, Some(cluster)) => instances::sanitize_name(&cluster),
+        (None, None) => DEFAULT_INSTANCE_NAME.to_owned(),
+    };
+    let path = instances::instance_path(&c.paths, c.scope, &name)
+        .map_err(|e| config_err(e.to_string()))?;
+    let mut report = Report::default();
+    instance::write(&path, &answers)?;
+    report.push(Item::green(
+        "instance",
+        format!("`{name}` written to {} (mode 0600)", path.display()),
+    ));
+    if c.scope == Scope::Project {
+        match files::ensure_gitignore(&c.paths.cwd, &format!("{CONFIG_DIR_NAME}/")) {
+            Ok(true) => report.push(Item::green(
+                "gitignore",
+                format!("added {CONFIG_DIR_NAME}/ to .gitignore"),
+            )),
+            Ok(false) => report.push(Item::green(
+                "gitignore",
+                format!("{CONFIG_DIR_NAME}/ already ignored"),
+            )),
+            Err(e) => report.push(Item::red(
+                "gitignore",
+                e.to_string(),
+                Some(format!(
+                    "add `{CONFIG_DIR_NAME}/` to .gitignore by hand: the folder holds secrets"
+                )),
+            )),
+        }
+    }
+    let entry = server_entry(&path, tier, c.module);
+    for client in &c.clients {
+        let check = format!("mcpConfig:{}", client.as_str());
+        let item = match client.config_path(&c.paths, c.scope) {
+            Ok(file) => match clients::write_entry(*client, &file, &name, &entry) {
+                Ok(()) => Item::green(
+                    &check,
+                    format!("entry `{name}` merged into {}", file.display()),
+                ),
+                Err(e) => Item::red(&check, e.to_string(), None),
+            },
+            Err(e) => Item::red(&check, e, None),
+        };
+        report.push(item);
+    }
+    if c.clients.contains(&ClientId::ClaudeCode) {
+        match harden::apply(&c.paths, c.scope, &name) {
+            Ok(result) => report.push(Item::green(
+                "humanGate",
+                format!(
+                    "{} ask rule(s) added to {} ({} total)",
+                    result.added,
+                    result.path.display(),
+                    result.total
+                ),
+            )),
+            // Only a warning, as in the reference: the server works without the rules.
+            Err(e) => report.push(Item::skip("humanGate", format!("not written: {e}"))),
+        }
+    }
+    match probed {
+        Some(p) => p.items.into_iter().for_each(|i| report.push(i)),
+        None => report.push(Item::skip("connectivity", "skipped (--skip-connectivity)")),
+    }
+    let red = report.is_red();
+    println!("{}", report.render("nandi-proxmox-mcp setup", use_colour()));
+    println!("Final status: {}", if red { "RED" } else { "GREEN" });
+    println!(
+        "Instance: {name} ({}), credentials: {}",
+        c.scope,
+        path.display()
+    );
+    if c.tier_given {
+        println!("Access tier: {}", tier.as_str());
+    } else {
+        println!(
+            "Access tier: {} (the default; pass --access-tier read-execute or full for more tools)",
+            tier.as_str()
+        );
+    }
+    println!("Next: restart your MCP client, then run `nandi-proxmox-mcp doctor --name {name}`.");
+    if red {
+        return Err(CliError::Red(
+            "setup finished with RED items (see above)".into(),
+        ));
+    }
+    Ok(())
+}

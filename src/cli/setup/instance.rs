@@ -1,0 +1,118 @@
+//! Writing the instance file: merge into an existing file, validate, write 0600.
+//!
+//! Invariant: the keys `setup` owns (connection and TLS) are replaced as a group — so a stale
+//! `tlsFingerprint` cannot contradict a new `--allow-insecure-tls` — while every other key a person
+//! added (`sshNodes`, `sshStrategy`, `sshKnownHostsPath`, …) is kept unless SSH flags were given.
+
+use std::path::Path;
+
+use serde_json::{Map, Value, json};
+
+use super::Answers;
+use crate::cli::CliError;
+use crate::cli::files;
+use crate::config::{self, ProxmoxConfig};
+
+/// Keys `setup` always writes; an old value of any of them is dropped first.
+const CORE_KEYS: [&str; 9] = [
+    "proxmoxHost",
+    "proxmoxPort",
+    "proxmoxUser",
+    "proxmoxRealm",
+    "tokenName",
+    "tokenSecret",
+    "allowInsecureTls",
+    "tlsCaFile",
+    "tlsFingerprint",
+];
+
+/// Keys replaced when SSH flags are given.
+const SSH_OWNED: [&str; 5] = ["sshHost", "sshPort", "sshUser", "sshKeyPath", "sshStrategy"];
+
+/// What to do with the SSH part of the file.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum SshChoice {
+    /// No SSH flags: keep whatever the file has (a new file gets `sshStrategy: disabled`).
+    Keep,
+    /// SSH off.
+    Disabled,
+    /// These `ssh*` keys replace the file's.
+    Enabled(Map<String, Value>),
+}
+
+/// Validates the connection keys alone (SSH off) and returns the connection settings.
+pub(crate) fn validate_core(core: &Map<String, Value>) -> Result<ProxmoxConfig, CliError> {
+    let mut probe = core.clone();
+    probe.insert("sshStrategy".into(), json!("disabled"));
+    config::parse_instance_object(Path::new("(setup input)"), &probe)
+        .map_err(|e| CliError::Config(e.to_string()))?
+        .proxmox
+        .ok_or_else(|| CliError::Config("no Proxmox connection in the setup input".into()))
+}
+
+/// The merged file content (existing keys kept, owned keys replaced).
+pub(crate) fn merge(existing: Map<String, Value>, answers: &Answers) -> Map<String, Value> {
+    let mut merged = existing;
+    for key in CORE_KEYS {
+        merged.remove(key);
+    }
+    for (k, v) in &answers.core {
+        merged.insert(k.clone(), v.clone());
+    }
+    match &answers.ssh {
+        SshChoice::Keep => {
+            if !merged.keys().any(|k| k.starts_with("ssh")) {
+                merged.insert("sshStrategy".into(), json!("disabled"));
+            }
+        }
+        SshChoice::Disabled => {
+            merged.insert("sshStrategy".into(), json!("disabled"));
+        }
+        SshChoice::Enabled(ssh) => {
+            for key in SSH_OWNED {
+                merged.remove(key);
+            }
+            for (k, v) in ssh {
+                merged.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    merged
+}
+
+/// Merges, validates with the loader `run` uses, and writes the file with mode 0600.
+pub(crate) fn write(path: &Path, answers: &Answers) -> Result<(), CliError> {
+    let existing = files::read_json_object(path).map_err(|e| CliError::Config(e.to_string()))?;
+    let merged = merge(existing, answers);
+    config::parse_instance_object(path, &merged).map_err(|e| CliError::Config(e.to_string()))?;
+    files::write_atomic(path, &files::pretty(&Value::Object(merged)), true)
+        .map_err(|e| CliError::Runtime(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_added_keys_survive_and_tls_is_replaced() {
+        let existing: Map<String, Value> = serde_json::from_value(json!({
+            "proxmoxHost": "old", "tlsFingerprint": "AA", "sshKeyPath": "/k",
+            "sshStrategy": "hop", "sshNodes": {"pve2": {"host": "10.0.0.2"}}
+        }))
+        .unwrap();
+        let mut core = Map::new();
+        core.insert("proxmoxHost".into(), json!("new"));
+        core.insert("allowInsecureTls".into(), json!(true));
+        let merged = merge(
+            existing,
+            &Answers {
+                core,
+                ssh: SshChoice::Keep,
+            },
+        );
+        assert_eq!(merged["proxmoxHost"], "new");
+        assert!(!merged.contains_key("tlsFingerprint"));
+        assert_eq!(merged["sshStrategy"], "hop");
+        assert_eq!(merged["sshNodes"]["pve2"]["host"], "10.0.0.2");
+    }
+}

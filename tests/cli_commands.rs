@@ -1,0 +1,184 @@
+//! `bootstrap`, `harden`, `list`, `completions` and every command's `--help`.
+
+mod common;
+
+use common::{CliDirs, text_of};
+use nandi_proxmox_mcp::catalog::Tier;
+use nandi_proxmox_mcp::cli::bootstrap::{privileges_for, role_name};
+use serde_json::Value;
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_prints_a_least_privilege_role_per_tier() {
+    let d = CliDirs::new();
+    for tier in Tier::ALL {
+        let out = d
+            .run(&["bootstrap", "--tier", tier.as_str()], &[], None)
+            .await;
+        assert!(out.status.success(), "{}", text_of(&out));
+        let text = stdout(&out);
+        let privs: Vec<&str> = privileges_for(tier).into_iter().collect();
+        let role = role_name(tier);
+        assert!(
+            text.contains(&format!(
+                "pveum role add {role} --privs \"{}\"",
+                privs.join(",")
+            )),
+            "{text}"
+        );
+        assert!(text.contains(&format!(
+            "pveum acl modify / --users mcp@pve --roles {role}"
+        )));
+        assert!(text.contains("pveum user token add mcp@pve nandi --privsep 0"));
+        assert!(
+            text.contains("bash -e <<'NANDI_BOOTSTRAP'") && text.contains("\nNANDI_BOOTSTRAP\n")
+        );
+        assert!(!text.contains("|| echo"), "no failure masking: {text}");
+        assert!(!text.contains("PVEAdmin") && !text.contains("PVEAuditor"));
+        assert!(!text.contains("authorized_keys"), "no key given");
+    }
+    let ro = stdout(&d.run(&["bootstrap"], &[], None).await);
+    for forbidden in [
+        "VM.PowerMgmt",
+        "Sys.Modify",
+        "VM.Allocate",
+        "Permissions.Modify",
+    ] {
+        assert!(!ro.contains(forbidden), "read-only grants {forbidden}");
+    }
+    let out = d.run(&["bootstrap", "--tier", "admin"], &[], None).await;
+    assert_eq!(out.status.code(), Some(2));
+    let out = d.run(&["bootstrap", "--user", "-x"], &[], None).await;
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_new_ssh_key_generates_at_setups_default_path() {
+    let d = CliDirs::new();
+    let out = d.run(&["bootstrap", "--new-ssh-key"], &[], None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let key = d.home.path().join(".ssh/id_ed25519_proxmox");
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    assert!(public.starts_with("ssh-ed25519 "));
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+    let text = stdout(&out);
+    assert!(text.contains(&format!("'{}'", public.trim())), "{text}");
+    assert!(!text.contains("PRIVATE KEY"));
+    // OpenSSH itself accepts the key and derives the same public key from it (when installed).
+    if let Ok(derived) = std::process::Command::new("ssh-keygen")
+        .arg("-y")
+        .arg("-f")
+        .arg(&key)
+        .output()
+    {
+        assert!(derived.status.success(), "ssh-keygen rejects the key");
+        let derived = String::from_utf8_lossy(&derived.stdout);
+        let mine: Vec<&str> = public.split_whitespace().take(2).collect();
+        let theirs: Vec<&str> = derived.split_whitespace().take(2).collect();
+        assert_eq!(mine, theirs);
+    }
+    // Second run reuses the key.
+    let again = d.run(&["bootstrap", "--new-ssh-key"], &[], None).await;
+    assert!(stdout(&again).contains("Reusing the existing key"));
+    // A private key passed as --ssh-key is refused.
+    let out = d
+        .run(
+            &["bootstrap", "--ssh-key", key.to_str().unwrap()],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn harden_is_idempotent_and_refuses_malformed_settings() {
+    let d = CliDirs::new();
+    let out = d.run(&["harden"], &[], None).await;
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "no instance configured: {}",
+        text_of(&out)
+    );
+    let settings = d.cwd.path().join(".claude/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        r#"{"permissions":{"allow":["Bash(ls)"]},"model":"x"}"#,
+    )
+    .unwrap();
+    let out = d.run(&["harden", "--name", "lab"], &[], None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(stdout(&out).contains("mcp__lab__pve_stop_qemu_vm"));
+    let first = std::fs::read_to_string(&settings).unwrap();
+    let v: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(v["model"], "x");
+    assert_eq!(v["permissions"]["allow"][0], "Bash(ls)");
+    let ask = v["permissions"]["ask"].as_array().unwrap();
+    assert!(
+        ask.iter().any(|r| r == "mcp__lab__stopVM"),
+        "aliases covered"
+    );
+    let out = d.run(&["harden", "--name", "lab"], &[], None).await;
+    assert!(stdout(&out).contains("already covered"));
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        first,
+        "idempotent"
+    );
+    std::fs::write(&settings, r#"{"permissions":{"ask":"no"}}"#).unwrap();
+    let out = d.run(&["harden", "--name", "lab"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(&settings).unwrap(),
+        r#"{"permissions":{"ask":"no"}}"#
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_completions_and_help() {
+    let d = CliDirs::new();
+    let out = d.run(&["list"], &[], None).await;
+    assert!(stdout(&out).contains("No Proxmox instances configured yet"));
+    let dir = d.home.path().join(".nandi-proxmox-mcp");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("lab.json"), "{}").unwrap();
+    let text = stdout(&d.run(&["list"], &[], None).await);
+    assert!(text.contains("Configured Proxmox instances (1):"), "{text}");
+    assert!(
+        text.contains("scope:  user") && text.contains("prefixed with \"lab\""),
+        "{text}"
+    );
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = d.run(&["completions", shell], &[], None).await;
+        assert!(
+            out.status.success() && stdout(&out).contains("bootstrap"),
+            "{shell}"
+        );
+    }
+    for cmd in [
+        "run",
+        "tools",
+        "setup",
+        "doctor",
+        "bootstrap",
+        "harden",
+        "list",
+        "completions",
+    ] {
+        let out = d.run(&[cmd, "--help"], &[], None).await;
+        assert!(
+            stdout(&out).contains("Examples:"),
+            "{cmd} --help has examples"
+        );
+    }
+}

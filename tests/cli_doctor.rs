@@ -1,0 +1,184 @@
+//! `doctor` against the emulator: green, red on a bad token or missing privileges, unknown
+//! checks refused, environment configuration, exit codes.
+
+mod common;
+
+use common::{CliDirs, text_of};
+use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use serde_json::Value;
+
+fn env_of(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
+}
+
+fn item<'a>(report: &'a Value, check: &str) -> &'a Value {
+    report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["check"] == check)
+        .unwrap_or_else(|| panic!("no {check} item: {report:#}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn environment_configuration_is_checked_and_green() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let env = common::env_for(&emu);
+    let out = d.run(&["doctor", "--json"], &env_of(&env), None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(item(&report, "config")["detail"], "environment variables");
+    assert_eq!(item(&report, "mcpConfig")["status"], "SKIP");
+    assert_eq!(item(&report, "listNodes")["detail"], "Found 3 nodes");
+    let tls = item(&report, "tls");
+    assert_eq!(tls["status"], "GREEN");
+    assert!(
+        tls["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&emu.cert_fingerprint().unwrap())
+    );
+    assert_eq!(item(&report, "sshBatch")["status"], "SKIP");
+    let out = d
+        .run(&["doctor", "--check", "nodes"], &env_of(&env), None)
+        .await;
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[GREEN] listNodes: Found 3 nodes"), "{text}");
+    assert!(!text.contains('\x1b'), "no colour when piped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_token_is_red_and_exits_nonzero() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let mut env = common::env_for(&emu);
+    for (k, v) in &mut env {
+        if k == "PROXMOX_TOKEN_SECRET" {
+            *v = "not-the-right-secret".into();
+        }
+    }
+    let out = d
+        .run(&["doctor", "--check", "nodes,vms"], &env_of(&env), None)
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[RED] listNodes: authentication failed (HTTP 401)"),
+        "{text}"
+    );
+    assert!(text.contains("fix: "), "{text}");
+    assert!(text.contains("--privsep 0"), "{text}");
+    assert!(!text.contains("not-the-right-secret"));
+    assert!(text.contains("[SKIP] vms"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_privileges_name_the_tools_that_will_fail() {
+    let emu = Emulator::start(EmulatorOptions {
+        privileges: Some(vec!["Sys.Audit".into()]),
+        ..EmulatorOptions::default()
+    })
+    .await
+    .unwrap();
+    let d = CliDirs::new();
+    let env = common::env_for(&emu);
+    let out = d
+        .run(
+            &["doctor", "--check", "permissions", "--json"],
+            &env_of(&env),
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = item(&report, "permissions");
+    assert_eq!(p["status"], "RED");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(detail.contains("pve_list_qemu_vms (VM.Audit)"), "{detail}");
+    assert!(
+        !detail.contains("pve_get_cluster_status"),
+        "Sys.Audit is granted: {detail}"
+    );
+    assert!(
+        p["fix"]
+            .as_str()
+            .unwrap()
+            .contains("bootstrap --tier read-only")
+    );
+    // Full privileges: green.
+    let emu = common::emulator().await;
+    let env = common::env_for(&emu);
+    let out = d
+        .run(&["doctor", "--check", "permissions"], &env_of(&env), None)
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_checks_and_missing_configuration() {
+    let d = CliDirs::new();
+    let out = d
+        .run(&["doctor", "--check", "nodes,bogus"], &[], None)
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown check `bogus`"));
+    let out = d.run(&["doctor"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[RED] config"));
+    let out = d.run(&["doctor", "--name", "nope"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[RED] instance"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pin_mismatch_and_refused_connections_are_diagnosed() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let mut env = common::env_for(&emu);
+    let wrong = vec!["AB"; 32].join(":");
+    for (k, v) in &mut env {
+        if k == "PROXMOX_TLS_FINGERPRINT" {
+            *v = wrong.clone();
+        }
+    }
+    let out = d
+        .run(
+            &["doctor", "--check", "nodes,tls", "--json"],
+            &env_of(&env),
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let real = emu.cert_fingerprint().unwrap();
+    let tls = item(&report, "tls");
+    assert_eq!(tls["status"], "RED");
+    assert!(tls["detail"].as_str().unwrap().contains(&real), "{tls}");
+    let nodes = item(&report, "listNodes");
+    assert!(nodes["fix"].as_str().unwrap().contains(&real), "{nodes}");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let mut env = common::env_for(&emu);
+    for (k, v) in &mut env {
+        if k == "PROXMOX_PORT" {
+            *v = port.to_string();
+        }
+    }
+    let out = d
+        .run(&["doctor", "--check", "nodes"], &env_of(&env), None)
+        .await;
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[RED] listNodes: connection refused"),
+        "{text}"
+    );
+    assert!(text.contains("pveproxy"), "{text}");
+}

@@ -1,0 +1,359 @@
+//! Generates `src/cli/privileges.rs` and `docs/PERMISSIONS.md` from the catalog and the official
+//! PVE API schema (`permissions` of each tool's endpoint), and fails when the committed files
+//! drift. `UPDATE_PRIVILEGES=1 cargo test --test privileges` rewrites them.
+//!
+//! Derivation: `check: ['perm', path, [privs]]` needs every listed privilege (with `'any', 1`,
+//! the first — the least powerful); `and` joins, `or` takes the alternative needing least;
+//! `perm-modify` needs `Permissions.Modify`; `userid-param`/`userid-group` need the named
+//! privileges on `/access/…`. `user: all` needs nothing — except that the endpoint's description
+//! names what filters the answer (a GET lists only objects with `*.Audit`) or what it needs for its
+//! plain use (a write, ignoring sentences about optional parameters/settings).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use nandi_proxmox_mcp::catalog::{self, Tier};
+use nandi_proxmox_mcp::cli::bootstrap::{privileges_for, role_name};
+use serde_json::Value;
+
+type Needs = BTreeSet<(String, String)>;
+
+fn load_endpoints() -> Option<Value> {
+    let path = common::shared_dir().join("pve-api/endpoints-pve-9.1.json.gz");
+    let Ok(file) = std::fs::File::open(&path) else {
+        assert!(!common::in_ci(), "{} missing under CI", path.display());
+        eprintln!("skipping: {} not found", path.display());
+        return None;
+    };
+    Some(serde_json::from_reader(flate2::read::GzDecoder::new(file)).expect("gzip JSON"))
+}
+
+fn privs_of(list: &Value) -> Vec<String> {
+    match list {
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|p| p.as_str().map(str::to_owned))
+            .collect(),
+        Value::String(s) => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn walk(check: &Value) -> Needs {
+    let Some(items) = check.as_array() else {
+        return Needs::new();
+    };
+    let kind = items.first().and_then(Value::as_str).unwrap_or_default();
+    match kind {
+        "perm" => {
+            let path = items
+                .get(1)
+                .and_then(Value::as_str)
+                .unwrap_or("/")
+                .to_owned();
+            let privs = items.get(2).map(privs_of).unwrap_or_default();
+            let any = items.iter().skip(3).any(|o| o == "any");
+            let chosen: Vec<String> = if any {
+                privs.into_iter().take(1).collect()
+            } else {
+                privs
+            };
+            chosen.into_iter().map(|p| (path.clone(), p)).collect()
+        }
+        "and" => items.iter().skip(1).flat_map(walk).collect(),
+        "or" => items
+            .iter()
+            .skip(1)
+            .map(walk)
+            .min_by_key(BTreeSet::len)
+            .unwrap_or_default(),
+        "perm-modify" => {
+            let path = items
+                .get(1)
+                .and_then(Value::as_str)
+                .unwrap_or("/")
+                .to_owned();
+            [(path, "Permissions.Modify".to_owned())].into()
+        }
+        "userid-param" => match items.get(1).and_then(Value::as_str) {
+            Some("self") | None => Needs::new(),
+            Some(p) => [("/access/realm/{realm}".to_owned(), p.to_owned())].into(),
+        },
+        "userid-group" => items
+            .get(1)
+            .map(privs_of)
+            .unwrap_or_default()
+            .into_iter()
+            .map(|p| ("/access/groups".to_owned(), p))
+            .collect(),
+        _ => Needs::new(),
+    }
+}
+
+fn mentioned(text: &str) -> Vec<String> {
+    let re = regex::Regex::new(
+        r"\b(VM|Sys|Datastore|Pool|SDN|Mapping|User|Group|Realm|Permissions)\.[A-Z][A-Za-z]*(\.[A-Z][A-Za-z]*)?",
+    )
+    .unwrap();
+    re.find_iter(text).map(|m| m.as_str().to_owned()).collect()
+}
+
+fn from_description(method: &str, description: &str) -> Needs {
+    let mut needs = Needs::new();
+    if method == "GET" {
+        for p in mentioned(description) {
+            if p.ends_with(".Audit") {
+                needs.insert(("/".to_owned(), p));
+            }
+        }
+        return needs;
+    }
+    for sentence in description.split(". ") {
+        let lower = sentence.to_lowercase();
+        if ["parameter", "setting", "option", "restricted"]
+            .iter()
+            .any(|w| lower.contains(w))
+        {
+            continue;
+        }
+        for p in mentioned(sentence) {
+            needs.insert(("/".to_owned(), p));
+        }
+    }
+    needs
+}
+
+struct Row {
+    tool: &'static str,
+    tier: Tier,
+    method: &'static str,
+    path: &'static str,
+    needs: Needs,
+    note: String,
+}
+
+fn rows(endpoints: &Value) -> Vec<Row> {
+    catalog::all()
+        .map(|spec| {
+            let (method, path) = spec.backend.method_and_path();
+            let method = method.as_str();
+            let perms = &endpoints[path][method]["permissions"];
+            let (needs, note) = if perms.is_null() {
+                (
+                    Needs::new(),
+                    "endpoint not in the PVE 9.1 schema".to_owned(),
+                )
+            } else if let Some(check) = perms.get("check") {
+                (walk(check), String::new())
+            } else {
+                let desc = perms["description"].as_str().unwrap_or_default();
+                let user = perms["user"].as_str().unwrap_or_default();
+                let needs = from_description(method, desc);
+                let note = if needs.is_empty() {
+                    format!("any authenticated user ({user})")
+                } else {
+                    "from the endpoint's description".to_owned()
+                };
+                (needs, note)
+            };
+            Row {
+                tool: spec.name,
+                tier: spec.tier,
+                method,
+                path,
+                needs,
+                note,
+            }
+        })
+        .collect()
+}
+
+fn render_source(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "//! GENERATED by `UPDATE_PRIVILEGES=1 cargo test --test privileges` from the catalog and\n\
+         //! `../shared/pve-api/endpoints-pve-9.1.json.gz` — do not edit by hand.\n\
+         //!\n\
+         //! Invariant: one row per catalog tool, in catalog order; `tests/privileges.rs` fails when\n\
+         //! this file and the catalog or the schema disagree.\n\n\
+         /// Per tool: the `(ACL path, privilege)` pairs its endpoint checks.\n\
+         pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[\n",
+    );
+    for r in rows {
+        let needs: Vec<String> = r
+            .needs
+            .iter()
+            .map(|(p, v)| format!("({p:?}, {v:?})"))
+            .collect();
+        let _ = writeln!(out, "    ({:?}, &[{}]),", r.tool, needs.join(", "));
+    }
+    out.push_str("];\n");
+    out
+}
+
+fn render_doc(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "# Proxmox permissions\n\n\
+         Generated by `UPDATE_PRIVILEGES=1 cargo test --test privileges` from the tool catalog and the\n\
+         official PVE 9.1 API schema (the `permissions` of each tool's endpoint); do not edit by hand.\n\n\
+         `nandi-proxmox-mcp bootstrap --tier <tier>` creates one role per tier holding exactly the\n\
+         privileges below and grants it to the API user on `/` (privileges propagate to every\n\
+         guest, storage and node). Each tier includes the tools of the tiers below it.\n\n\
+         ## Roles\n\n| tier | role | privileges |\n|---|---|---|\n",
+    );
+    for tier in Tier::ALL {
+        let privs: Vec<&str> = privileges_for(tier).into_iter().collect();
+        let _ = writeln!(
+            out,
+            "| {} | `{}` | {} |",
+            tier.as_str(),
+            role_name(tier),
+            if privs.is_empty() {
+                "(none)".to_owned()
+            } else {
+                privs.join(", ")
+            }
+        );
+    }
+    out.push_str(
+        "\n## Per tool\n\n\
+         A privilege \"from the endpoint's description\" is one the schema states in prose: for a\n\
+         list, the privilege that decides which objects are returned (without it the list is empty).\n\n\
+         | tool | tier | endpoint | privileges (ACL path) | note |\n|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let needs: Vec<String> = r
+            .needs
+            .iter()
+            .map(|(p, v)| format!("{v} (`{p}`)"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | `{} {}` | {} | {} |",
+            r.tool,
+            r.tier.as_str(),
+            r.method,
+            r.path,
+            if needs.is_empty() {
+                "–".to_owned()
+            } else {
+                needs.join(", ")
+            },
+            r.note
+        );
+    }
+    out
+}
+
+#[test]
+fn privileges_table_and_doc_are_current() {
+    let Some(endpoints) = load_endpoints() else {
+        return;
+    };
+    let rows = rows(&endpoints);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let source_path = root.join("src/cli/privileges.rs");
+    let doc_path = root.join("docs/PERMISSIONS.md");
+    let source = render_source(&rows);
+    if std::env::var_os("UPDATE_PRIVILEGES").is_some() {
+        std::fs::write(&source_path, &source).unwrap();
+        // Keep the file as `cargo fmt` would leave it (best effort: rustfmt may be absent).
+        let _ = std::process::Command::new("rustfmt")
+            .args(["--edition", "2024"])
+            .arg(&source_path)
+            .status();
+        // The doc is rendered from the compiled table: run the test a second time after an
+        // update so the doc reflects the new table.
+        std::fs::write(&doc_path, render_doc(&rows)).unwrap();
+        return;
+    }
+    // Compare data, not text, so formatting the generated file is not drift.
+    let compiled: Vec<(String, Vec<(String, String)>)> =
+        nandi_proxmox_mcp::cli::privileges::TOOL_PRIVILEGES
+            .iter()
+            .map(|(t, n)| {
+                let needs = n.iter().map(|(p, v)| ((*p).to_owned(), (*v).to_owned()));
+                ((*t).to_owned(), needs.collect())
+            })
+            .collect();
+    let generated: Vec<(String, Vec<(String, String)>)> = rows
+        .iter()
+        .map(|r| (r.tool.to_owned(), r.needs.iter().cloned().collect()))
+        .collect();
+    assert_eq!(
+        compiled, generated,
+        "src/cli/privileges.rs is out of date: run UPDATE_PRIVILEGES=1 cargo test --test privileges (twice)"
+    );
+    let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();
+    assert_eq!(
+        doc,
+        render_doc(&rows),
+        "docs/PERMISSIONS.md is out of date: run UPDATE_PRIVILEGES=1 cargo test --test privileges"
+    );
+}
+
+#[test]
+fn derivation_examples() {
+    let stop: Value = serde_json::json!(["perm", "/vms/{vmid}", ["VM.PowerMgmt"]]);
+    assert_eq!(
+        walk(&stop),
+        [("/vms/{vmid}".to_owned(), "VM.PowerMgmt".to_owned())].into()
+    );
+    let any: Value = serde_json::json!([
+        "perm",
+        "/storage/{storage}",
+        ["Datastore.Audit", "Datastore.AllocateSpace"],
+        "any",
+        1
+    ]);
+    assert_eq!(walk(&any).len(), 1);
+    let or: Value =
+        serde_json::json!(["or", ["userid-param", "self"], ["perm", "/", ["Sys.Audit"]]]);
+    assert!(walk(&or).is_empty());
+    let d = from_description(
+        "GET",
+        "Only list VMs where you have VM.Audit permissions on /vms/<vmid>.",
+    );
+    assert_eq!(d, [("/".to_owned(), "VM.Audit".to_owned())].into());
+    let d = from_description(
+        "POST",
+        "The user needs 'VM.Backup' permissions on any VM, and 'Datastore.AllocateSpace' on the backup storage. The 'bwlimit' parameters require 'Sys.Modify' on '/'.",
+    );
+    assert!(
+        d.iter().all(|(_, p)| p != "Sys.Modify") && d.len() == 2,
+        "{d:?}"
+    );
+}
+
+#[test]
+fn read_only_role_grants_only_what_read_only_tools_need() {
+    let read_only = privileges_for(Tier::ReadOnly);
+    let needed: BTreeSet<&str> = nandi_proxmox_mcp::cli::privileges::TOOL_PRIVILEGES
+        .iter()
+        .filter(|(t, _)| catalog::find(t).is_some_and(|s| s.tier == Tier::ReadOnly))
+        .flat_map(|(_, n)| n.iter().map(|(_, p)| *p))
+        .collect();
+    assert_eq!(read_only, needed);
+    // A read-only tool that needs one of these is a catalog mistake, not a role to widen.
+    for p in &read_only {
+        let power = p.starts_with("VM.Config.")
+            || [
+                "VM.PowerMgmt",
+                "VM.Allocate",
+                "VM.Migrate",
+                "VM.Snapshot",
+                "VM.Console",
+                "Sys.Modify",
+                "Sys.PowerMgmt",
+                "Sys.Console",
+                "Permissions.Modify",
+                "User.Modify",
+                "Realm.AllocateUser",
+            ]
+            .contains(p);
+        assert!(!power, "read-only role grants the changing privilege {p}");
+    }
+    assert!(privileges_for(Tier::ReadExecute).is_superset(&read_only));
+    assert!(privileges_for(Tier::Full).is_superset(&privileges_for(Tier::ReadExecute)));
+}
