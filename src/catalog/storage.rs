@@ -76,8 +76,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_storage_config",
         title: "Get storage definition",
-        description: "Read one storage definition from /etc/pve/storage.cfg: type, content, path/server/export/pool, nodes, shared, disable, prune-backups and a `digest`. Use it before pve_update_storage.",
+        description: "Read one storage definition from /etc/pve/storage.cfg: type, content, path/server/export/pool, nodes, shared, disable, prune-backups and a `digest`. Use it before pve_update_storage. Proxmox only answers tokens allowed to change storage (Datastore.Allocate); pve_list_storage shows the same definitions to auditors.",
         category: Category::Storage,
+        // Full tier: its endpoint needs Datastore.Allocate, which no read-only role may hold.
+        tier: Tier::Full,
         params: &[STORAGE],
         backend: get("/storage/{storage}"),
         ..ToolSpec::BASE
