@@ -172,7 +172,7 @@ mod tests {
     }
 
     #[test]
-    fn presets_show_as_fixed_or_default() {
+    fn fixed_and_default_parameters_show_in_the_request() {
         let bridges = catalog::find("pve_list_node_bridges").unwrap();
         assert_eq!(
             request_cell(bridges),
