@@ -15,11 +15,13 @@
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
 //! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
+//! - [`docs`] — `docs/TOOLS.md` rendered from the catalog (pure functions).
 
 pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod dispatch;
+pub mod docs;
 pub mod emulator;
 pub mod envelope;
 pub mod policy;

@@ -295,6 +295,12 @@ const DELIBERATE: &[(&str, &str)] = &[
     ("pve_create_api_token", "destructive"),
     ("pve_create_cluster_firewall_rule", "destructive"),
     ("pve_create_guest_firewall_rule", "destructive"),
+    // A confirm-gated creation is announced as destructive too (the gate's invariant).
+    ("pve_create_storage", "destructive"),
+    ("pve_create_network", "destructive"),
+    // Proxmox needs Datastore.Allocate to read one storage definition; a read-only role
+    // must not hold it, so the tool is in the tier that does.
+    ("pve_get_storage_config", "tier"),
     // Runs commands on the hypervisor, so it is not a read-only tool.
     ("pve_ssh_batch_diagnostics", "tier"),
 ];

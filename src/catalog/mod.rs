@@ -16,6 +16,7 @@ mod firewall;
 pub mod indexed;
 mod lxc;
 mod lxc_lifecycle;
+mod monitoring;
 mod network;
 mod nodes;
 pub mod params;
@@ -53,6 +54,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         templates::TOOLS,
         agent::TOOLS,
         remote::TOOLS,
+        monitoring::TOOLS,
     ]
     .into_iter()
     .flatten()

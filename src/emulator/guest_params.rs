@@ -238,5 +238,3 @@ pub(super) const QM_EXEC: &[Param] = &[s("command").required(), s("input-data")]
 /// `GET /nodes/{node}/qemu/{vmid}/cloudinit/dump`.
 pub(super) const QM_CLOUDINIT_DUMP: &[Param] =
     &[one_of("type", &["user", "network", "meta"]).required()];
-/// `GET /nodes/{node}/storage/{storage}/content`.
-pub(super) const STORAGE_CONTENT: &[Param] = &[s("content"), int("vmid")];

@@ -25,6 +25,7 @@ mod seed;
 mod seed_security;
 mod server;
 mod state;
+mod state_infra;
 mod state_security;
 mod task;
 mod tls;

@@ -16,6 +16,7 @@ const NETWORK_TYPES: &[&str] = &[
     "eth",
     "alias",
     "vlan",
+    "fabric",
     "OVSBridge",
     "OVSBond",
     "OVSPort",
@@ -23,7 +24,7 @@ const NETWORK_TYPES: &[&str] = &[
     "vnet",
     "any_bridge",
     "any_local_bridge",
-    "include_sdn_vnets",
+    "include_sdn",
 ];
 
 const STORAGE_TYPES: &[&str] = &[
@@ -32,7 +33,6 @@ const STORAGE_TYPES: &[&str] = &[
     "cifs",
     "dir",
     "esxi",
-    "glusterfs",
     "iscsi",
     "iscsidirect",
     "lvm",

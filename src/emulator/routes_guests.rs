@@ -6,7 +6,7 @@
 
 use super::dispatch::{Route, delete, get, post, put};
 use super::guest_params::*;
-use super::handlers::{agent, content, guest_config, lifecycle, snapshots};
+use super::handlers::{agent, guest_config, lifecycle, snapshots};
 
 /// Routes of this table (see `routes::TABLES`).
 pub(super) static ROUTES: &[Route] = &[
@@ -128,10 +128,5 @@ pub(super) static ROUTES: &[Route] = &[
         "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback",
         SNAPSHOT_ROLLBACK,
         snapshots::lxc_rollback,
-    ),
-    get(
-        "/nodes/{node}/storage/{storage}/content",
-        STORAGE_CONTENT,
-        content::list,
     ),
 ];

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::state::{EmuState, Guest, GuestKind, Node, Pool, Power, Storage};
+use super::state_infra::{InfraState, NodeNetwork, Volume};
 
 /// Builds the seed state.
 pub(super) fn seed(
@@ -75,6 +76,7 @@ pub(super) fn seed(
         token_name,
         started: Instant::now(),
         last_pid: 0x0001_2340,
+        infra: seed_infra(names),
     }
 }
 
@@ -211,18 +213,107 @@ fn seed_storages() -> Vec<Storage> {
     ]
 }
 
-/// Files on the seed storages (ISO images, container templates, backups), as
-/// `GET /nodes/{node}/storage/{storage}/content` lists them plus their `storage`.
-/// The backups belong to the seed guests 101 and 201, so a restore test has a real archive.
-pub(super) fn storage_volumes() -> Vec<Value> {
-    vec![
-        json!({"storage": "local", "volid": "local:iso/debian-12.8.0-amd64-netinst.iso", "content": "iso", "format": "iso", "size": 661_651_456_u64, "ctime": 1_731_900_000}),
-        json!({"storage": "local", "volid": "local:iso/ubuntu-24.04.1-live-server-amd64.iso", "content": "iso", "format": "iso", "size": 2_773_874_688_u64, "ctime": 1_731_900_100}),
-        json!({"storage": "local", "volid": "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst", "content": "vztmpl", "format": "tzst", "size": 126_649_856_u64, "ctime": 1_731_900_200}),
-        json!({"storage": "local", "volid": "local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz", "content": "vztmpl", "format": "txz", "size": 3_192_832_u64, "ctime": 1_731_900_300}),
-        json!({"storage": "local", "volid": "local:backup/vzdump-qemu-101-2025_11_23-01_00_03.vma.zst", "content": "backup", "format": "vma.zst", "subtype": "qemu", "vmid": 101, "size": 1_932_735_283_u64, "ctime": 1_763_859_603, "notes": "vm-web"}),
-        json!({"storage": "local", "volid": "local:backup/vzdump-lxc-201-2025_11_23-01_00_41.tar.zst", "content": "backup", "format": "tar.zst", "subtype": "lxc", "vmid": 201, "size": 412_316_860_u64, "ctime": 1_763_859_641, "notes": "ct-docker"}),
-    ]
+/// Networks (a bridge on eno1, a bond of eno2+eno3 on every node; the gateway on the
+/// first node only), the pool's storage member, and an ISO, a template and two backups
+/// on `local`.
+fn seed_infra(names: &[&str]) -> InfraState {
+    let mut infra = InfraState::default();
+    for (i, name) in names.iter().enumerate() {
+        let address = format!("192.168.100.{}", i + 11);
+        let mut bridge = object(json!({
+            "iface": "vmbr0", "type": "bridge", "method": "static", "method6": "manual",
+            "families": ["inet"], "autostart": 1, "address": address, "netmask": "24",
+            "cidr": format!("{address}/24"), "gateway": "192.168.100.1",
+            "bridge_ports": "eno1", "bridge_stp": "off", "bridge_fd": "0", "priority": 5,
+        }));
+        if i != 0 {
+            bridge.remove("gateway");
+        }
+        let eth = |iface: &str, priority: u32| {
+            object(json!({
+                "iface": iface, "type": "eth", "method": "manual", "method6": "manual",
+                "families": ["inet"], "exists": 1, "priority": priority,
+            }))
+        };
+        let bond = object(json!({
+            "iface": "bond0", "type": "bond", "method": "manual", "method6": "manual",
+            "families": ["inet"], "autostart": 1, "slaves": "eno2 eno3",
+            "bond_mode": "active-backup", "bond-primary": "eno2", "priority": 4,
+        }));
+        let active = vec![bridge, eth("eno1", 1), eth("eno2", 2), eth("eno3", 3), bond];
+        infra.networks.insert(
+            (*name).to_string(),
+            NodeNetwork {
+                active,
+                pending: None,
+            },
+        );
+    }
+    infra
+        .pool_storages
+        .insert("emu-pool".into(), vec!["local".into()]);
+    // The same volumes the guest tools' tests know (ISOs, templates, two backups).
+    let volume = |volid: &str, format: &str, size: u64, ctime: u64, backup: Option<(u32, &str)>| {
+        let content = volid
+            .split_once(':')
+            .and_then(|(_, rest)| rest.split_once('/'))
+            .map_or("", |(dir, _)| dir);
+        Volume {
+            storage: "local".into(),
+            volid: volid.into(),
+            content: content.into(),
+            format: format.into(),
+            size,
+            vmid: backup.map(|(vmid, _)| vmid),
+            ctime,
+            notes: backup.map(|(_, notes)| notes.to_string()),
+        }
+    };
+    infra.volumes = vec![
+        volume(
+            "local:iso/debian-12.8.0-amd64-netinst.iso",
+            "iso",
+            661_651_456,
+            1_731_900_000,
+            None,
+        ),
+        volume(
+            "local:iso/ubuntu-24.04.1-live-server-amd64.iso",
+            "iso",
+            2_773_874_688,
+            1_731_900_100,
+            None,
+        ),
+        volume(
+            "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst",
+            "tzst",
+            126_649_856,
+            1_731_900_200,
+            None,
+        ),
+        volume(
+            "local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz",
+            "txz",
+            3_192_832,
+            1_731_900_300,
+            None,
+        ),
+        volume(
+            "local:backup/vzdump-qemu-101-2025_11_23-01_00_03.vma.zst",
+            "vma.zst",
+            1_932_735_283,
+            1_763_859_603,
+            Some((101, "vm-web")),
+        ),
+        volume(
+            "local:backup/vzdump-lxc-201-2025_11_23-01_00_41.tar.zst",
+            "tar.zst",
+            412_316_860,
+            1_763_859_641,
+            Some((201, "ct-docker")),
+        ),
+    ];
+    infra
 }
 
 #[cfg(test)]

@@ -159,6 +159,12 @@ pub(super) fn seed(user: &str, token_name: &str) -> SecurityState {
             role("PVEAdmin", ADMIN),
             role("PVEAuditor", AUDIT),
             role("PVEVMUser", VM_USER),
+            // A custom role as `bootstrap` would add: node logs are readable by the
+            // service token, which no read-only built-in role allows.
+            Role {
+                special: false,
+                ..role("NandiMcpSyslog", &["Sys.Syslog"])
+            },
         ],
         realms: vec![
             Realm {
@@ -175,6 +181,7 @@ pub(super) fn seed(user: &str, token_name: &str) -> SecurityState {
         acls: vec![
             acl("/", UgKind::User, user, "PVEAuditor"),
             acl("/vms", UgKind::User, user, "PVEVMUser"),
+            acl("/nodes", UgKind::User, user, "NandiMcpSyslog"),
             acl("/", UgKind::Group, "admins", "PVEAdmin"),
         ],
         cluster_rules: Ruleset {

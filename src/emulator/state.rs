@@ -301,6 +301,8 @@ pub(super) struct EmuState {
     pub started: Instant,
     /// Last pid handed to a task worker.
     pub last_pid: u32,
+    /// Networks, pool storages and non-disk volumes (`state_infra.rs`).
+    pub infra: super::state_infra::InfraState,
 }
 
 impl EmuState {

@@ -208,6 +208,42 @@ pub fn with_policy(mut env: Vec<(String, String)>, vars: &[(&str, &str)]) -> Vec
     env
 }
 
+// ---- Helpers for the tool suites (tools_infra*, …) ----
+
+/// Policy of a server that exposes every tool.
+pub const FULL_ADVANCED: &[(&str, &str)] =
+    &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")];
+
+/// A server process with every tool exposed, pointed at `emu`, initialized.
+pub async fn full_server(emu: &Emulator) -> McpProcess {
+    let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(emu), FULL_ADVANCED));
+    mcp.initialize().await;
+    mcp
+}
+
+/// Calls a tool that must succeed and returns its `data`.
+pub async fn ok(mcp: &mut McpProcess, tool: &str, args: Value) -> Value {
+    let result = mcp.call(tool, args).await;
+    let env = envelope(&result);
+    assert_eq!(env["ok"], true, "{tool}: {env}");
+    env["data"].clone()
+}
+
+/// Calls a tool that must fail and returns the error object.
+pub async fn fails(mcp: &mut McpProcess, tool: &str, args: Value) -> Value {
+    let result = mcp.call(tool, args).await;
+    assert_eq!(result["isError"], true, "{tool}: {result}");
+    envelope(&result)["error"].clone()
+}
+
+pub fn ids(list: &Value, key: &str) -> Vec<String> {
+    list.as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|row| row[key].as_str().map(str::to_owned))
+        .collect()
+}
+
 impl McpProcess {
     /// Like [`McpProcess::spawn`], but the server's stderr (its whole log) goes to the
     /// file `log`, so a test can check what the server wrote there.

@@ -40,7 +40,8 @@ pub(in super::super) fn status(call: &mut Call<'_>) -> Result<Value, ApiError> {
     Ok(Value::Array(rows))
 }
 
-fn guest_resource(g: &Guest) -> Value {
+/// A guest as `/cluster/resources` and pool members show it.
+pub(in super::super) fn guest_resource(g: &Guest) -> Value {
     let mut row = Map::new();
     row.insert("id".into(), json!(format!("{}/{}", g.kind.word(), g.vmid)));
     row.insert("type".into(), json!(g.kind.word()));

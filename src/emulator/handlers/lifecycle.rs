@@ -10,7 +10,6 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::seed;
 use super::super::state::{Guest, GuestKind, Power, unix_now};
 use super::guest;
 use super::guest_config::{apply_params, mac_for};
@@ -70,8 +69,12 @@ fn restored_config(
     kind: GuestKind,
     archive: &str,
 ) -> Result<Map<String, Value>, ApiError> {
-    let volume = seed::storage_volumes()
-        .into_iter()
+    let volume = call
+        .st
+        .infra
+        .volumes
+        .iter()
+        .map(|v| v.content_entry())
         .find(|v| v["volid"] == archive && v["content"] == "backup")
         .ok_or_else(|| ApiError::server(format!("volume '{archive}' does not exist")))?;
     let expected = match kind {
@@ -166,8 +169,12 @@ fn create(call: &mut Call<'_>, kind: GuestKind) -> Result<Value, ApiError> {
             }
             GuestKind::Lxc => {
                 let template = call.str("ostemplate").unwrap_or_default().to_string();
-                if !seed::storage_volumes()
+                if !call
+                    .st
+                    .infra
+                    .volumes
                     .iter()
+                    .map(|v| v.content_entry())
                     .any(|v| v["volid"] == template.as_str() && v["content"] == "vztmpl")
                 {
                     return Err(ApiError::server(format!(

@@ -6,14 +6,19 @@
 
 pub(super) mod access;
 pub(super) mod agent;
+pub(super) mod backup;
 pub(super) mod cluster;
-pub(super) mod content;
+pub(super) mod cluster_infra;
 pub(super) mod firewall;
 pub(super) mod guest_config;
 pub(super) mod guests;
 pub(super) mod lifecycle;
+pub(super) mod monitoring;
+pub(super) mod network;
 pub(super) mod nodes;
+pub(super) mod pools;
 pub(super) mod snapshots;
+pub(super) mod storage;
 pub(super) mod tasks;
 
 use super::api::{ApiError, Call};

@@ -8,7 +8,7 @@
 use serde_json::{Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{EmuState, Node, Storage};
+use super::super::state::{EmuState, Node};
 
 /// `GET /version`.
 pub(in super::super) fn version(_call: &mut Call<'_>) -> Result<Value, ApiError> {
@@ -102,101 +102,12 @@ pub(in super::super) fn status(call: &mut Call<'_>) -> Result<Value, ApiError> {
     }))
 }
 
-fn storage_row(storage: &Storage) -> Value {
-    let avail = storage.total - storage.used;
-    json!({
-        "storage": storage.id,
-        "type": storage.kind,
-        "content": storage.content,
-        "active": 1,
-        "enabled": 1,
-        "shared": 0,
-        "total": storage.total,
-        "used": storage.used,
-        "avail": avail,
-        "used_fraction": storage.used as f64 / storage.total as f64,
-    })
-}
-
-/// `GET /nodes/{node}/storage`: `content` (any of a comma list), `storage`
-/// and `enabled` filter; `target` and `format` are accepted and ignored
-/// (every storage is local to every node here).
+/// `GET /nodes/{node}/storage`: the stateful handler in `storage.rs` answers it.
 pub(in super::super) fn storage(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let wanted_content: Vec<&str> = call
-        .str("content")
-        .map(|c| c.split(',').filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default();
-    let wanted_id = call.str("storage");
-    let rows = call
-        .st
-        .storages
-        .iter()
-        .filter(|s| wanted_id.is_none_or(|id| id == s.id))
-        .filter(|s| {
-            wanted_content.is_empty() || s.content.split(',').any(|c| wanted_content.contains(&c))
-        })
-        .map(storage_row)
-        .collect();
-    Ok(Value::Array(rows))
+    super::storage::node_list(call)
 }
 
-/// `GET /nodes/{node}/network`, honouring the `type` filter.
+/// `GET /nodes/{node}/network`: the stateful handler in `network.rs` answers it.
 pub(in super::super) fn network(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let node = this_node(call)?;
-    let index = call
-        .st
-        .nodes
-        .iter()
-        .position(|n| n.name == node.name)
-        .unwrap_or(0)
-        + 11;
-    let address = format!("192.168.100.{index}");
-    let mut bridge = json!({
-        "iface": "vmbr0",
-        "type": "bridge",
-        "active": 1,
-        "autostart": 1,
-        "method": "static",
-        "method6": "manual",
-        "families": ["inet"],
-        "address": address,
-        "netmask": "24",
-        "cidr": format!("{address}/24"),
-        "gateway": "192.168.100.1",
-        "bridge_ports": "eno1",
-        "bridge_stp": "off",
-        "bridge_fd": "0",
-        "priority": 4,
-    });
-    if let Some(map) = bridge.as_object_mut() {
-        // Only the first node carries the default gateway, like a typical
-        // install where the other nodes route through their own uplinks.
-        if index != 11 {
-            map.remove("gateway");
-        }
-    }
-    let eth = json!({
-        "iface": "eno1",
-        "type": "eth",
-        "active": 1,
-        "exists": 1,
-        "method": "manual",
-        "method6": "manual",
-        "families": ["inet"],
-        "priority": 3,
-    });
-    let interfaces = [bridge, eth];
-    let wanted = call.str("type");
-    let rows = interfaces
-        .into_iter()
-        .filter(|iface| {
-            let kind = iface.get("type").and_then(Value::as_str).unwrap_or("");
-            match wanted {
-                None | Some("include_sdn_vnets") => true,
-                Some("any_bridge" | "any_local_bridge") => kind == "bridge" || kind == "OVSBridge",
-                Some(other) => kind == other,
-            }
-        })
-        .collect();
-    Ok(Value::Array(rows))
+    super::network::list(call)
 }

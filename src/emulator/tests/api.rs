@@ -274,7 +274,9 @@ async fn cluster_views_and_filters() {
     assert_eq!(nets.len(), 1);
     assert_eq!(nets[0]["iface"], "vmbr0");
     let (status, body) = h.get_q("/nodes/pve01/network", &[("type", "bond")]).await;
-    assert!(data(status, &body).as_array().unwrap().is_empty());
+    let bonds = data(status, &body).as_array().unwrap();
+    assert_eq!(bonds.len(), 1);
+    assert_eq!(bonds[0]["iface"], "bond0");
 
     let (status, body) = h.get("/pools").await;
     assert_eq!(data(status, &body)[0]["poolid"], "emu-pool");
