@@ -18,7 +18,8 @@ use crate::catalog::{Param, ParamKind, ToolSpec};
 /// Name of the control argument of confirm-gated tools; never sent to Proxmox.
 pub const CONFIRM: &str = "confirm";
 
-const CONFIRM_DESCRIPTION: &str = "Set to true only after a person has approved this exact action. Without it the call changes nothing and returns CONFIRMATION_REQUIRED.";
+const CONFIRM_DESCRIPTION: &str =
+    "true once a person approved this exact call; otherwise nothing runs.";
 
 /// Builds the JSON Schema of a tool's arguments.
 pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {

@@ -259,7 +259,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 "Only run on this node (guests elsewhere are skipped); omit for all nodes.",
             )
-            .pattern(super::params::NODE_PATTERN, 63),
+            .matching(super::params::NODE_PATTERN),
             Param::body("mode", ParamKind::String, MODE).one_of(MODES),
             Param::body("compress", ParamKind::String, COMPRESS).one_of(COMPRESSIONS),
             Param::body(

@@ -16,9 +16,9 @@ pub const UPID_PATTERN: &str =
 pub const NODE: Param = Param::path(
     "node",
     ParamKind::String,
-    "Node name as listed by pve_list_nodes, e.g. \"pve01\".",
+    "Node name, e.g. \"pve01\" (see pve_list_nodes).",
 )
-.pattern(NODE_PATTERN, 63);
+.matching(NODE_PATTERN);
 
 /// A guest id.
 pub const VMID: Param =
@@ -91,7 +91,7 @@ pub const TARGET_NODE: Param = Param::body(
     ParamKind::String,
     "Destination node name exactly as pve_list_nodes returns it (e.g. \"pve02\").",
 )
-.pattern(NODE_PATTERN, 63);
+.matching(NODE_PATTERN);
 
 /// The optimistic-locking digest of update tools.
 pub const DIGEST: Param = Param::body(

@@ -499,6 +499,15 @@ impl Param {
         }
     }
 
+    /// Sets an anchored pattern whose quantifiers already bound the length (so no
+    /// separate `maxLength` is needed or advertised).
+    pub const fn matching(self, pattern: &'static str) -> Param {
+        Param {
+            pattern: Some(pattern),
+            ..self
+        }
+    }
+
     /// Sets an anchored pattern and a length cap.
     pub const fn pattern(self, pattern: &'static str, max_length: u32) -> Param {
         Param {
