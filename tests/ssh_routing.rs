@@ -448,3 +448,58 @@ async fn without_ssh_settings_the_tools_are_not_registered() {
     );
     mcp.shutdown().await;
 }
+
+/// Runs `nandi-proxmox-mcp doctor <args>` with exactly `env` (plus PATH/HOME) in a
+/// blocking task, so the emulator keeps serving on this test's runtime.
+async fn doctor(
+    args: &'static [&'static str],
+    env: Vec<(String, String)>,
+) -> (Option<i32>, String) {
+    tokio::task::spawn_blocking(move || {
+        let home = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(common::binary())
+            .arg("doctor")
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .current_dir(home.path())
+            .envs(env)
+            .output()
+            .expect("doctor runs");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    })
+    .await
+    .unwrap()
+}
+
+/// `doctor --check remote-op` runs a real command on the entry host and a routed
+/// `pct exec`, through the same executor the tools use; an unknown host key is RED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_remote_op_uses_the_real_ssh_path() {
+    let Some(sshd) = Sshd::start() else { return };
+    let emu = emulator_with(&[]).await;
+    let (code, stdout) = doctor(
+        &["--check", "remote-op", "--ctid", "201"],
+        ssh_env(&emu, &sshd),
+    )
+    .await;
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("[GREEN] sshBatch"), "{stdout}");
+    assert!(stdout.contains("[GREEN] pctExec"), "{stdout}");
+    assert!(stdout.contains("container 201 on pve01"), "{stdout}");
+
+    let empty = tempfile::NamedTempFile::new().unwrap();
+    let mut env = ssh_env(&emu, &sshd);
+    env.push((
+        "PROXMOX_SSH_KNOWN_HOSTS".into(),
+        empty.path().display().to_string(),
+    ));
+    let (code, stdout) = doctor(&["--check", "remote-op"], env).await;
+    assert_ne!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("[RED] sshBatch"), "{stdout}");
+    assert!(stdout.contains("not trusted"), "{stdout}");
+}

@@ -102,6 +102,15 @@ fn build_ssh(config: Option<&config::SshConfig>) -> (Option<Arc<ssh::Router>>, S
             "SSH tools (pct exec, docker, diagnostics) are not offered: SSH is not configured (set PROXMOX_SSH_KEY_PATH or sshKeyPath; sshStrategy \"disabled\" turns them off).".into(),
         );
     };
+    let note = format!(
+        "SSH tools run commands as {}@{} (strategy {}); host keys are verified, never trusted on first use.",
+        config.user, config.host, config.strategy
+    );
+    (Some(Arc::new(ssh_router(config))), note)
+}
+
+/// The russh executor and node router for an SSH configuration (no I/O; connects on use).
+pub(super) fn ssh_router(config: &config::SshConfig) -> ssh::Router {
     let home = config::home_from_env(&ProcessEnv);
     let settings = ssh::ClientSettings::from_config(config, home.as_deref());
     if let Err(e) = ssh::RusshExecutor::load_key(&settings.key_path) {
@@ -109,11 +118,7 @@ fn build_ssh(config: Option<&config::SshConfig>) -> (Option<Arc<ssh::Router>>, S
         tracing::warn!(error = %e, "SSH private key is not usable");
     }
     let executor: Arc<dyn ssh::Executor> = Arc::new(ssh::RusshExecutor::new(settings));
-    let note = format!(
-        "SSH tools run commands as {}@{} (strategy {}); host keys are verified, never trusted on first use.",
-        config.user, config.host, config.strategy
-    );
-    (Some(Arc::new(ssh::Router::new(executor, config))), note)
+    ssh::Router::new(executor, config)
 }
 
 type Connected = (Option<pve::Client>, String, Option<config::SshConfig>);

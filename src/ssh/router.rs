@@ -44,13 +44,16 @@ impl Route {
 }
 
 /// Why a routed command could not run.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RouteError {
     /// The SSH layer failed.
+    #[error(transparent)]
     Ssh(SshError),
     /// A Proxmox API lookup failed.
+    #[error("Proxmox lookup failed: {0}")]
     Pve(PveError),
     /// No container with that id (or the id is a QEMU VM).
+    #[error("{}", if *is_qemu { format!("{ctid} is a QEMU VM, not a container") } else { format!("no container with id {ctid} exists in this installation") })]
     GuestNotFound {
         /// The id asked for.
         ctid: u64,

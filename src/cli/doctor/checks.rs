@@ -8,7 +8,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 
 use super::super::privileges::TOOL_PRIVILEGES;
 use super::super::probe;
@@ -17,6 +16,7 @@ use crate::config::{self, Config, TlsSetting};
 use crate::policy::Settings;
 use crate::pve;
 use crate::registry::Registry;
+use crate::ssh;
 
 /// Privileges the token holds on `/` and on each object type's root.
 fn granted(perms: &Value, acl_path: &str) -> BTreeSet<String> {
@@ -148,61 +148,88 @@ pub(super) async fn tls(proxmox: &config::ProxmoxConfig) -> Item {
     }
 }
 
-pub(super) async fn remote(ctid: Option<u32>, config: &Config, report: &mut Report) {
-    let Some(ssh) = &config.ssh else {
+/// `remote-op`: a real command over SSH on the entry host (`sshBatch`) and, with a
+/// container id, `pct exec` routed to the node that owns it (`pctExec`) — the same
+/// executor and router the SSH tools use, host keys verified.
+pub(super) async fn remote(
+    ctid: Option<u32>,
+    config: &Config,
+    client: &pve::Client,
+    report: &mut Report,
+) {
+    let Some(ssh_config) = &config.ssh else {
         report.push(Item::skip(
             "sshBatch",
             "SSH is not configured (REST-only installation)",
         ));
+        report.push(Item::skip("pctExec", "SSH is not configured"));
         return;
     };
-    let addr = format!(
-        "{}:{}",
-        ssh.host.trim_start_matches('[').trim_end_matches(']'),
-        ssh.port
-    );
-    let banner = tokio::time::timeout(Duration::from_secs(10), async {
-        let mut stream = tokio::net::TcpStream::connect(&addr).await?;
-        let mut buf = vec![0u8; 256];
-        let n = stream.read(&mut buf).await?;
-        Ok::<_, std::io::Error>(
-            String::from_utf8_lossy(&buf[..n])
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned(),
-        )
-    })
-    .await;
-    match banner {
-        Ok(Ok(b)) if b.starts_with("SSH-") => report.push(Item::green(
+    let router = super::super::run::ssh_router(ssh_config);
+    let options = ssh::RunOptions::with_timeout(Duration::from_secs(15));
+    let argv = vec!["echo".to_owned(), "ssh-batch-ok".to_owned()];
+    match router.run_on_entry(&argv, options).await {
+        Ok(out) if out.success() && out.stdout.contains("ssh-batch-ok") => {
+            report.push(Item::green(
+                "sshBatch",
+                format!("ran a command on {}", router.entry().host),
+            ))
+        }
+        Ok(out) => report.push(Item::red(
             "sshBatch",
-            format!("sshd answers at {addr} ({b})"),
+            format!(
+                "`echo ssh-batch-ok` exited {:?}: {}",
+                out.exit_status,
+                out.stderr.trim()
+            ),
+            Some("check the login shell and authorized_keys of the SSH user".into()),
         )),
-        Ok(Ok(b)) => report.push(Item::red(
-            "sshBatch",
-            format!("{addr} answered but not as SSH ({b:?})"),
-            Some("check sshPort".into()),
-        )),
-        Ok(Err(e)) => report.push(Item::red(
-            "sshBatch",
-            format!("cannot connect to {addr}: {e}"),
-            Some("check that sshd runs and the port is reachable".into()),
-        )),
-        Err(_) => report.push(Item::red(
-            "sshBatch",
-            format!("no answer from {addr} within 10s"),
-            Some("check the VPN and firewall".into()),
-        )),
+        Err(e) => report.push(Item::red("sshBatch", e.to_string(), e.hint())),
     }
-    match ctid {
-        Some(ctid) => report.push(Item::skip(
-            "pctExec",
-            format!("container {ctid}: remote commands are not available in this build"),
-        )),
-        None => report.push(Item::skip(
+    let Some(ctid) = ctid else {
+        report.push(Item::skip(
             "pctExec",
             "no container id given (--ctid or NANDI_DOCTOR_CTID)",
+        ));
+        return;
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let node = match router.owning_node(client, u64::from(ctid), &cancel).await {
+        Ok(node) => node,
+        Err(e) => {
+            report.push(Item::red("pctExec", e.to_string(), None));
+            return;
+        }
+    };
+    let argv: Vec<String> = [
+        "pct",
+        "exec",
+        &ctid.to_string(),
+        "--",
+        "echo",
+        "ct-remote-ok",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    match router
+        .run_on_node(client, &node, &argv, options, &cancel)
+        .await
+    {
+        Ok((out, route)) if out.success() && out.stdout.contains("ct-remote-ok") => {
+            report.push(Item::green(
+                "pctExec",
+                format!(
+                    "container {ctid} on {node} answered ({} route)",
+                    route.as_str()
+                ),
+            ))
+        }
+        Ok((out, _)) => report.push(Item::red(
+            "pctExec",
+            format!("pct exec in {ctid} on {node} failed: {}", out.stderr.trim()),
+            Some("check that the container runs and the SSH user may run pct".into()),
         )),
+        Err(e) => report.push(Item::red("pctExec", e.to_string(), None)),
     }
 }

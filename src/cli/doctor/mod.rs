@@ -430,6 +430,6 @@ async fn check_cluster(
         report.push(checks::tls(proxmox).await);
     }
     if checks.contains("remote-op") {
-        checks::remote(args.ctid, config, report).await;
+        checks::remote(args.ctid, config, &client, report).await;
     }
 }
