@@ -88,7 +88,7 @@ pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
     doc(
         SSH_KNOWN_HOSTS,
         "known_hosts file used to verify SSH host keys",
-        "–",
+        "~/.ssh/known_hosts",
         false,
     ),
     doc(
