@@ -84,16 +84,32 @@ impl ApiError {
         Self::new(501, format!("Method '{method} {path}' not implemented"))
     }
 
-    /// Renders the error as a Proxmox JSON error response.
+    /// Renders the error as pveproxy does: the message travels in the HTTP reason
+    /// phrase (`HTTP/1.1 500 Configuration file ... does not exist`), the body is
+    /// `{"data":null}` plus `errors` for parameter failures. Clients that only read
+    /// bodies never see Proxmox's text, so the real client must read the reason phrase.
     pub fn into_response(self) -> Response {
         let mut body = Map::new();
         body.insert("data".into(), Value::Null);
-        body.insert("message".into(), Value::String(self.message));
         if let Some(errors) = self.errors {
             body.insert("errors".into(), json!(errors));
         }
-        json_response(self.status, &Value::Object(body))
+        let mut response = json_response(self.status, &Value::Object(body));
+        if let Some(reason) = reason_phrase(&self.message) {
+            response.extensions_mut().insert(reason);
+        }
+        response
     }
+}
+
+/// One line of text usable as an HTTP reason phrase (control characters become spaces).
+fn reason_phrase(message: &str) -> Option<hyper::ext::ReasonPhrase> {
+    let line: String = message
+        .trim()
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    hyper::ext::ReasonPhrase::try_from(line.into_bytes()).ok()
 }
 
 /// A JSON response with pveproxy's content type.

@@ -38,8 +38,10 @@ async fn token_auth_and_envelope() {
     ] {
         let resp = h.get_with_auth("/version", auth).await;
         assert_eq!(resp.status().as_u16(), 401, "{auth:?}");
+        let reason = resp.extensions().get::<hyper::ext::ReasonPhrase>().cloned();
+        assert_eq!(reason.unwrap().as_bytes(), b"authentication failure");
         let body: serde_json::Value = serde_json::from_slice(&resp.bytes().await.unwrap()).unwrap();
-        assert_eq!(message(&body), "authentication failure");
+        assert_eq!(body, serde_json::json!({"data": null}));
     }
     let recorded = h.emu.requests();
     assert_eq!(recorded.len(), 5);

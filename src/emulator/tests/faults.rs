@@ -31,7 +31,7 @@ async fn status_faults_honour_prefix_and_count() {
     assert_eq!(status, 200);
 
     for (code, text) in [
-        (401, "authentication failure"),
+        (401, "authentication failure\n"),
         (500, "internal error\n"),
         (
             595,

@@ -177,9 +177,22 @@ impl Harness {
             .await
             .unwrap();
         let status = resp.status().as_u16();
+        let reason = resp
+            .extensions()
+            .get::<hyper::ext::ReasonPhrase>()
+            .map(|r| String::from_utf8_lossy(r.as_bytes()).into_owned());
         let body = resp.bytes().await.unwrap();
-        let json = serde_json::from_slice(&body)
+        let mut json: Value = serde_json::from_slice(&body)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&body)));
+        // pveproxy puts the error text in the reason phrase; surface it as `message`
+        // so assertions read one place.
+        if let (Some(reason), Some(obj)) = (reason, json.as_object_mut()) {
+            assert!(
+                !obj.contains_key("message"),
+                "pveproxy bodies carry no message"
+            );
+            obj.insert("message".into(), Value::String(format!("{reason}\n")));
+        }
         (status, json)
     }
 
