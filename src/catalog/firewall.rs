@@ -261,11 +261,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             )
             .pattern("^[a-z0-9=,/]+$", 128),
             Param::body(
-                "ebtables",
-                ParamKind::Boolean,
-                "Enable ebtables (layer-2) rules.",
-            ),
-            Param::body(
                 "delete",
                 ParamKind::String,
                 "Options to reset, comma list, e.g. \"policy_out\".",
@@ -279,7 +274,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             "policy_out",
             "policy_forward",
             "log_ratelimit",
-            "ebtables",
             "delete",
         ],
         backend: put("/cluster/firewall/options"),

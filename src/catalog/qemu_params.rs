@@ -82,7 +82,6 @@ pub const HARDWARE: &[Param] = &[
         ParamKind::String,
         "CPU type, e.g. \"host\" or \"x86-64-v2-AES\" (default).",
     ),
-    Param::body("numa", ParamKind::Boolean, "Enable NUMA."),
     Param::body(
         "ostype",
         ParamKind::String,
@@ -136,11 +135,6 @@ pub const HARDWARE: &[Param] = &[
         ParamKind::String,
         "Machine type, e.g. \"q35\" (default \"pc\").",
     ),
-    Param::body(
-        "hotplug",
-        ParamKind::String,
-        "Hotplug list, e.g. \"network,disk,usb\"; \"0\" = none.",
-    ),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
     Param::body("protection", ParamKind::Boolean, "Block removal of the VM."),
     Param::body(
@@ -169,7 +163,6 @@ pub const UPDATABLE: &[&str] = &[
     "memory",
     "balloon",
     "cpu",
-    "numa",
     "ostype",
     "scsihw",
     "scsi",
@@ -183,7 +176,6 @@ pub const UPDATABLE: &[&str] = &[
     "agent",
     "bios",
     "machine",
-    "hotplug",
     "onboot",
     "protection",
     "tags",

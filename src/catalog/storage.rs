@@ -205,12 +205,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 "PBS certificate SHA-256 fingerprint, \"AB:CD:...\".",
             ),
-            Param::body(
-                "format",
-                ParamKind::String,
-                "Default image format (file storages).",
-            )
-            .one_of(&["raw", "qcow2", "subvol", "vmdk"]),
             COMMON_KEYS[4],
         ],
         backend: post("/storage"),

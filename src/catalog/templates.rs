@@ -117,7 +117,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_qemu_template",
         title: "Convert VM to template (older name)",
-        description: "Old name of pve_qemu_create_template (same call): stopped VM to template, irreversibly. Returns a task UPID.",
+        description: "Same tool as pve_qemu_create_template (older name): stopped VM to template, irreversibly. Returns a task UPID.",
         category: Category::Templates,
         tier: Tier::Full,
         effect: Effect::Write {
