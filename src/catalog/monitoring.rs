@@ -8,13 +8,9 @@
 use super::params::{GUEST, NODE};
 use super::types::{Category, Location, Param, ParamKind, ToolSpec, get};
 
-const CF: Param = Param::query(
-    "cf",
-    ParamKind::String,
-    "MAX for peaks; AVERAGE by default.",
-)
-.one_of(&["AVERAGE", "MAX"])
-.default("AVERAGE");
+const CF: Param = Param::query("cf", ParamKind::String, "MAX shows peaks.")
+    .one_of(&["AVERAGE", "MAX"])
+    .default("AVERAGE");
 
 /// The fixed `timeframe` of one RRD tool.
 const fn span(value: &'static str) -> Param {
@@ -66,112 +62,112 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     rrd(
         "pve_get_node_metrics_hour",
         "Node metrics, last hour",
-        "Node RRD series, last hour (1-min points): time (Unix s), cpu (0-1), loadavg, memused, rootused (bytes), net (B/s).",
+        "Node RRD, last hour (1-min points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_HOUR,
     ),
     rrd(
         "pve_get_qemu_metrics_hour",
         "VM metrics, last hour",
-        "VM RRD series, last hour (1-min points): time (Unix s), cpu (0-1), mem (bytes), disk and net I/O (B/s).",
+        "VM RRD, last hour (1-min points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_HOUR,
     ),
     rrd(
         "pve_get_lxc_metrics_hour",
         "Container metrics, last hour",
-        "Container RRD series, last hour (1-min points): time (Unix s), cpu (0-1), mem, disk (bytes), disk and net I/O (B/s).",
+        "Container RRD, last hour (1-min points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_HOUR,
     ),
     rrd(
         "pve_get_node_metrics_day",
         "Node metrics, last day",
-        "Node RRD series, last day (30-min points): time (Unix s), cpu (0-1), loadavg, memused, rootused (bytes), net (B/s).",
+        "Node RRD, last day (30-min points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_DAY,
     ),
     rrd(
         "pve_get_qemu_metrics_day",
         "VM metrics, last day",
-        "VM RRD series, last day (30-min points): time (Unix s), cpu (0-1), mem (bytes), disk and net I/O (B/s).",
+        "VM RRD, last day (30-min points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_DAY,
     ),
     rrd(
         "pve_get_lxc_metrics_day",
         "Container metrics, last day",
-        "Container RRD series, last day (30-min points): time (Unix s), cpu (0-1), mem, disk (bytes), disk and net I/O (B/s).",
+        "Container RRD, last day (30-min points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_DAY,
     ),
     rrd(
         "pve_get_node_metrics_week",
         "Node metrics, last week",
-        "Node RRD series, last week (3-hour points): time (Unix s), cpu (0-1), loadavg, memused, rootused (bytes), net (B/s).",
+        "Node RRD, last week (3-hour points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_WEEK,
     ),
     rrd(
         "pve_get_qemu_metrics_week",
         "VM metrics, last week",
-        "VM RRD series, last week (3-hour points): time (Unix s), cpu (0-1), mem (bytes), disk and net I/O (B/s).",
+        "VM RRD, last week (3-hour points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_WEEK,
     ),
     rrd(
         "pve_get_lxc_metrics_week",
         "Container metrics, last week",
-        "Container RRD series, last week (3-hour points): time (Unix s), cpu (0-1), mem, disk (bytes), disk and net I/O (B/s).",
+        "Container RRD, last week (3-hour points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_WEEK,
     ),
     rrd(
         "pve_get_node_metrics_month",
         "Node metrics, last month",
-        "Node RRD series, last month (12-hour points): time (Unix s), cpu (0-1), loadavg, memused, rootused (bytes), net (B/s).",
+        "Node RRD, last month (12-hour points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_MONTH,
     ),
     rrd(
         "pve_get_qemu_metrics_month",
         "VM metrics, last month",
-        "VM RRD series, last month (12-hour points): time (Unix s), cpu (0-1), mem (bytes), disk and net I/O (B/s).",
+        "VM RRD, last month (12-hour points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_MONTH,
     ),
     rrd(
         "pve_get_lxc_metrics_month",
         "Container metrics, last month",
-        "Container RRD series, last month (12-hour points): time (Unix s), cpu (0-1), mem, disk (bytes), disk and net I/O (B/s).",
+        "Container RRD, last month (12-hour points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_MONTH,
     ),
     rrd(
         "pve_get_node_metrics_year",
         "Node metrics, last year",
-        "Node RRD series, last year (1-week points): time (Unix s), cpu (0-1), loadavg, memused, rootused (bytes), net (B/s).",
+        "Node RRD, last year (1-week points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_YEAR,
     ),
     rrd(
         "pve_get_qemu_metrics_year",
         "VM metrics, last year",
-        "VM RRD series, last year (1-week points): time (Unix s), cpu (0-1), mem (bytes), disk and net I/O (B/s).",
+        "VM RRD, last year (1-week points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_YEAR,
     ),
     rrd(
         "pve_get_lxc_metrics_year",
         "Container metrics, last year",
-        "Container RRD series, last year (1-week points): time (Unix s), cpu (0-1), mem, disk (bytes), disk and net I/O (B/s).",
+        "Container RRD, last year (1-week points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_YEAR,
     ),
     ToolSpec {
         name: "pve_get_cluster_metrics_overview",
         title: "Cluster usage overview",
-        description: "Current usage of all guests (default), nodes or storages: status, cpu (fraction), mem/disk (bytes), I/O counters, uptime (s). History: *_metrics_* tools.",
+        description: "Current usage of all guests (default), nodes or storages: status, cpu (fraction), mem/disk (bytes), I/O counters, uptime (s).",
         category: Category::Monitoring,
         params: &[Param::query(
             "type",
