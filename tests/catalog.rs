@@ -431,3 +431,44 @@ fn the_walking_skeleton_slice_is_complete() {
         assert!(aliases.contains(alias), "{alias} missing");
     }
 }
+
+/// The `tools/list` answer is what every session pays for up front; these caps keep the
+/// trimmed descriptions from growing back one sentence at a time. Lengths are in characters.
+#[test]
+fn descriptions_stay_within_the_listing_budget() {
+    const TOOL_CAP: usize = 200;
+    const PARAM_CAP: usize = 100;
+    // Totals over every row and every row's parameters (shared consts counted per use),
+    // about 10 % above the trimmed catalog's own figures.
+    const TOOL_TOTAL_CAP: usize = 18_800;
+    const PARAM_TOTAL_CAP: usize = 24_500;
+    let (mut tool_total, mut param_total) = (0, 0);
+    for spec in catalog::all() {
+        let len = spec.description.chars().count();
+        assert!(
+            len <= TOOL_CAP,
+            "{}: description has {len} characters (cap {TOOL_CAP})",
+            spec.name
+        );
+        tool_total += len;
+        for p in spec.params {
+            let len = p.description.chars().count();
+            assert!(
+                len <= PARAM_CAP,
+                "{}.{}: description has {len} characters (cap {PARAM_CAP})",
+                spec.name,
+                p.name
+            );
+            param_total += len;
+        }
+    }
+    eprintln!("tool descriptions: {tool_total} characters; parameters: {param_total}");
+    assert!(
+        tool_total <= TOOL_TOTAL_CAP,
+        "tool descriptions total {tool_total} characters (cap {TOOL_TOTAL_CAP})"
+    );
+    assert!(
+        param_total <= PARAM_TOTAL_CAP,
+        "parameter descriptions total {param_total} characters (cap {PARAM_TOTAL_CAP})"
+    );
+}

@@ -32,7 +32,7 @@ const GRANT: Effect = Effect::Write {
     idempotent: false,
 };
 
-const USERID_DESCRIPTION: &str = "User ID `name@realm`, e.g. \"alice@pve\" or \"root@pam\".";
+const USERID_DESCRIPTION: &str = "User ID `name@realm`, e.g. \"alice@pve\".";
 
 /// The user in the path.
 const USERID: Param =
@@ -42,18 +42,18 @@ const USERID: Param =
 const TOKENID: Param = Param::path(
     "tokenid",
     ParamKind::String,
-    "Token name, e.g. \"automation\"; the full token id is `userid!tokenid`.",
+    "Token name, e.g. \"ci\"; full id is `userid!tokenid`.",
 )
 .pattern(TOKENID_PATTERN, 64);
 
 const EMAIL: Param =
     Param::body("email", ParamKind::String, "E-mail address.").pattern("^[^\\s@]+@[^\\s@]+$", 254);
 
-const FIRSTNAME: Param = Param::body("firstname", ParamKind::String, "Given name (free text).")
-    .pattern("^[^\\x00-\\x1F]*$", 1024);
+const FIRSTNAME: Param =
+    Param::body("firstname", ParamKind::String, "Given name.").pattern("^[^\\x00-\\x1F]*$", 1024);
 
-const LASTNAME: Param = Param::body("lastname", ParamKind::String, "Family name (free text).")
-    .pattern("^[^\\x00-\\x1F]*$", 1024);
+const LASTNAME: Param =
+    Param::body("lastname", ParamKind::String, "Family name.").pattern("^[^\\x00-\\x1F]*$", 1024);
 
 const COMMENT: Param =
     Param::body("comment", ParamKind::String, "Free-text note.").pattern("^[^\\x00-\\x1F]*$", 2048);
@@ -61,41 +61,37 @@ const COMMENT: Param =
 const GROUPS: Param = Param::body(
     "groups",
     ParamKind::String,
-    "Group IDs, comma list (\"admins,ops\"); on update replaces the list unless `append`.",
+    "Group IDs, comma list; replaces the list unless `append`.",
 )
 .pattern(ID_LIST_PATTERN, 1024);
 
 const EXPIRE: Param = Param::body(
     "expire",
     ParamKind::Integer,
-    "Expiry in Unix epoch seconds (1767225600 = 2026-01-01 UTC); 0 = never.",
+    "Expiry, Unix epoch seconds; 0 = never.",
 )
 .min(0);
 
-const ENABLE: Param = Param::body(
-    "enable",
-    ParamKind::Boolean,
-    "false disables the account (default true).",
-);
+const ENABLE: Param = Param::body("enable", ParamKind::Boolean, "false disables the account.");
 
 /// Rows of the `access` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_users",
         title: "List users",
-        description: "List Proxmox users: userid (`name@realm`), enable (1/0), expire (epoch seconds, 0 = never), firstname, lastname, email, comment, groups (comma list) and realm-type. With `full`, also each user's API tokens (tokenid, privsep, expire — never secrets). Use it to audit accounts or find a userid for the other access tools.",
+        description: "List users: userid, enable, expire (epoch s, 0 = never), names, email, groups. `full` adds API tokens (metadata, never secrets).",
         category: Category::Access,
         module: Module::Advanced,
         params: &[
             Param::query(
                 "enabled",
                 ParamKind::Boolean,
-                "true = only enabled accounts, false = only disabled ones; omit for all.",
+                "true = only enabled, false = only disabled.",
             ),
             Param::query(
                 "full",
                 ParamKind::Boolean,
-                "Also return each user's group memberships and API tokens (token metadata only).",
+                "Also return group memberships and API tokens.",
             ),
         ],
         backend: get("/access/users"),
@@ -104,7 +100,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_roles",
         title: "List roles",
-        description: "List roles and the privileges each grants: roleid (e.g. \"PVEAdmin\", \"PVEAuditor\", \"PVEVMUser\"), privs (comma list such as \"VM.Audit,VM.PowerMgmt\") and special (1 = built-in). Use it to pick the `roles` of pve_update_acl.",
+        description: "List roles with the privileges each grants (e.g. PVEAdmin, PVEAuditor). Use it to pick `roles` for pve_update_acl.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/roles"),
@@ -113,7 +109,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_groups",
         title: "List groups",
-        description: "List user groups: groupid, comment and users (comma list of `name@realm`). Groups can be granted roles with pve_update_acl instead of granting each user.",
+        description: "List user groups: groupid, comment, users.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/groups"),
@@ -122,7 +118,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_acls",
         title: "List ACL entries",
-        description: "List every access-control entry: path (e.g. \"/\", \"/vms/101\", \"/storage/local\"), type (user, group or token), ugid (who), roleid (what) and propagate (1 = also applies below the path). Answers \"who may do what where\".",
+        description: "List ACL entries: path, type (user/group/token), ugid, roleid, propagate. Answers \"who may do what where\".",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/acl"),
@@ -131,7 +127,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_domains",
         title: "List authentication realms",
-        description: "List authentication realms (the part after `@` in a userid): realm (e.g. \"pam\", \"pve\"), type (pam, pve, ldap, ad, openid), comment and tfa. Use it to choose the realm of a new user.",
+        description: "List authentication realms (the part after `@`): realm, type (pam, pve, ldap, ad, openid), comment.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/domains"),
@@ -140,7 +136,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_api_tokens",
         title: "List a user's API tokens",
-        description: "List the API tokens of one user: tokenid, comment, expire (epoch seconds, 0 = never) and privsep (1 = the token has its own, separately granted permissions; 0 = it has all of the user's). Secrets are never returned — they are shown once, at creation.",
+        description: "List a user's API tokens: tokenid, comment, expire (epoch s), privsep. Secrets are never returned.",
         category: Category::Access,
         module: Module::Advanced,
         params: &[USERID],
@@ -150,7 +146,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_user",
         title: "Create user",
-        description: "Create a Proxmox user. A `pve`-realm user can get a password here; `pam` users must also exist as Linux accounts on the nodes. The user can do nothing until granted roles with pve_update_acl. Requires confirm=true after asking the user. Returns null on success. The password is sent to Proxmox only and never logged or returned.",
+        description: "Create a user (no rights until pve_update_acl). `pve` realm may set a password; `pam` users need a Linux account. Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -163,9 +159,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "password",
                 ParamKind::String,
-                "Password, 8–64 characters (`pve` realm only). Never logged.",
+                "Password, 8-64 characters (`pve` realm only).",
             )
-            .pattern("^[^\\x00-\\x1F]{8,64}$", 64),
+            .matching("^[^\\x00-\\x1F]{8,64}$"),
             EMAIL,
             FIRSTNAME,
             LASTNAME,
@@ -180,7 +176,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_user",
         title: "Update user",
-        description: "Change a user's details: e-mail, names, comment, group memberships, expiry, or enable/disable the account (disabling blocks logins and the user's API tokens). Pass at least one field. Requires confirm=true after asking the user. Returns null.",
+        description: "Change a user's e-mail, names, comment, groups, expiry or enable flag (disabling also blocks their tokens). Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -197,7 +193,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "append",
                 ParamKind::Boolean,
-                "With `groups`: add to these groups instead of replacing.",
+                "With `groups`: add instead of replacing.",
             ),
             EXPIRE,
         ],
@@ -216,7 +212,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_user",
         title: "Delete user",
-        description: "Delete a user together with their API tokens and ACL entries. Sessions and automation using the account stop working. Requires confirm=true after asking the user. Returns null.",
+        description: "Delete a user with their API tokens and ACL entries. Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -229,7 +225,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_acl",
         title: "Grant or revoke roles",
-        description: "Grant roles on a path to users, groups or API tokens — or revoke them with `delete`. Example: path \"/vms/101\", roles \"PVEVMUser\", users \"alice@pve\". Name at least one of users, groups, tokens. Requires confirm=true after asking the user. Returns null; check the result with pve_list_acls.",
+        description: "Grant roles on a path to users, groups or tokens, or revoke with `delete`. E.g. path \"/vms/101\", roles \"PVEVMUser\", users \"alice@pve\". Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -239,33 +235,29 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "path",
                 ParamKind::String,
-                "ACL path: \"/\" (all), \"/vms/101\", \"/storage/local\", \"/pool/<id>\", \"/nodes/pve01\".",
+                "ACL path, e.g. \"/\", \"/vms/101\", \"/storage/local\", \"/pool/<id>\".",
             )
             .pattern(ACL_PATH_PATTERN, 512)
             .required(),
             Param::body(
                 "roles",
                 ParamKind::String,
-                "Role IDs, comma list: \"PVEVMUser\" or \"PVEAuditor,PVEVMUser\".",
+                "Role IDs, comma list, e.g. \"PVEVMUser\".",
             )
             .pattern(ID_LIST_PATTERN, 1024)
             .required(),
             Param::body(
                 "users",
                 ParamKind::String,
-                "User IDs, comma list: \"alice@pve,bob@pam\".",
+                "User IDs, comma list, e.g. \"alice@pve,bob@pam\".",
             )
             .pattern(PRINCIPAL_LIST_PATTERN, 4096),
-            Param::body(
-                "groups",
-                ParamKind::String,
-                "Group IDs, comma list: \"admins\".",
-            )
-            .pattern(ID_LIST_PATTERN, 4096),
+            Param::body("groups", ParamKind::String, "Group IDs, comma list.")
+                .pattern(ID_LIST_PATTERN, 4096),
             Param::body(
                 "tokens",
                 ParamKind::String,
-                "Full token IDs, comma list: \"svc@pve!ci\" (for privsep tokens).",
+                "Full token IDs, comma list, e.g. \"svc@pve!ci\".",
             )
             .pattern(PRINCIPAL_LIST_PATTERN, 4096),
             Param::body(
@@ -286,7 +278,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_api_token",
         title: "Create API token",
-        description: "Create an API token for a user and return its secret — the purpose of this tool: {full-tokenid, info, value}, the secret in `value`, shown by Proxmox only this once; give it to the person who asked and repeat it nowhere else. A privsep token (default) has no rights until granted via pve_update_acl `tokens`. Requires confirm=true after asking the user.",
+        description: "Create an API token; returns {full-tokenid, value}: the secret, shown only once. A privsep token has no rights until granted (pve_update_acl `tokens`).",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -295,22 +287,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             USERID,
             TOKENID,
-            Param::body(
-                "comment",
-                ParamKind::String,
-                "Free-text note.",
-            )
-            .pattern("^[^\\x00-\\x1F]*$", 2048),
+            Param::body("comment", ParamKind::String, "Free-text note.")
+                .pattern("^[^\\x00-\\x1F]*$", 2048),
             Param::body(
                 "expire",
                 ParamKind::Integer,
-                "Expiry in Unix epoch seconds; 0 = never; default: the user's.",
+                "Expiry, Unix epoch seconds; 0 = never.",
             )
             .min(0),
             Param::body(
                 "privsep",
                 ParamKind::Boolean,
-                "true (default): only ACLs granted to the token; false: all of the user's rights.",
+                "true (default): only ACLs granted to the token itself.",
             ),
         ],
         backend: post("/access/users/{userid}/token/{tokenid}"),
@@ -319,7 +307,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_api_token",
         title: "Delete API token",
-        description: "Revoke (delete) one API token of a user; anything authenticating with it fails from now on. Requires confirm=true after asking the user. Returns null.",
+        description: "Revoke (delete) a user's API token; clients using it fail from now on. Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,

@@ -19,18 +19,16 @@ const RESTORE: Effect = Effect::Write {
 const JOB_ID: Param = Param::path(
     "id",
     ParamKind::String,
-    "Backup job ID as pve_list_backup_jobs shows it, e.g. \"backup-5d1e2c3a-9f01\".",
+    "Backup job ID, e.g. \"backup-5d1e2c3a-9f01\".",
 )
-.pattern("^\\S{1,50}$", 50);
+.matching("^\\S{1,50}$");
 
-const VMID_LIST: &str = "Guest IDs to back up, comma-separated, e.g. \"101,102,201\".";
-const MODE: &str = "snapshot (default, no downtime), suspend (short pause) or stop (guest shut down during backup).";
-const COMPRESS: &str = "Compression: \"zstd\" (recommended), \"lzo\", \"gzip\", or \"0\" for none.";
-const TARGET_STORAGE: &str =
-    "Storage ID that receives the backup (must allow content \"backup\"), e.g. \"local\".";
-const NOTES: &str =
-    "Notes attached to each backup; placeholders {{guestname}}, {{node}}, {{vmid}}, {{cluster}}.";
-const MAILTO: &str = "Comma-separated e-mail addresses or users notified about the result.";
+const VMID_LIST: &str = "Guest IDs, comma list, e.g. \"101,102\".";
+const MODE: &str = "snapshot (no downtime), suspend or stop.";
+const COMPRESS: &str = "\"zstd\" (recommended), \"lzo\", \"gzip\" or \"0\" (none).";
+const TARGET_STORAGE: &str = "Target storage ID (content \"backup\").";
+const NOTES: &str = "Notes per backup; placeholders {{guestname}}, {{vmid}}, {{node}}.";
+const MAILTO: &str = "E-mail addresses or users to notify, comma list.";
 
 const MODES: &[&str] = &["snapshot", "suspend", "stop"];
 const COMPRESSIONS: &[&str] = &["0", "1", "gzip", "lzo", "zstd"];
@@ -40,7 +38,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_backup_jobs",
         title: "List backup jobs",
-        description: "List the cluster's scheduled backup (vzdump) jobs: id, schedule (systemd calendar format, e.g. \"sun 01:00\"), target storage, mode (snapshot/suspend/stop), enabled flag and guest selection (`vmid` list, `all`, `pool`, `exclude`). Use it to audit which guests are covered; a schedule does not prove a backup succeeded — check tasks for that.",
+        description: "List scheduled backup jobs: id, schedule, storage, mode, enabled, guest selection (vmid/all/pool/exclude). Shows coverage, not success.",
         category: Category::Backup,
         backend: get("/cluster/backup"),
         ..ToolSpec::BASE
@@ -48,7 +46,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_restore_qemu_backup",
         title: "Restore VM from backup",
-        description: "Create a VM from a vzdump backup archive (a `volid` such as \"local:backup/vzdump-qemu-101-2025_01_01-01_00_00.vma.zst\" from the storage's backup content). Restoring over an existing VMID needs `force`=true and replaces that VM entirely. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Create a VM from a vzdump archive volid (pve_list_backups). `force` overwrites an existing VMID. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Backup,
         tier: Tier::Full,
         effect: RESTORE,
@@ -59,26 +57,30 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "archive",
                 ParamKind::String,
-                "Backup volume ID (\"<storage>:backup/vzdump-qemu-….vma.zst\") or a PBS snapshot volid.",
+                "Backup volid, e.g. \"local:backup/vzdump-qemu-101-....vma.zst\".",
             )
             .required(),
             Param::body(
                 "storage",
                 ParamKind::String,
-                "Storage for the restored disks (default: the ones recorded in the backup).",
+                "Storage for restored disks (default: as in the backup).",
             )
-            .pattern(STORAGE_PATTERN, 100),
+            .matching(STORAGE_PATTERN),
             Param::body(
                 "force",
                 ParamKind::Boolean,
-                "Allow overwriting an existing VM with this VMID (its current disks are destroyed).",
+                "Overwrite an existing VM with this VMID (its disks are destroyed).",
             ),
             Param::body(
                 "unique",
                 ParamKind::Boolean,
-                "Give the restored VM new MAC addresses and a new UUID (use when the original still exists).",
+                "New MAC addresses and UUID (if the original still exists).",
             ),
-            Param::body("start", ParamKind::Boolean, "Start the VM after the restore."),
+            Param::body(
+                "start",
+                ParamKind::Boolean,
+                "Start the VM after the restore.",
+            ),
             POOL_BODY,
         ],
         backend: post("/nodes/{node}/qemu"),
@@ -87,7 +89,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_restore_lxc_backup",
         title: "Restore container from backup",
-        description: "Create a container from a vzdump backup archive (a volid such as \"local:backup/vzdump-lxc-201-2025_01_01-01_00_00.tar.zst\"). Sent as Proxmox expects a restore: the archive as `ostemplate` with restore=1. Restoring over an existing VMID needs `force`=true and replaces that container. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Create a container from a vzdump archive volid (pve_list_backups). `force` overwrites an existing VMID. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Backup,
         tier: Tier::Full,
         effect: RESTORE,
@@ -98,7 +100,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "archive",
                 ParamKind::String,
-                "Backup volume ID (\"<storage>:backup/vzdump-lxc-….tar.zst\") or a PBS snapshot volid.",
+                "Backup volid, e.g. \"local:backup/vzdump-lxc-201-....tar.zst\".",
             )
             .sent_as("ostemplate")
             .required(),
@@ -107,18 +109,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::Boolean,
                 Location::Body,
                 "1",
-                "Always 1: marks the create request as a restore of `archive`.",
+                "Always 1: marks the create as a restore.",
             ),
             Param::body(
                 "storage",
                 ParamKind::String,
-                "Storage for the restored volumes (default: the ones recorded in the backup).",
+                "Storage for restored volumes (default: as in the backup).",
             )
-            .pattern(STORAGE_PATTERN, 100),
+            .matching(STORAGE_PATTERN),
             Param::body(
                 "force",
                 ParamKind::Boolean,
-                "Allow overwriting an existing container with this VMID.",
+                "Overwrite an existing container with this VMID.",
             ),
             Param::body(
                 "unique",
@@ -138,7 +140,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_backup_job",
         title: "Get backup job",
-        description: "Read one scheduled backup job by id: schedule, storage, mode, compress, enabled, guest selection (vmid/all/pool/exclude), retention, notes-template and mail settings.",
+        description: "Read one backup job: schedule, storage, mode, compress, enabled, guest selection, retention, notes and mail settings.",
         category: Category::Backup,
         params: &[JOB_ID],
         backend: get("/cluster/backup/{id}"),
@@ -147,17 +149,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_backups",
         title: "List backups on a storage",
-        description: "List the backup archives (vzdump) on one storage as one node sees it: volid (e.g. \"local:backup/vzdump-qemu-101-2025_01_05-01_00_02.vma.zst\"), vmid, size in bytes, ctime (Unix seconds), format, notes and protected (1/0). Sends content=backup; filter by `vmid`. Use a volid as the archive of a restore tool.",
+        description: "List backup archives on a storage: volid, vmid, size (bytes), ctime (Unix s), notes, protected. A volid is a restore tool's `archive`.",
         category: Category::Backup,
         params: &[
             NODE,
             STORAGE,
-            Param::query(
-                "vmid",
-                ParamKind::Integer,
-                "Only backups of this guest ID (100–999999999).",
-            )
-            .range(100, 999_999_999),
+            Param::query("vmid", ParamKind::Integer, "Only backups of this guest.")
+                .range(100, 999_999_999),
             Param::fixed(
                 "content",
                 ParamKind::String,
@@ -172,7 +170,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_run_backup",
         title: "Run a backup now",
-        description: "Start an immediate vzdump backup on one node of the guests given by `vmid` (comma list), or `all` guests of the node, or a `pool`. Returns a task UPID; follow it with pve_get_task_status, then find the archive with pve_list_backups.",
+        description: "Back up guests now on one node: `vmid` list, `all` or a `pool`. Returns a task UPID (poll pve_get_task_status); the archive is in pve_list_backups.",
         category: Category::Backup,
         tier: Tier::ReadExecute,
         effect: Effect::Write {
@@ -186,17 +184,17 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "all",
                 ParamKind::Boolean,
-                "true: back up every guest on the node (combine with `exclude`).",
+                "Back up every guest on the node.",
             ),
             Param::body(
                 "pool",
                 ParamKind::String,
-                "Back up every guest of this resource pool.",
+                "Back up every guest of this pool.",
             ),
             Param::body(
                 "exclude",
                 ParamKind::String,
-                "With `all`: guest IDs to skip, comma-separated.",
+                "With `all`: guest IDs to skip, comma list.",
             )
             .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
             Param::body("storage", ParamKind::String, TARGET_STORAGE)
@@ -207,12 +205,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "protected",
                 ParamKind::Boolean,
-                "true: mark the new backup protected so pruning never deletes it.",
+                "Protect the new backup from pruning.",
             ),
             Param::body(
                 "remove",
                 ParamKind::Boolean,
-                "Prune older backups per the storage retention (default true).",
+                "Prune per the storage retention (default true).",
             ),
             Param::body("mailto", ParamKind::String, MAILTO),
         ],
@@ -223,7 +221,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_backup_job",
         title: "Create backup job",
-        description: "Create a scheduled backup job. Give `schedule` (systemd calendar event, e.g. \"sun 01:00\", \"*-*-* 02:30\", \"mon..fri 22:00\"), the target `storage`, and the guests: `vmid` list, `all` (optionally with `exclude`) or a `pool`. Returns null; see the job with pve_list_backup_jobs.",
+        description: "Create a scheduled backup job: `schedule`, `storage` and guests (`vmid` list, `all` with optional `exclude`, or `pool`). Returns null.",
         category: Category::Backup,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -234,7 +232,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "schedule",
                 ParamKind::String,
-                "When to run, systemd calendar event: \"sun 01:00\", \"daily\", \"*-*-* 02:30\".",
+                "Systemd calendar event, e.g. \"sun 01:00\", \"daily\".",
             )
             .required(),
             Param::body("storage", ParamKind::String, TARGET_STORAGE)
@@ -242,22 +240,22 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .required(),
             Param::body("vmid", ParamKind::String, VMID_LIST)
                 .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
-            Param::body("all", ParamKind::Boolean, "true: back up every guest."),
+            Param::body("all", ParamKind::Boolean, "Back up every guest."),
             Param::body(
                 "pool",
                 ParamKind::String,
-                "Back up the guests of this resource pool (members at run time).",
+                "Back up this pool's guests (members at run time).",
             ),
             Param::body(
                 "exclude",
                 ParamKind::String,
-                "With `all`: guest IDs to skip, comma-separated.",
+                "With `all`: guest IDs to skip, comma list.",
             )
             .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
             Param::body(
                 "node",
                 ParamKind::String,
-                "Only run on this node (guests elsewhere are skipped); omit for all nodes.",
+                "Only run on this node; omit for all.",
             )
             .matching(super::params::NODE_PATTERN),
             Param::body("mode", ParamKind::String, MODE).one_of(MODES),
@@ -265,26 +263,22 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "enabled",
                 ParamKind::Boolean,
-                "false creates the job disabled (default true).",
+                "false creates the job disabled.",
             ),
             Param::body(
                 "prune-backups",
                 ParamKind::String,
-                "Retention for this job, e.g. \"keep-last=3,keep-weekly=4\" (default: the storage's).",
+                "Retention, e.g. \"keep-last=3,keep-weekly=4\".",
             ),
             Param::body("notes-template", ParamKind::String, NOTES),
             Param::body("mailto", ParamKind::String, MAILTO),
-            Param::body(
-                "comment",
-                ParamKind::String,
-                "Free-text description of the job (max 512 characters).",
-            ),
+            Param::body("comment", ParamKind::String, "Free-text description."),
             Param::body(
                 "id",
                 ParamKind::String,
-                "Job ID to use instead of a generated \"backup-…\" one (letters, digits, - _).",
+                "Job ID instead of a generated one.",
             )
-            .pattern("^[A-Za-z][A-Za-z0-9_-]{1,49}$", 50),
+            .matching("^[A-Za-z][A-Za-z0-9_-]{1,49}$"),
         ],
         at_least_one_of: &["vmid", "all", "pool"],
         backend: post("/cluster/backup"),
@@ -293,7 +287,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_backup_job",
         title: "Delete backup job",
-        description: "Delete a scheduled backup job; existing backups stay on their storage. Requires confirm=true after asking the user. Returns null.",
+        description: "Delete a scheduled backup job; existing backups stay. Returns null.",
         category: Category::Backup,
         tier: Tier::Full,
         effect: Effect::Write {

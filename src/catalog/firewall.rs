@@ -21,7 +21,7 @@ const CHANGE: Effect = Effect::Write {
 const GUEST_TYPE: Param = Param::path(
     "guest_type",
     ParamKind::String,
-    "\"qemu\" for a VM, \"lxc\" for a container.",
+    "\"qemu\" (VM) or \"lxc\" (container).",
 )
 .one_of(&["qemu", "lxc"]);
 
@@ -33,15 +33,14 @@ const POS: Param = Param::path(
 )
 .min(0);
 
-const DIGEST_DESCRIPTION: &str = "`digest` from the last read; refused if the rules changed since.";
+const DIGEST_DESCRIPTION: &str = "`digest` from the list; refused if the rules changed.";
 
 /// `digest` in a form body.
 const DIGEST: Param =
-    Param::body("digest", ParamKind::String, DIGEST_DESCRIPTION).pattern("^[0-9a-fA-F]{1,64}$", 64);
+    Param::body("digest", ParamKind::String, DIGEST_DESCRIPTION).matching("^[0-9a-fA-F]{1,64}$");
 
-const ACTION_DESCRIPTION: &str = "ACCEPT, DROP or REJECT; with type group, a security group name.";
-const TYPE_DESCRIPTION: &str =
-    "in, out, forward (routed) or group (use the security group in `action`).";
+const ACTION_DESCRIPTION: &str = "ACCEPT, DROP, REJECT, or a security group (type group).";
+const TYPE_DESCRIPTION: &str = "Direction, or group (uses the security group in `action`).";
 const RULE_TYPES: &[&str] = &["in", "out", "forward", "group"];
 
 /// Every rule key the API accepts on create and update, all optional; create marks
@@ -54,7 +53,7 @@ const RULE_FIELDS: [Param; 12] = [
     Param::body(
         "source",
         ParamKind::String,
-        "IP, CIDR 10.0.0.0/24, range a-b, alias name or +ipset; comma list. Omit = any.",
+        "IP, CIDR, range a-b, alias or +ipset; comma list. Omit = any.",
     )
     .pattern("^[^\\s\\x00-\\x1F]+$", 512),
     Param::body(
@@ -66,13 +65,13 @@ const RULE_FIELDS: [Param; 12] = [
     Param::body(
         "proto",
         ParamKind::String,
-        "tcp, udp, icmp, etc. or a number; needed for ports.",
+        "tcp, udp, icmp, ... or a number; needed for ports.",
     )
     .pattern("^[A-Za-z0-9._-]+$", 32),
     Param::body(
         "dport",
         ParamKind::String,
-        "Port, service name, range 8000:8010 or list 80,443.",
+        "Port, service, range 8000:8010 or list 80,443.",
     )
     .pattern("^[A-Za-z0-9:,_-]+$", 512),
     Param::body(
@@ -84,21 +83,16 @@ const RULE_FIELDS: [Param; 12] = [
     Param::body(
         "iface",
         ParamKind::String,
-        "Guest NIC key (net0) or host interface (vmbr0).",
+        "Guest NIC (net0) or host interface (vmbr0).",
     )
-    .pattern("^[A-Za-z0-9._-]{2,20}$", 20),
-    Param::body(
-        "log",
-        ParamKind::String,
-        "Log level for matches; nolog = none.",
-    )
-    .one_of(&[
+    .matching("^[A-Za-z0-9._-]{2,20}$"),
+    Param::body("log", ParamKind::String, "Log level for matches.").one_of(&[
         "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "nolog",
     ]),
     Param::body(
         "macro",
         ParamKind::String,
-        "Service macro instead of proto/dport: SSH, HTTP, HTTPS, DNS, Ping, etc.",
+        "Macro instead of proto/dport, e.g. SSH, HTTPS, DNS.",
     )
     .pattern("^[A-Za-z0-9_-]+$", 128),
     Param::body("comment", ParamKind::String, "Free-text note.").pattern("^[^\\x00-\\x1F]*$", 1024),
@@ -120,7 +114,7 @@ const UPDATE_EXTRA: [Param; 3] = [
     Param::body(
         "moveto",
         ParamKind::Integer,
-        "Move the rule before the one now at this position (past the end = last); other changes in the call are then ignored.",
+        "Move the rule before this position; other fields are then ignored.",
     )
     .min(0),
     Param::body(
@@ -171,8 +165,7 @@ const CLUSTER_CREATE: [Param; 14] = CREATE_FIELDS;
 const CLUSTER_UPDATE: [Param; 16] = join(&[&[POS], &RULE_FIELDS, &UPDATE_EXTRA]);
 const CLUSTER_DELETE: [Param; 2] = [
     POS,
-    Param::query("digest", ParamKind::String, DIGEST_DESCRIPTION)
-        .pattern("^[0-9a-fA-F]{1,64}$", 64),
+    Param::query("digest", ParamKind::String, DIGEST_DESCRIPTION).matching("^[0-9a-fA-F]{1,64}$"),
 ];
 const GUEST_LIST: [Param; 3] = GUEST_FW;
 const GUEST_CREATE: [Param; 17] = join(&[&GUEST_FW, &CREATE_FIELDS]);
@@ -184,7 +177,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_rules",
         title: "List datacenter firewall rules",
-        description: "List the datacenter firewall rules in evaluation order: pos (0 = first), type, action, enable, source, dest, proto, dport, sport, iface, macro, log, comment, and the ruleset `digest` for changes. They apply to every node while the datacenter firewall is enabled.",
+        description: "Datacenter firewall rules in order: pos, type, action, enable, source, dest, proto, dport, macro, comment, plus the ruleset `digest`.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/rules"),
@@ -193,7 +186,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_cluster_firewall_options",
         title: "Get datacenter firewall options",
-        description: "Read the datacenter firewall options: enable (1 = firewall on cluster-wide, 0/absent = off), policy_in / policy_out / policy_forward (default action for unmatched traffic: ACCEPT, REJECT or DROP), ebtables, log_ratelimit, and `digest` for pve_update_cluster_firewall_options.",
+        description: "Datacenter firewall options: enable, policy_in/out/forward, ebtables, log_ratelimit, `digest`.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/options"),
@@ -202,7 +195,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_aliases",
         title: "List firewall aliases",
-        description: "List datacenter firewall aliases — named addresses usable as `source`/`dest` in rules: name, cidr (IP or network), comment, digest.",
+        description: "List firewall aliases (named addresses for `source`/`dest`): name, cidr, comment.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/aliases"),
@@ -211,7 +204,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_ipsets",
         title: "List firewall IP sets",
-        description: "List datacenter firewall IP sets — named groups of addresses referenced in rules as \"+name\" in `source`/`dest`: name, comment, digest.",
+        description: "List firewall IP sets (used as \"+name\" in `source`/`dest`): name, comment.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/ipset"),
@@ -220,7 +213,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_guest_firewall_rules",
         title: "List guest firewall rules",
-        description: "List the firewall rules of one VM (guest_type \"qemu\") or container (\"lxc\") in evaluation order: pos, type, action, enable, source, dest, proto, dport, iface, macro, comment and the ruleset `digest`. They filter only NICs with firewall=1.",
+        description: "A VM's or container's firewall rules in order: pos, type, action, enable, source, dest, proto, dport, macro, plus `digest`. Apply to NICs with firewall=1.",
         category: Category::Firewall,
         module: Module::Advanced,
         params: &GUEST_LIST,
@@ -230,7 +223,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_options",
         title: "Update datacenter firewall options",
-        description: "Turn the datacenter firewall on or off and set its default policies. Careful: enable=1 with policy_in \"DROP\" and no ACCEPT rule for 8006/22 locks you out of every node. Pass at least one option. Requires confirm=true after asking the user. Returns null; read back with pve_get_cluster_firewall_options.",
+        description: "Enable/disable the datacenter firewall and set default policies. enable=1 with policy_in DROP and no rule for 8006/22 locks you out. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -240,42 +233,37 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "enable",
                 ParamKind::Integer,
-                "1 = enable the firewall cluster-wide, 0 = disable it.",
+                "1 = firewall on cluster-wide, 0 = off.",
             )
             .range(0, 1),
             Param::body(
                 "policy_in",
                 ParamKind::String,
-                "Default action for incoming traffic no rule matched: \"ACCEPT\", \"REJECT\" or \"DROP\" (Proxmox default DROP).",
+                "Default for unmatched incoming (Proxmox default DROP).",
             )
             .one_of(&["ACCEPT", "REJECT", "DROP"]),
             Param::body(
                 "policy_out",
                 ParamKind::String,
-                "Default action for outgoing traffic no rule matched: \"ACCEPT\" (Proxmox default), \"REJECT\" or \"DROP\".",
+                "Default for unmatched outgoing (Proxmox default ACCEPT).",
             )
             .one_of(&["ACCEPT", "REJECT", "DROP"]),
             Param::body(
                 "policy_forward",
                 ParamKind::String,
-                "Default action for routed traffic (nftables firewall): \"ACCEPT\" or \"DROP\".",
+                "Default for unmatched routed traffic (nftables).",
             )
             .one_of(&["ACCEPT", "DROP"]),
             Param::body(
                 "log_ratelimit",
                 ParamKind::String,
-                "Firewall log rate limit as a property string: \"enable=1,rate=1/second,burst=5\" (rate is N/second|minute|hour|day).",
+                "Log rate limit, e.g. \"enable=1,rate=1/second,burst=5\".",
             )
             .pattern("^[a-z0-9=,/]+$", 128),
             Param::body(
-                "ebtables",
-                ParamKind::Boolean,
-                "Enable ebtables (layer-2) rules cluster-wide (Proxmox default true).",
-            ),
-            Param::body(
                 "delete",
                 ParamKind::String,
-                "Comma-separated options to reset to their defaults, e.g. \"policy_out,log_ratelimit\".",
+                "Options to reset, comma list, e.g. \"policy_out\".",
             )
             .pattern("^[a-z_]+(?:,[a-z_]+)*$", 256),
             DIGEST,
@@ -286,7 +274,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             "policy_out",
             "policy_forward",
             "log_ratelimit",
-            "ebtables",
             "delete",
         ],
         backend: put("/cluster/firewall/options"),
@@ -295,7 +282,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_cluster_firewall_rule",
         title: "Create datacenter firewall rule",
-        description: "Add a datacenter firewall rule (applies to every node). Example: type \"in\", action \"ACCEPT\", proto \"tcp\", dport \"8006\", source \"+management\". A DROP/REJECT rule can cut off your own access. Requires confirm=true after asking the user. Returns null; pve_list_cluster_firewall_rules shows its pos.",
+        description: "Add a datacenter rule, e.g. type in, action ACCEPT, proto tcp, dport 8006, source +management. DROP/REJECT can cut off access. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -308,7 +295,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_rule",
         title: "Update datacenter firewall rule",
-        description: "Change the datacenter firewall rule at `pos`: set rule fields and/or clear some with `delete`, or move it with `moveto` alone. Pass `digest` from the list to be sure you change the rule you read. Requires confirm=true after asking the user. Returns null.",
+        description: "Change the datacenter rule at `pos`: set fields, clear some with `delete`, or move it with `moveto`. Pass `digest` from the list. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -322,7 +309,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_cluster_firewall_rule",
         title: "Delete datacenter firewall rule",
-        description: "Delete the datacenter firewall rule at `pos`; the rules after it move up one position. Pass `digest` from the list to be sure you delete the rule you read. Requires confirm=true after asking the user. Returns null.",
+        description: "Delete the datacenter rule at `pos`; later rules move up. Pass `digest` from the list. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -335,7 +322,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_guest_firewall_rule",
         title: "Create guest firewall rule",
-        description: "Add a firewall rule to one VM (guest_type \"qemu\") or container (guest_type \"lxc\"). Example: type \"in\", action \"ACCEPT\", macro \"SSH\", source \"10.0.0.0/24\". It filters only NICs with firewall=1 while the guest firewall is enabled. Requires confirm=true after asking the user. Returns null; pve_list_guest_firewall_rules shows its pos.",
+        description: "Add a rule to a VM or container, e.g. type in, action ACCEPT, macro SSH, source 10.0.0.0/24. Filters NICs with firewall=1. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -348,7 +335,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_guest_firewall_rule",
         title: "Update guest firewall rule",
-        description: "Change the firewall rule at `pos` of one VM or container: set rule fields and/or clear some with `delete`, or move it with `moveto` alone. Pass `digest` from the list to be sure you change the rule you read. Requires confirm=true after asking the user. Returns null.",
+        description: "Change a guest's rule at `pos`: set fields, clear some with `delete`, or move it with `moveto`. Pass `digest` from the list. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -362,7 +349,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_guest_firewall_rule",
         title: "Delete guest firewall rule",
-        description: "Delete the firewall rule at `pos` of one VM or container; later rules move up one position. Pass `digest` from the list to be sure you delete the rule you read. Requires confirm=true after asking the user. Returns null.",
+        description: "Delete a guest's rule at `pos`; later rules move up. Pass `digest` from the list. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,

@@ -40,13 +40,13 @@ const SHUTDOWN_PARAMS: &[Param] = &[
     Param::body(
         "timeout",
         ParamKind::Integer,
-        "Seconds to wait for the container to stop cleanly (Proxmox default 60).",
+        "Seconds to wait for a clean stop (Proxmox default 60).",
     )
     .min(0),
     Param::body(
         "forceStop",
         ParamKind::Boolean,
-        "If the container is still running when `timeout` expires, stop it hard.",
+        "Stop hard if still running after `timeout`.",
     ),
 ];
 
@@ -55,7 +55,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_lxc_containers",
         title: "List containers on a node",
-        description: "List the LXC containers on one node: vmid, name, status (running/stopped), cpus, maxmem and mem (bytes), maxswap, uptime (seconds) and tags. For every node at once use pve_list_cluster_resources with type \"vm\".",
+        description: "List a node's containers: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), tags. All nodes: pve_list_cluster_resources.",
         category: Category::Lxc,
         params: &[NODE],
         backend: get("/nodes/{node}/lxc"),
@@ -64,7 +64,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_lxc_status",
         title: "Get container status",
-        description: "Read one container's current runtime status: status (running/stopped), uptime (s), CPU use (fraction), memory and swap in use and allocated (bytes), disk and network counters, HA state. Use it after a power action to confirm the result.",
+        description: "A container's runtime status: status, uptime (s), CPU (fraction), memory/swap (bytes), disk and net counters, HA state.",
         category: Category::Lxc,
         aliases: &["getContainerStatus"],
         params: GUEST,
@@ -74,7 +74,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_lxc_config",
         title: "Get container configuration",
-        description: "Read one container's configuration: hostname, cores, memory and swap (MiB), rootfs and mount points (mp0, …) as property strings like \"local-lvm:vm-201-disk-0,size=8G\", NICs (net0 = \"name=eth0,bridge=vmbr0,ip=dhcp\"), ostype, unprivileged, features, and `digest` (pass it back on updates). Set `current` to see running values instead of pending ones.",
+        description: "A container's config: hostname, cores, memory/swap (MiB), rootfs, mpN, netN, features, and `digest` for updates.",
         category: Category::Lxc,
         params: &[
             NODE,
@@ -82,14 +82,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "current",
                 ParamKind::Boolean,
-                "Return the values in effect now, ignoring pending changes.",
+                "Return running values, ignoring pending changes.",
             ),
             Param::query(
                 "snapshot",
                 ParamKind::String,
-                "Return the configuration stored in this snapshot instead of the live one.",
+                "Return the config stored in this snapshot.",
             )
-            .pattern("^[A-Za-z][A-Za-z0-9_-]{0,39}$", 40),
+            .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
         ],
         backend: get("/nodes/{node}/lxc/{vmid}/config"),
         ..ToolSpec::BASE
@@ -97,7 +97,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "listContainers",
         title: "List containers (legacy)",
-        description: "Deprecated: use pve_list_lxc_containers (one node) or pve_list_cluster_resources with type \"vm\" (all nodes). Lists the LXC containers of one node, or of every node when `node` is omitted (results concatenated, each entry with its node).",
+        description: "Deprecated: use pve_list_lxc_containers or pve_list_cluster_resources. Lists containers of one node, or all nodes if `node` is omitted.",
         category: Category::Lxc,
         deprecated: true,
         params: &[NODE.optional()],
@@ -109,7 +109,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_start_lxc_container",
         "Start container",
-        "Start a stopped container. Returns a task UPID string; follow it with pve_get_task_status, then pve_get_lxc_status shows \"running\".",
+        "Start a container. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/lxc/{vmid}/status/start",
         false,
         &["startContainer"],
@@ -118,7 +118,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_stop_lxc_container",
         "Stop container (hard)",
-        "Immediately stop a container, killing its processes without a clean shutdown. Prefer pve_shutdown_lxc_container. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        "Stop a container immediately, killing its processes. Prefer pve_shutdown_lxc_container. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/lxc/{vmid}/status/stop",
         true,
         &["stopContainer"],
@@ -127,7 +127,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_shutdown_lxc_container",
         "Shut down container",
-        "Shut a container down cleanly (its init system stops services); set `forceStop` to stop it hard after `timeout`. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        "Shut a container down cleanly; `forceStop` stops it hard after `timeout`. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/lxc/{vmid}/status/shutdown",
         true,
         &[],
@@ -136,7 +136,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_reboot_lxc_container",
         "Reboot container",
-        "Reboot a container cleanly (shutdown, then start; pending changes are applied). Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        "Reboot a container cleanly (applies pending changes). Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/lxc/{vmid}/status/reboot",
         true,
         &[],
@@ -145,7 +145,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_suspend_lxc_container",
         "Freeze container",
-        "Freeze all processes of a running container (cgroup freezer); resume with pve_resume_lxc_container. Requires confirm=true. Returns a task UPID.",
+        "Freeze a running container's processes; undo with pve_resume_lxc_container. Returns a task UPID.",
         "/nodes/{node}/lxc/{vmid}/status/suspend",
         true,
         &[],
@@ -154,7 +154,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_resume_lxc_container",
         "Unfreeze container",
-        "Resume a container frozen by pve_suspend_lxc_container. Returns a task UPID; follow it with pve_get_task_status.",
+        "Resume a frozen container. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/lxc/{vmid}/status/resume",
         false,
         &[],

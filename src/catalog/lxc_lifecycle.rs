@@ -22,72 +22,58 @@ const DESTROY: Effect = Effect::Write {
 
 /// Container configuration keys shared by create and update.
 const CONFIG_KEYS: &[Param] = &[
-    Param::body(
-        "hostname",
-        ParamKind::String,
-        "Container host name, a DNS name.",
-    )
-    .pattern("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$", 253),
-    Param::body(
-        "cores",
-        ParamKind::Integer,
-        "CPU cores it may use (default: all).",
-    )
-    .range(1, 8192),
+    Param::body("hostname", ParamKind::String, "Host name (DNS name).")
+        .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"),
+    Param::body("cores", ParamKind::Integer, "CPU cores (default: all).").range(1, 8192),
     Param::body(
         "memory",
         ParamKind::Integer,
-        "Memory limit in MiB (2048 = 2 GiB); default 512.",
+        "Memory limit in MiB (default 512).",
     )
     .min(16),
-    Param::body(
-        "swap",
-        ParamKind::Integer,
-        "Swap in MiB (0 = none); default 512.",
-    )
-    .min(0),
+    Param::body("swap", ParamKind::Integer, "Swap in MiB (default 512).").min(0),
     Param::body(
         "rootfs",
         ParamKind::String,
-        "Root disk: \"<storage>:<GiB>\" allocates (\"local-lvm:8\" = 8 GiB); options like \",acl=1\".",
+        "Root disk, \"<storage>:<GiB>\", e.g. \"local-lvm:8\".",
     ),
     Param::indexed(
         "mp",
         0..=255,
         ParamKind::String,
-        "Mount point: \"<storage>:<GiB>,mp=<path>\" allocates (\"local-lvm:10,mp=/srv\"); \"<host dir>,mp=<path>\" bind-mounts.",
+        "Mount point, e.g. \"local-lvm:10,mp=/srv\" or \"<host dir>,mp=<path>\".",
     ),
     Param::indexed(
         "net",
         0..=31,
         ParamKind::String,
-        "NIC: \"name=eth0,bridge=vmbr0,ip=dhcp\" or \"…,ip=192.168.1.60/24,gw=192.168.1.1\"; options tag=<VLAN>, firewall=1, ip6=auto.",
+        "NIC, e.g. \"name=eth0,bridge=vmbr0,ip=dhcp\" (or ip=<cidr>,gw=<ip>).",
     ),
     Param::body(
         "unprivileged",
         ParamKind::Boolean,
-        "Unprivileged container (recommended; set at creation).",
+        "Unprivileged container (recommended).",
     ),
     Param::body(
         "features",
         ParamKind::String,
-        "Features, e.g. \"nesting=1\" (Docker, systemd), \"keyctl=1\", \"fuse=1\".",
+        "Features, e.g. \"nesting=1\" (Docker), \"keyctl=1\".",
     ),
     Param::body(
         "nameserver",
         ParamKind::String,
-        "DNS server IP(s), space-separated; unset = the host's.",
+        "DNS servers, space-separated; unset = host's.",
     ),
     Param::body(
         "searchdomain",
         ParamKind::String,
-        "DNS search domain(s); unset = the host's.",
+        "DNS search domains; unset = host's.",
     ),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
     Param::body(
         "startup",
         ParamKind::String,
-        "Boot order: \"order=<n>,up=<s>,down=<s>\".",
+        "Boot order, e.g. \"order=1,up=30\".",
     ),
     Param::body(
         "protection",
@@ -97,38 +83,34 @@ const CONFIG_KEYS: &[Param] = &[
     Param::body(
         "tags",
         ParamKind::String,
-        "Tags separated by ';' (e.g. \"prod;db\").",
+        "Tags separated by ';', e.g. \"prod;db\".",
     ),
-    Param::body(
-        "description",
-        ParamKind::String,
-        "Notes shown in the web UI (Markdown).",
-    ),
+    Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
 
 const CREATE_ONLY: &[Param] = &[
     Param::body(
         "ostemplate",
         ParamKind::String,
-        "OS template volid, e.g. \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\" (see pve_list_storage_templates).",
+        "Template volid, e.g. \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\".",
     )
     .required(),
     Param::body(
         "password",
         ParamKind::String,
-        "Root password (secret: sent, never logged). Prefer ssh-public-keys.",
+        "Root password (secret). Prefer ssh-public-keys.",
     ),
     Param::body(
         "ssh-public-keys",
         ParamKind::String,
-        "Root's public SSH keys, OpenSSH format, one per line.",
+        "Root's SSH public keys, one per line.",
     ),
     STORAGE_BODY,
     POOL_BODY,
     Param::body(
         "start",
         ParamKind::Boolean,
-        "Start the container once it has been created.",
+        "Start the container after creation.",
     ),
 ];
 const CREATE_PARTS: &[&[Param]] = &[&[NODE, NEW_VMID], CONFIG_KEYS, CREATE_ONLY];
@@ -138,7 +120,7 @@ const UPDATE_ONLY: &[Param] = &[
     Param::body(
         "delete",
         ParamKind::String,
-        "Comma-separated configuration keys to remove, e.g. \"mp1,net1\".",
+        "Keys to remove, comma list, e.g. \"mp1,net1\".",
     ),
     DIGEST,
 ];
@@ -171,7 +153,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_create",
         title: "Create container",
-        description: "Create an LXC container from an OS template. Give `vmid` (pve_get_next_vmid suggests one) and `ostemplate` (pve_list_storage_templates lists them); usual keys: hostname, cores, memory and swap (MiB), rootfs=\"local-lvm:8\" (8 GiB), net0=\"name=eth0,bridge=vmbr0,ip=dhcp\", password or ssh-public-keys, unprivileged=true, features=\"nesting=1\". Indexed keys: mp0–255, net0–31. Returns a task UPID; follow it with pve_get_task_status, then read the result with pve_get_lxc_config.",
+        description: "Create a container from `ostemplate` (pve_list_storage_templates). Usual keys: hostname, cores, memory, rootfs, net0, ssh-public-keys, unprivileged. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
@@ -182,7 +164,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_delete",
         title: "Delete container",
-        description: "Destroy a container and its volumes, permanently (it must be stopped unless `force`, and not protected). Set `purge` to also remove it from backup jobs, replication and HA. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Destroy a container and its volumes, permanently (stopped unless `force`). `purge` also drops backup/replication/HA references. Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -193,17 +175,17 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "purge",
                 ParamKind::Boolean,
-                "Also remove the container from backup jobs, replication jobs and HA resources.",
+                "Also remove from backup, replication and HA jobs.",
             ),
             Param::query(
                 "force",
                 ParamKind::Boolean,
-                "Destroy even if the container is running (it is stopped first).",
+                "Destroy even if running (stops it first).",
             ),
             Param::query(
                 "destroy-unreferenced-disks",
                 ParamKind::Boolean,
-                "Also destroy volumes that carry this VMID but are not in its configuration.",
+                "Also destroy unreferenced volumes of this VMID.",
             ),
         ],
         backend: delete("/nodes/{node}/lxc/{vmid}"),
@@ -212,7 +194,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_migrate",
         title: "Migrate container",
-        description: "Move a container to another node. Containers cannot move while running without `restart`=true (restart migration: shut down, move, start again — `timeout` seconds for the shutdown); a stopped one moves as is. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status — the container is on the target once the task is OK.",
+        description: "Move a container to another node; a running one needs `restart` (shut down, move, start). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
         tier: Tier::ReadExecute,
         effect: DESTROY,
@@ -224,18 +206,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "restart",
                 ParamKind::Boolean,
-                "Restart migration for a running container: it is shut down, moved and started on the target.",
+                "Restart migration for a running container.",
             ),
             Param::body(
                 "timeout",
                 ParamKind::Integer,
-                "With `restart`: seconds to wait for the clean shutdown before it is stopped hard (Proxmox default 180).",
+                "With `restart`: shutdown timeout in seconds (default 180).",
             )
             .min(0),
             Param::body(
                 "target-storage",
                 ParamKind::String,
-                "Storage for the volumes on the target: one storage ID, or \"source:target\" pairs separated by commas.",
+                "Target storage: one ID, or \"source:target\" pairs, comma list.",
             ),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/migrate"),
@@ -244,7 +226,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_clone",
         title: "Clone container",
-        description: "Copy a container or container template to a new VMID (a linked clone from a template unless `full`; a normal container needs `full`=true). Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Copy a container or template to a new VMID (linked clone from a template unless `full`). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
@@ -254,36 +236,32 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "newid",
                 ParamKind::Integer,
-                "VMID of the copy, 100–999999999 and unused (pve_get_next_vmid suggests one).",
+                "VMID of the copy (unused; pve_get_next_vmid).",
             )
             .range(100, 999_999_999)
             .required(),
-            Param::body(
-                "hostname",
-                ParamKind::String,
-                "Host name of the copy (a DNS name).",
-            )
-            .pattern("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$", 253),
+            Param::body("hostname", ParamKind::String, "Host name of the copy.")
+                .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"),
             TARGET_NODE,
             Param::body(
                 "full",
                 ParamKind::Boolean,
-                "Full copy of all volumes instead of a linked clone.",
+                "Full copy instead of a linked clone.",
             ),
             Param::body(
                 "storage",
                 ParamKind::String,
-                "Storage for the copy's volumes (full clones only).",
+                "Storage for the copy (full clones only).",
             )
-            .pattern(STORAGE_PATTERN, 100),
+            .matching(STORAGE_PATTERN),
             POOL_BODY,
             Param::body("description", ParamKind::String, "Notes for the copy."),
             Param::body(
                 "snapname",
                 ParamKind::String,
-                "Clone the state of this snapshot instead of the current one.",
+                "Clone this snapshot instead of the current state.",
             )
-            .pattern(SNAPNAME_PATTERN, 40),
+            .matching(SNAPNAME_PATTERN),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/clone"),
         ..ToolSpec::BASE
@@ -291,7 +269,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_update_config",
         title: "Update container configuration",
-        description: "Change a container's configuration keys (names as pve_get_lxc_config shows them): hostname, cores, memory and swap (MiB), netN, mpN, features, onboot, tags, …; `delete` removes keys. Pass `digest` from pve_get_lxc_config to refuse the change if someone else edited it meanwhile. Some changes to a running container stay pending until restart. Requires confirm=true. Returns null on success.",
+        description: "Change container config keys (as pve_get_lxc_config names them); `delete` removes keys, `digest` guards edits. Running containers may need a restart. Returns null.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -307,7 +285,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_lxc_snapshots",
         title: "List container snapshots",
-        description: "List a container's snapshots: name, description, snaptime (Unix seconds) and parent, plus a pseudo-entry named \"current\" for the live state. Use it before a rollback or delete.",
+        description: "List a container's snapshots: name, description, snaptime (Unix s), parent; \"current\" is the live state.",
         category: Category::Lxc,
         params: GUEST,
         backend: get("/nodes/{node}/lxc/{vmid}/snapshot"),
@@ -316,7 +294,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_create_snapshot",
         title: "Snapshot container",
-        description: "Take a snapshot of a container's volumes so it can be rolled back later (needs snapshot-capable storage such as LVM-thin, ZFS or Ceph). Returns a task UPID; follow it with pve_get_task_status, then pve_list_lxc_snapshots shows it.",
+        description: "Snapshot a container's volumes (needs LVM-thin, ZFS or Ceph). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
@@ -326,14 +304,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "snapname",
                 ParamKind::String,
-                "Name of the new snapshot: starts with a letter; letters, digits, '-' and '_'; up to 40 characters.",
+                "New snapshot name, e.g. \"before-upgrade\".",
             )
-            .pattern(SNAPNAME_PATTERN, 40)
+            .matching(SNAPNAME_PATTERN)
             .required(),
             Param::body(
                 "description",
                 ParamKind::String,
-                "Free-text note stored with the snapshot.",
+                "Note stored with the snapshot.",
             ),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/snapshot"),
@@ -342,7 +320,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_delete_snapshot",
         title: "Delete container snapshot",
-        description: "Delete one snapshot of a container (its current state is not changed). Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Delete a container snapshot (current state unchanged). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -354,7 +332,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "force",
                 ParamKind::Boolean,
-                "Remove the snapshot from the configuration even if removing its data fails.",
+                "Drop it from the config even if data removal fails.",
             ),
         ],
         backend: delete("/nodes/{node}/lxc/{vmid}/snapshot/{snapname}"),
@@ -363,7 +341,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_rollback_snapshot",
         title: "Roll container back to snapshot",
-        description: "Return a container to the state of a snapshot: everything changed since is lost. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Roll a container back to a snapshot; later changes are lost. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,

@@ -16,7 +16,7 @@ const IFACE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_]{1,20}([:.][0-9]+)?$";
 const IFACE: Param = Param::path(
     "iface",
     ParamKind::String,
-    "Interface name as pve_list_networks shows it, e.g. \"vmbr0\", \"bond0\", \"eno1\".",
+    "Interface name, e.g. \"vmbr0\", \"bond0\", \"eno1\".",
 )
 .pattern(IFACE_PATTERN, 20);
 
@@ -54,73 +54,61 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "cidr",
         ParamKind::String,
-        "IPv4 address with prefix length, e.g. \"192.168.1.10/24\" (replaces address+netmask).",
+        "IPv4 CIDR, e.g. \"192.168.1.10/24\".",
     ),
     Param::body(
         "address",
         ParamKind::String,
-        "IPv4 address without prefix, e.g. \"192.168.1.10\" (use with `netmask`, or prefer `cidr`).",
+        "IPv4 address without prefix (with `netmask`; prefer `cidr`).",
     ),
-    Param::body(
-        "netmask",
-        ParamKind::String,
-        "IPv4 netmask for `address`, e.g. \"255.255.255.0\".",
-    ),
+    Param::body("netmask", ParamKind::String, "IPv4 netmask for `address`."),
     Param::body(
         "gateway",
         ParamKind::String,
-        "IPv4 default gateway, e.g. \"192.168.1.1\" (only one interface per node may have one).",
+        "IPv4 default gateway (one interface per node).",
     ),
     Param::body(
         "cidr6",
         ParamKind::String,
-        "IPv6 address with prefix length, e.g. \"fd00::10/64\".",
+        "IPv6 CIDR, e.g. \"fd00::10/64\".",
     ),
-    Param::body(
-        "gateway6",
-        ParamKind::String,
-        "IPv6 default gateway, e.g. \"fd00::1\".",
-    ),
+    Param::body("gateway6", ParamKind::String, "IPv6 default gateway."),
     Param::body(
         "bridge_ports",
         ParamKind::String,
-        "Bridge: member interfaces, space-separated, e.g. \"eno1\" or \"bond0\"; empty for an internal bridge.",
+        "Bridge ports, space-separated, e.g. \"eno1\"; empty = internal.",
     ),
     Param::body(
         "bridge_vlan_aware",
         ParamKind::Boolean,
-        "Bridge: true makes it VLAN-aware (guests pick a VLAN tag on their NIC).",
+        "Make the bridge VLAN-aware.",
     ),
     Param::body(
         "bond_mode",
         ParamKind::String,
-        "Bond: mode, e.g. \"802.3ad\" (LACP, needs switch support) or \"active-backup\".",
+        "Bond mode, e.g. \"802.3ad\" (LACP) or \"active-backup\".",
     )
     .one_of(BOND_MODES),
     Param::body(
         "slaves",
         ParamKind::String,
-        "Bond: member NICs, space-separated, e.g. \"eno1 eno2\".",
+        "Bond members, space-separated, e.g. \"eno1 eno2\".",
     ),
     Param::body(
         "vlan-raw-device",
         ParamKind::String,
-        "VLAN: parent interface, e.g. \"eno1\" (or name the VLAN \"eno1.20\").",
+        "VLAN parent interface, e.g. \"eno1\".",
     ),
     Param::body(
         "autostart",
         ParamKind::Boolean,
-        "true brings the interface up at boot (\"auto\" line).",
+        "Bring up at boot (\"auto\").",
     ),
-    Param::body(
-        "comments",
-        ParamKind::String,
-        "Free-text comment stored with the interface.",
-    ),
+    Param::body("comments", ParamKind::String, "Free-text comment."),
     Param::body(
         "mtu",
         ParamKind::Integer,
-        "MTU in bytes, 1280–65520 (e.g. 9000 for jumbo frames).",
+        "MTU in bytes (e.g. 9000 for jumbo frames).",
     )
     .range(1280, 65520),
 ];
@@ -128,7 +116,7 @@ const SETTINGS: [Param; 14] = [
 const VLAN_ID: Param = Param::body(
     "vlan-id",
     ParamKind::Integer,
-    "VLAN: tag 1–4094 (with `vlan-raw-device`).",
+    "VLAN tag (with `vlan-raw-device`).",
 )
 .range(1, 4094);
 
@@ -154,7 +142,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_networks",
         title: "List node network interfaces",
-        description: "List the network interfaces configured on one node (/etc/network/interfaces): iface, type (bridge, bond, eth, vlan, OVS…), active, autostart, address/cidr, gateway, bridge_ports and bond slaves. Use it to find the bridge (e.g. \"vmbr0\") to attach a guest NIC to.",
+        description: "A node's network interfaces: iface, type, active, autostart, cidr, gateway, bridge_ports, slaves. Find the bridge for a guest NIC.",
         category: Category::Network,
         params: &[NODE],
         backend: get("/nodes/{node}/network"),
@@ -163,7 +151,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_network",
         title: "Get network interface",
-        description: "Read one interface's configuration on a node: type, method, address/cidr, gateway, bridge_ports/bridge_vlan_aware, bond slaves/bond_mode, autostart, mtu, comments, active (1/0).",
+        description: "One interface's config: type, method, cidr, gateway, bridge/bond settings, autostart, mtu, active.",
         category: Category::Network,
         params: &[NODE, IFACE],
         backend: get("/nodes/{node}/network/{iface}"),
@@ -172,7 +160,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     list_by_type(
         "pve_list_node_bridges",
         "List node bridges",
-        "List the Linux bridges of one node (type=bridge, e.g. vmbr0) with bridge_ports, bridge_vlan_aware, address/cidr, gateway and active/autostart. These are the names a guest NIC's `bridge=` takes.",
+        "A node's Linux bridges (e.g. vmbr0): ports, VLAN-aware, cidr, gateway. These are a guest NIC's `bridge=` values.",
         &[
             NODE,
             Param::fixed(
@@ -187,7 +175,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     list_by_type(
         "pve_list_node_bonds",
         "List node bonds",
-        "List the Linux bonds of one node (type=bond): iface, slaves (member NICs), bond_mode (e.g. 802.3ad, active-backup), active/autostart. Empty array if the node has no bonds.",
+        "A node's bonds: iface, slaves, bond_mode, active/autostart. Empty if none.",
         &[
             NODE,
             Param::fixed(
@@ -202,7 +190,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     list_by_type(
         "pve_list_node_physical_nics",
         "List node physical NICs",
-        "List the physical network cards of one node (type=eth, e.g. eno1, enp3s0): iface, active (link configured), exists, autostart and any address. Use it to find free ports for a new bridge or bond.",
+        "A node's physical NICs (e.g. eno1): iface, active, exists, address. Finds free ports for a bridge or bond.",
         &[
             NODE,
             Param::fixed(
@@ -217,7 +205,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_network",
         title: "Create network interface",
-        description: "Stage a new interface on a node: a bridge (type=bridge, bridge_ports), a bond (type=bond, slaves, bond_mode), a VLAN (type=vlan, iface \"eno1.20\" or vlan-raw-device + vlan-id), with optional cidr/gateway/mtu. A wrong gateway or port can cut the node off the network, so this requires confirm=true after asking the user. Staged only (interfaces.new) until pve_apply_network_changes. Returns null.",
+        description: "Stage a bridge, bond or VLAN on a node (with optional cidr/gateway/mtu). Live only after pve_apply_network_changes; a wrong gateway can cut the node off. Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -259,7 +247,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_network",
         title: "Update network interface",
-        description: "Change a staged interface definition on a node. Proxmox requires the interface's `type` (see pve_get_network); given keys are set, keys named in `delete` are removed. Staged only until pve_apply_network_changes. Requires confirm=true after asking the user. Returns null.",
+        description: "Stage changes to an interface (its `type` is required); `delete` removes keys. Live only after pve_apply_network_changes. Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -273,7 +261,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "type",
                 ParamKind::String,
-                "The interface's current type as pve_get_network reports it (required by Proxmox).",
+                "The interface's current type (pve_get_network).",
             )
             .one_of(IFACE_TYPES)
             .required(),
@@ -295,7 +283,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "delete",
                 ParamKind::String,
-                "Comma-separated settings to remove, e.g. \"gateway,comments\".",
+                "Settings to remove, comma list, e.g. \"gateway\".",
             ),
         ],
         at_least_one_of: &[
@@ -322,7 +310,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_network",
         title: "Delete network interface",
-        description: "Stage the removal of an interface on a node. Removing the bridge or NIC that carries the management address cuts the node off after apply. Staged only until pve_apply_network_changes. Requires confirm=true after asking the user. Returns null.",
+        description: "Stage removal of an interface; removing the management bridge cuts the node off after apply. Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -337,7 +325,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_apply_network_changes",
         title: "Apply pending network changes",
-        description: "Make a node's staged network changes live (ifreload of /etc/network/interfaces.new). Check the staged config with pve_list_networks first: a mistake can cut the node off the network. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Make staged network changes live (ifreload). Check pve_list_networks first: a mistake can cut the node off. Returns a task UPID.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -350,7 +338,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "regenerate-frr",
                 ParamKind::Boolean,
-                "true also regenerates the FRR routing config (SDN fabrics); default false.",
+                "Also regenerate the FRR config (SDN fabrics).",
             ),
         ],
         backend: put("/nodes/{node}/network"),

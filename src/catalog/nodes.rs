@@ -8,7 +8,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_nodes",
         title: "List nodes",
-        description: "List every node of the Proxmox cluster with its online status, CPU load, memory and disk use and uptime. Start here: node names from this list are the `node` argument of most other tools. Returns an array of {node, status, cpu, maxcpu, mem, maxmem, disk, maxdisk, uptime}; cpu is a fraction (0.05 = 5 %), sizes are bytes, uptime is seconds.",
+        description: "List cluster nodes: node, status, cpu (fraction), maxcpu, mem/maxmem, disk/maxdisk (bytes), uptime (s). Start here: gives the `node` names.",
         category: Category::Nodes,
         aliases: &["listNodes"],
         backend: get("/nodes"),
@@ -17,7 +17,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_node_status",
         title: "Get node status",
-        description: "Read one node's live status: CPU model and load average, memory and root filesystem use (bytes), uptime (seconds), kernel and pve-manager versions. Use it to check a host's health or capacity before placing guests. Returns one object.",
+        description: "One node's status: CPU model and load, memory and rootfs use (bytes), uptime (s), kernel and pve-manager versions.",
         category: Category::Nodes,
         aliases: &["getNodeStatus"],
         params: &[NODE],

@@ -13,22 +13,18 @@ pub const UPID_PATTERN: &str =
     "^UPID:[A-Za-z0-9.-]+:([0-9A-Fa-f]{8,}:){3}[^:\\s]+:[^:\\s]*:[^:\\s]+:$";
 
 /// The node a request is addressed to.
-pub const NODE: Param = Param::path(
-    "node",
-    ParamKind::String,
-    "Node name, e.g. \"pve01\" (see pve_list_nodes).",
-)
-.matching(NODE_PATTERN);
+pub const NODE: Param =
+    Param::path("node", ParamKind::String, "Node name (pve_list_nodes).").matching(NODE_PATTERN);
 
 /// A guest id.
 pub const VMID: Param =
-    Param::path("vmid", ParamKind::Integer, "Guest ID (VMID), e.g. 101.").range(100, 999_999_999);
+    Param::path("vmid", ParamKind::Integer, "Guest ID (VMID).").range(100, 999_999_999);
 
 /// A task id in the path.
 pub const UPID: Param = Param::path(
     "upid",
     ParamKind::String,
-    "Task ID (UPID) returned by an action tool; `node` must be the node named in it.",
+    "Task ID (UPID); `node` must be the node in it.",
 )
 .pattern(UPID_PATTERN, 512);
 
@@ -36,20 +32,12 @@ pub const UPID: Param = Param::path(
 pub const GUEST: &[Param] = &[NODE, VMID];
 
 /// Page start for log-like reads.
-pub const LOG_START: Param = Param::query(
-    "start",
-    ParamKind::Integer,
-    "First line to return (0-based); page with `limit`.",
-)
-.min(0);
+pub const LOG_START: Param =
+    Param::query("start", ParamKind::Integer, "First line (0-based).").min(0);
 
 /// Page size for log-like reads.
-pub const LOG_LIMIT: Param = Param::query(
-    "limit",
-    ParamKind::Integer,
-    "Lines to return (Proxmox default 50).",
-)
-.range(1, 100_000);
+pub const LOG_LIMIT: Param =
+    Param::query("limit", ParamKind::Integer, "Lines to return (default 50).").range(1, 100_000);
 
 /// A snapshot name (Proxmox `pve-configid`, at most 40 characters).
 pub const SNAPNAME_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]{0,39}$";
@@ -58,20 +46,16 @@ pub const SNAPNAME_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]{0,39}$";
 pub const STORAGE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_.-]{0,99}$";
 
 /// The snapshot addressed by a path.
-pub const SNAPNAME: Param = Param::path(
-    "snapname",
-    ParamKind::String,
-    "Snapshot name as pve_list_qemu_snapshots / pve_list_lxc_snapshots list it (letters, digits, '-' and '_', starting with a letter, up to 40 characters).",
-)
-.pattern(SNAPNAME_PATTERN, 40);
+pub const SNAPNAME: Param =
+    Param::path("snapname", ParamKind::String, "Snapshot name.").matching(SNAPNAME_PATTERN);
 
 /// A storage in the path.
 pub const STORAGE: Param = Param::path(
     "storage",
     ParamKind::String,
-    "Storage ID as pve_list_storage returns it (e.g. \"local\", \"local-lvm\").",
+    "Storage ID, e.g. \"local-lvm\".",
 )
-.pattern(STORAGE_PATTERN, 100);
+.matching(STORAGE_PATTERN);
 
 /// `node` + `vmid` + `snapname`, the address of a snapshot.
 pub const SNAPSHOT: &[Param] = &[NODE, VMID, SNAPNAME];
@@ -80,42 +64,35 @@ pub const SNAPSHOT: &[Param] = &[NODE, VMID, SNAPNAME];
 pub const NEW_VMID: Param = Param::body(
     "vmid",
     ParamKind::Integer,
-    "New guest ID, 100–999999999, unused in the cluster (pve_get_next_vmid suggests one).",
+    "New guest ID, unused (pve_get_next_vmid).",
 )
 .range(100, 999_999_999)
 .required();
 
 /// A target node in a body (migrate, clone).
-pub const TARGET_NODE: Param = Param::body(
-    "target",
-    ParamKind::String,
-    "Destination node name exactly as pve_list_nodes returns it (e.g. \"pve02\").",
-)
-.matching(NODE_PATTERN);
+pub const TARGET_NODE: Param =
+    Param::body("target", ParamKind::String, "Destination node name.").matching(NODE_PATTERN);
 
 /// The optimistic-locking digest of update tools.
 pub const DIGEST: Param = Param::body(
     "digest",
     ParamKind::String,
-    "`digest` from the get-config tool: the change is refused if the config changed since.",
+    "`digest` from the read; refused if changed since.",
 )
-.pattern("^[0-9a-fA-F]{1,40}$", 40);
+.matching("^[0-9a-fA-F]{1,40}$");
 
 /// A storage in a body.
 pub const STORAGE_BODY: Param = Param::body(
     "storage",
     ParamKind::String,
-    "Target storage ID for the new disks (e.g. \"local-lvm\"); see pve_list_storage.",
+    "Storage for new disks, e.g. \"local-lvm\".",
 )
-.pattern(STORAGE_PATTERN, 100);
+.matching(STORAGE_PATTERN);
 
 /// A resource pool in a body.
-pub const POOL_BODY: Param = Param::body(
-    "pool",
-    ParamKind::String,
-    "Add the new guest to this resource pool (see pve_list_pools).",
-)
-.pattern("^[A-Za-z0-9_.-]{1,64}$", 64);
+pub const POOL_BODY: Param =
+    Param::body("pool", ParamKind::String, "Add the new guest to this pool.")
+        .matching("^[A-Za-z0-9_.-]{1,64}$");
 
 /// Joins parameter lists at compile time, so rows can share key groups (a create row =
 /// address + hardware + cloud-init + create-only keys) without writing a key twice.

@@ -9,24 +9,20 @@ use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, g
 /// Pool ids: letters, digits, `-`, `_`; nested pools separate levels with `/`.
 const POOL_ID_PATTERN: &str = "^[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*){0,2}$";
 
-const POOLID: Param = Param::path(
-    "poolid",
-    ParamKind::String,
-    "Pool ID as pve_list_pools shows it, e.g. \"prod\".",
-)
-.pattern(POOL_ID_PATTERN, 192);
+const POOLID: Param = Param::path("poolid", ParamKind::String, "Pool ID, e.g. \"prod\".")
+    .pattern(POOL_ID_PATTERN, 192);
 
 /// Rows of the `pools` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_pools",
         title: "List resource pools",
-        description: "List resource pools (groups of guests and storages used for permissions and organisation): poolid and comment. Filter by `type` to list only pools holding a given kind of member.",
+        description: "List resource pools: poolid, comment. Filter by member `type`.",
         category: Category::Pools,
         params: &[Param::query(
             "type",
             ParamKind::String,
-            "Only list pools that contain members of this kind: \"qemu\", \"lxc\" or \"storage\".",
+            "Only pools with members of this kind.",
         )
         .one_of(&["qemu", "lxc", "storage"])],
         backend: get("/pools"),
@@ -35,16 +31,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_pool",
         title: "Get pool",
-        description: "Read one resource pool: comment and members — guests (id \"qemu/101\", type, vmid, node, name, status) and storages (id \"storage/pve01/local\", type \"storage\"). Filter members with `type`.",
+        description: "One pool's comment and members (guests and storages). Filter members with `type`.",
         category: Category::Pools,
         params: &[
             POOLID,
-            Param::query(
-                "type",
-                ParamKind::String,
-                "Only members of this kind: \"qemu\", \"lxc\" or \"storage\".",
-            )
-            .one_of(&["qemu", "lxc", "storage"]),
+            Param::query("type", ParamKind::String, "Only members of this kind.")
+                .one_of(&["qemu", "lxc", "storage"]),
         ],
         backend: get("/pools/{poolid}"),
         ..ToolSpec::BASE
@@ -52,7 +44,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_pool",
         title: "Create pool",
-        description: "Create an empty resource pool; add guests and storages afterwards with pve_update_pool. Returns null.",
+        description: "Create an empty resource pool; add members with pve_update_pool. Returns null.",
         category: Category::Pools,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -63,15 +55,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "poolid",
                 ParamKind::String,
-                "New pool ID (letters, digits, - _; \"parent/child\" for a nested pool).",
+                "New pool ID (\"parent/child\" for nested).",
             )
             .pattern(POOL_ID_PATTERN, 192)
             .required(),
-            Param::body(
-                "comment",
-                ParamKind::String,
-                "Free-text description of the pool.",
-            ),
+            Param::body("comment", ParamKind::String, "Free-text description."),
         ],
         backend: post("/pools"),
         ..ToolSpec::BASE
@@ -79,7 +67,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_pool",
         title: "Update pool",
-        description: "Change a pool's comment or membership: `vms` and `storage` are added, or removed when `delete` is true. A guest already in another pool needs `allow-move`. Requires confirm=true after asking the user. Returns null.",
+        description: "Add `vms`/`storage` to a pool, or remove them with `delete`. `allow-move` takes guests from another pool. Returns null.",
         category: Category::Pools,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -93,23 +81,23 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "vms",
                 ParamKind::String,
-                "Guest IDs to add (or remove with delete=true), comma-separated, e.g. \"101,201\".",
+                "Guest IDs, comma list, e.g. \"101,201\".",
             )
             .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
             Param::body(
                 "storage",
                 ParamKind::String,
-                "Storage IDs to add (or remove with delete=true), comma-separated, e.g. \"local,nas\".",
+                "Storage IDs, comma list, e.g. \"local,nas\".",
             ),
             Param::body(
                 "delete",
                 ParamKind::Boolean,
-                "true removes the listed `vms`/`storage` from the pool instead of adding them.",
+                "Remove the listed members instead of adding.",
             ),
             Param::body(
                 "allow-move",
                 ParamKind::Boolean,
-                "true moves guests that are in another pool into this one (else that is an error).",
+                "Move guests from another pool into this one.",
             ),
         ],
         at_least_one_of: &["comment", "vms", "storage"],
@@ -119,7 +107,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_pool",
         title: "Delete pool",
-        description: "Delete a resource pool. Proxmox refuses while it still has members; permissions granted on /pool/<id> are lost. Requires confirm=true after asking the user. Returns null.",
+        description: "Delete an empty resource pool; permissions on /pool/<id> are lost. Returns null.",
         category: Category::Pools,
         tier: Tier::Full,
         effect: Effect::Write {

@@ -40,13 +40,13 @@ const SHUTDOWN_PARAMS: &[Param] = &[
     Param::body(
         "timeout",
         ParamKind::Integer,
-        "Seconds to wait for the guest OS to power off before giving up (Proxmox default 180).",
+        "Seconds to wait for the guest to power off (default 180).",
     )
     .min(0),
     Param::body(
         "forceStop",
         ParamKind::Boolean,
-        "If the guest has not shut down when `timeout` expires, power it off hard.",
+        "Power off hard if still running after `timeout`.",
     ),
 ];
 
@@ -55,7 +55,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_qemu_vms",
         title: "List VMs on a node",
-        description: "List the QEMU virtual machines on one node: vmid, name, status (running/stopped/paused), cpus, maxmem and mem (bytes), uptime (seconds), template flag and tags. For every node at once use pve_list_cluster_resources with type \"vm\".",
+        description: "List a node's VMs: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), template, tags. All nodes: pve_list_cluster_resources.",
         category: Category::Qemu,
         params: &[NODE],
         backend: get("/nodes/{node}/qemu"),
@@ -64,7 +64,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_qemu_status",
         title: "Get VM status",
-        description: "Read one VM's current runtime status: status and qmpstatus (running, stopped, paused, …), uptime (s), CPU use (fraction), memory in use and allocated (bytes), disk and network I/O counters, HA state. Use it after a power action to confirm the result.",
+        description: "A VM's runtime status: status/qmpstatus, uptime (s), CPU (fraction), memory (bytes), disk and net I/O counters, HA state.",
         category: Category::Qemu,
         aliases: &["getVMStatus"],
         params: GUEST,
@@ -74,7 +74,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_qemu_config",
         title: "Get VM configuration",
-        description: "Read one VM's configuration as Proxmox stores it: name, cores, sockets, memory (MiB), cpu type, ostype, disks (scsi0, virtio0, …) as property strings like \"local-lvm:vm-101-disk-0,size=32G\", NICs (net0 = \"virtio=BC:24:11:…,bridge=vmbr0\"), boot order, agent, cloud-init keys and `digest` (pass it back on updates to avoid overwriting concurrent changes). Set `current` to see the running values instead of pending ones.",
+        description: "A VM's config: name, cores, sockets, memory (MiB), cpu, ostype, disks, netN, boot, agent, cloud-init keys, and `digest` for updates.",
         category: Category::Qemu,
         params: &[
             NODE,
@@ -82,14 +82,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "current",
                 ParamKind::Boolean,
-                "Return the values in effect now, ignoring pending changes that apply at the next restart.",
+                "Return running values, ignoring pending changes.",
             ),
             Param::query(
                 "snapshot",
                 ParamKind::String,
-                "Return the configuration stored in this snapshot instead of the live one.",
+                "Return the config stored in this snapshot.",
             )
-            .pattern("^[A-Za-z][A-Za-z0-9_-]{0,39}$", 40),
+            .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
         ],
         backend: get("/nodes/{node}/qemu/{vmid}/config"),
         ..ToolSpec::BASE
@@ -97,7 +97,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "listVMs",
         title: "List VMs (legacy)",
-        description: "Deprecated: use pve_list_qemu_vms (one node) or pve_list_cluster_resources with type \"vm\" (all nodes). Lists the QEMU VMs of one node, or of every node when `node` is omitted (results concatenated, each entry with its node).",
+        description: "Deprecated: use pve_list_qemu_vms or pve_list_cluster_resources. Lists VMs of one node, or all nodes if `node` is omitted.",
         category: Category::Qemu,
         deprecated: true,
         params: &[NODE.optional()],
@@ -109,7 +109,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_start_qemu_vm",
         "Start VM",
-        "Power on a stopped VM. Returns a task UPID string; follow it with pve_get_task_status until status is \"stopped\" and exitstatus \"OK\", then pve_get_qemu_status shows \"running\".",
+        "Power on a VM. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/qemu/{vmid}/status/start",
         false,
         &["startVM"],
@@ -118,7 +118,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_stop_qemu_vm",
         "Stop VM (hard)",
-        "Immediately power off a VM, like pulling the plug: unsaved data in the guest is lost. Prefer pve_shutdown_qemu_vm for a clean shutdown. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        "Power a VM off immediately, like pulling the plug. Prefer pve_shutdown_qemu_vm. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/qemu/{vmid}/status/stop",
         true,
         &["stopVM"],
@@ -127,7 +127,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_shutdown_qemu_vm",
         "Shut down VM",
-        "Ask the guest OS to shut down cleanly (ACPI, or the guest agent when enabled). The guest may ignore it; set `forceStop` to power off after `timeout`. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        "Ask the guest OS to shut down (ACPI or agent); `forceStop` powers off after `timeout`. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/qemu/{vmid}/status/shutdown",
         true,
         &[],
@@ -136,7 +136,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_reboot_qemu_vm",
         "Reboot VM",
-        "Reboot a VM cleanly: shut the guest OS down and start it again (pending configuration changes are applied). Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        "Reboot a VM cleanly (applies pending changes). Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/qemu/{vmid}/status/reboot",
         true,
         &[],
@@ -145,7 +145,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_reset_qemu_vm",
         "Reset VM (hard)",
-        "Hard-reset a VM like pressing the reset button: the guest OS gets no chance to flush data. Only for a hung guest. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        "Hard-reset a VM (no flush); only for a hung guest. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/qemu/{vmid}/status/reset",
         true,
         &[],
@@ -154,7 +154,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_suspend_qemu_vm",
         "Suspend VM",
-        "Pause a running VM in memory (status becomes \"paused\"); it keeps its RAM and resumes where it stopped with pve_resume_qemu_vm. Requires confirm=true. Returns a task UPID.",
+        "Pause a running VM in memory; resume with pve_resume_qemu_vm. Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/suspend",
         true,
         &[],
@@ -163,7 +163,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     power(
         "pve_resume_qemu_vm",
         "Resume VM",
-        "Resume a VM paused by pve_suspend_qemu_vm. Returns a task UPID; follow it with pve_get_task_status.",
+        "Resume a paused VM. Returns a task UPID (poll pve_get_task_status).",
         "/nodes/{node}/qemu/{vmid}/status/resume",
         false,
         &[],

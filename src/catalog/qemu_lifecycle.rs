@@ -24,11 +24,7 @@ const DESTROY: Effect = Effect::Write {
 const CREATE_ONLY: &[Param] = &[
     STORAGE_BODY,
     POOL_BODY,
-    Param::body(
-        "start",
-        ParamKind::Boolean,
-        "Start the VM once it has been created.",
-    ),
+    Param::body("start", ParamKind::Boolean, "Start the VM after creation."),
 ];
 const CREATE_PARTS: &[&[Param]] = &[&[NODE, NEW_VMID], HARDWARE, CLOUDINIT, CREATE_ONLY];
 const CREATE_PARAMS: [Param; total(CREATE_PARTS)] = join(CREATE_PARTS);
@@ -43,9 +39,9 @@ const DISK_KEY_PATTERN: &str =
 const SNAPNAME_BODY: Param = Param::body(
     "snapname",
     ParamKind::String,
-    "Name of the new snapshot: starts with a letter; letters, digits, '-' and '_'; up to 40 characters (e.g. \"before-upgrade\").",
+    "New snapshot name, e.g. \"before-upgrade\".",
 )
-.pattern(SNAPNAME_PATTERN, 40)
+.matching(SNAPNAME_PATTERN)
 .required();
 
 /// Rows of the `qemu` category for the guest lifecycle.
@@ -53,7 +49,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_create",
         title: "Create VM",
-        description: "Create a new QEMU VM on a node. Give at least `vmid` (pve_get_next_vmid suggests one); usual keys: name, cores, sockets, memory (MiB), ostype, scsihw, a disk such as scsi0=\"local-lvm:32\" (32 GiB), a NIC such as net0=\"virtio,bridge=vmbr0\", an ISO as ide2=\"local:iso/debian.iso,media=cdrom\", boot, agent, cloud-init keys. Indexed keys: scsi0–30, virtio0–15, sata0–5, ide0–3, net0–31, ipconfig0–31. Returns a task UPID; follow it with pve_get_task_status, then read the result with pve_get_qemu_config.",
+        description: "Create a VM. Usual keys: name, cores, memory (MiB), ostype, scsi0=\"local-lvm:32\" (GiB), net0=\"virtio,bridge=vmbr0\", boot, agent, cloud-init. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: CREATE,
@@ -64,7 +60,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_delete",
         title: "Delete VM",
-        description: "Destroy a VM and all its disks, permanently (the VM must be stopped, and not protected). Set `purge` to also remove it from backup jobs, replication and HA. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Destroy a stopped VM and all its disks, permanently. `purge` also drops backup/replication/HA references. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -75,12 +71,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "purge",
                 ParamKind::Boolean,
-                "Also remove the VM from backup jobs, replication jobs and HA resources.",
+                "Also remove from backup, replication and HA jobs.",
             ),
             Param::query(
                 "destroy-unreferenced-disks",
                 ParamKind::Boolean,
-                "Also destroy disks on enabled storages that carry this VMID but are not in its configuration.",
+                "Also destroy unreferenced disks of this VMID.",
             ),
         ],
         backend: delete("/nodes/{node}/qemu/{vmid}"),
@@ -89,7 +85,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_migrate",
         title: "Migrate VM",
-        description: "Move a VM to another node of the cluster. A running VM needs `online`=true (live migration); local disks need `with-local-disks`. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status — the VM is on the target node once the task is OK.",
+        description: "Move a VM to another node; running needs `online`, local disks need `with-local-disks`. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::ReadExecute,
         effect: DESTROY,
@@ -98,20 +94,16 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             NODE,
             GUEST[1],
             TARGET_NODE.required(),
-            Param::body(
-                "online",
-                ParamKind::Boolean,
-                "Live-migrate a running VM (it keeps running); without it a running VM is refused.",
-            ),
+            Param::body("online", ParamKind::Boolean, "Live-migrate a running VM."),
             Param::body(
                 "with-local-disks",
                 ParamKind::Boolean,
-                "Also copy disks on local (non-shared) storage to the target node.",
+                "Also copy disks on local storage.",
             ),
             Param::body(
                 "targetstorage",
                 ParamKind::String,
-                "Storage for the local disks on the target: one storage ID, or \"source:target\" pairs separated by commas.",
+                "Target storage: one ID, or \"source:target\" pairs, comma list.",
             ),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/migrate"),
@@ -120,7 +112,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_clone",
         title: "Clone VM",
-        description: "Copy a VM or template to a new VMID. From a template the default is a linked clone (fast, shares the base disks); set `full`=true for an independent copy (required when cloning a normal VM). Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Copy a VM or template to a new VMID; linked clone from a template unless `full` (needed for a normal VM). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: CREATE,
@@ -130,44 +122,40 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "newid",
                 ParamKind::Integer,
-                "VMID of the copy, 100–999999999 and unused (pve_get_next_vmid suggests one).",
+                "VMID of the copy (unused; pve_get_next_vmid).",
             )
             .range(100, 999_999_999)
             .required(),
             Param::body(
                 "name",
                 ParamKind::String,
-                "Name of the copy (a DNS name, e.g. \"web-02\").",
+                "Name of the copy, e.g. \"web-02\".",
             )
-            .pattern("^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$", 63),
+            .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$"),
             TARGET_NODE,
             Param::body(
                 "full",
                 ParamKind::Boolean,
-                "Full copy of all disks instead of a linked clone (linked clones only work from templates).",
+                "Full copy instead of a linked clone (templates only).",
             ),
             Param::body(
                 "storage",
                 ParamKind::String,
-                "Storage for the copy's disks (full clones only); default: the source's.",
+                "Storage for the copy (full clones; default: source's).",
             )
-            .pattern(STORAGE_PATTERN, 100),
+            .matching(STORAGE_PATTERN),
             POOL_BODY,
-            Param::body(
-                "description",
-                ParamKind::String,
-                "Notes for the copy.",
-            ),
+            Param::body("description", ParamKind::String, "Notes for the copy."),
             Param::body(
                 "snapname",
                 ParamKind::String,
-                "Clone the state of this snapshot instead of the current one.",
+                "Clone this snapshot instead of the current state.",
             )
-            .pattern(SNAPNAME_PATTERN, 40),
+            .matching(SNAPNAME_PATTERN),
             Param::body(
                 "format",
                 ParamKind::String,
-                "Disk format of a full clone on file storage: raw, qcow2 or vmdk.",
+                "Disk format of a full clone on file storage.",
             )
             .one_of(&["raw", "qcow2", "vmdk"]),
         ],
@@ -177,7 +165,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_update_config",
         title: "Update VM configuration",
-        description: "Change a VM's configuration keys (same names as pve_get_qemu_config shows): name, cores, sockets, memory (MiB), cpu, disks (scsiN/virtioN/sataN/ideN, e.g. scsi1=\"local-lvm:16\" adds a 16 GiB disk), NICs (netN), boot, agent, tags, cloud-init keys, …; `delete` removes keys. Pass `digest` from pve_get_qemu_config to refuse the change if someone else edited it meanwhile. Changes to a running VM may stay pending until its next restart. Requires confirm=true. Returns null on success. To grow a disk use pve_qemu_resize_disk.",
+        description: "Change VM config keys (as pve_get_qemu_config names them), e.g. scsi1=\"local-lvm:16\" adds 16 GiB; `delete` removes keys, `digest` guards edits. May stay pending until restart. Returns null.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -193,7 +181,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_resize_disk",
         title: "Resize VM disk",
-        description: "Grow a VM disk (shrinking is not possible). `size` is \"+10G\" to add 10 GiB or an absolute new size such as \"64G\" (suffix K, M, G, T; no suffix = bytes). The guest's partitions and filesystems still need to be grown inside the guest. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Grow a VM disk (never shrink): size \"+10G\" or \"64G\". Grow partitions inside the guest afterwards. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -204,14 +192,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "disk",
                 ParamKind::String,
-                "Disk key as in the configuration, e.g. \"scsi0\", \"virtio1\", \"sata0\", \"ide0\", \"efidisk0\".",
+                "Disk key, e.g. \"scsi0\", \"virtio1\", \"efidisk0\".",
             )
-            .pattern(DISK_KEY_PATTERN, 10)
+            .matching(DISK_KEY_PATTERN)
             .required(),
             Param::body(
                 "size",
                 ParamKind::String,
-                "\"+<n><unit>\" to grow by that much (e.g. \"+10G\") or \"<n><unit>\" as the new total (e.g. \"64G\"); units K, M, G, T (powers of 1024), none = bytes.",
+                "\"+10G\" grows by 10 GiB; \"64G\" sets the total. K, M, G, T; none = bytes.",
             )
             .pattern("^\\+?[0-9]+(\\.[0-9]+)?[KMGT]?$", 32)
             .required(),
@@ -223,7 +211,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_qemu_snapshots",
         title: "List VM snapshots",
-        description: "List a VM's snapshots: name, description, snaptime (Unix seconds), vmstate (RAM included) and parent, plus a pseudo-entry named \"current\" for the live state (its parent is the latest snapshot). Use it before a rollback or delete.",
+        description: "List a VM's snapshots: name, description, snaptime (Unix s), vmstate, parent; \"current\" is the live state.",
         category: Category::Qemu,
         params: GUEST,
         backend: get("/nodes/{node}/qemu/{vmid}/snapshot"),
@@ -232,7 +220,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_create_snapshot",
         title: "Snapshot VM",
-        description: "Take a snapshot of a VM's disks (and, with `vmstate`, its RAM) so it can be rolled back later. Snapshots are not backups: they live on the same storage. Returns a task UPID; follow it with pve_get_task_status, then pve_list_qemu_snapshots shows it.",
+        description: "Snapshot a VM's disks (RAM with `vmstate`). Not a backup: same storage. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: CREATE,
@@ -243,12 +231,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "description",
                 ParamKind::String,
-                "Free-text note stored with the snapshot.",
+                "Note stored with the snapshot.",
             ),
             Param::body(
                 "vmstate",
                 ParamKind::Boolean,
-                "Also save the RAM of a running VM, so a rollback resumes it running.",
+                "Also save RAM, so a rollback resumes running.",
             ),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/snapshot"),
@@ -257,7 +245,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_delete_snapshot",
         title: "Delete VM snapshot",
-        description: "Delete one snapshot of a VM (the VM's current state is not changed). Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Delete a VM snapshot (current state unchanged). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -269,7 +257,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "force",
                 ParamKind::Boolean,
-                "Remove the snapshot from the configuration even if removing its disk data fails.",
+                "Drop it from the config even if disk removal fails.",
             ),
         ],
         backend: delete("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}"),
@@ -278,7 +266,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_rollback_snapshot",
         title: "Roll VM back to snapshot",
-        description: "Return a VM to the state of a snapshot: everything changed since is lost. Requires confirm=true after asking the user. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Roll a VM back to a snapshot; later changes are lost. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -290,7 +278,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "start",
                 ParamKind::Boolean,
-                "Start the VM after the rollback (a snapshot with RAM resumes anyway).",
+                "Start the VM after the rollback.",
             ),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback"),
@@ -299,7 +287,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_create_template",
         title: "Convert VM to template",
-        description: "Convert a stopped VM into a template, irreversibly: it can no longer be started, only cloned (pve_qemu_clone). This is the canonical tool; pve_create_qemu_template is the same call under its older name. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Convert a stopped VM into a template, irreversibly (clone it with pve_qemu_clone). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -311,7 +299,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_exec_qemu_guest_command",
         title: "Run command in VM (guest agent)",
-        description: "Start a program inside a running VM through the QEMU guest agent (agent enabled in the config and qemu-guest-agent running in the guest). `command` is the program and its arguments as an array, e.g. [\"systemctl\", \"is-active\", \"nginx\"] — no shell unless you call one ([\"sh\", \"-c\", \"…\"]). Returns {pid} only; the output is read from the agent's exec-status for that pid. Requires confirm=true after asking the user.",
+        description: "Run a program in a VM via the guest agent, e.g. [\"systemctl\", \"is-active\", \"nginx\"] (no shell unless [\"sh\", \"-c\", ...]). Returns {pid} only.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -322,13 +310,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "command",
                 ParamKind::StringArray,
-                "Program and arguments, one array item each (e.g. [\"ls\", \"-la\", \"/var/log\"]). A single string is split on whitespace, so pass an array when an argument contains spaces.",
+                "Program and arguments, one array item each (a string is split on whitespace).",
             )
             .required(),
             Param::body(
                 "input-data",
                 ParamKind::String,
-                "Text passed to the program's standard input (up to 64 KiB).",
+                "Standard input text (up to 64 KiB).",
             ),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/agent/exec"),
@@ -344,7 +332,7 @@ pub(super) const TEMPLATE_PARAMS: &[Param] = &[
     Param::body(
         "disk",
         ParamKind::String,
-        "Convert only this disk to a base image (e.g. \"scsi0\"); default: the whole VM.",
+        "Convert only this disk (e.g. \"scsi0\").",
     )
-    .pattern(DISK_KEY_PATTERN, 10),
+    .matching(DISK_KEY_PATTERN),
 ];

@@ -22,10 +22,11 @@ const SCSIHW: &[&str] = &[
     "pvscsi",
 ];
 
-const DISK_HELP: &str = "Disk property string: \"<storage>:<GiB>\" allocates (\"local-lvm:32\" = 32 GiB), \"<volume-id>\" attaches; options like \",iothread=1,discard=on\". ISO: \"local:iso/<file>.iso,media=cdrom\".";
+const DISK_HELP: &str =
+    "Disk, e.g. \"local-lvm:32\" (new 32 GiB) or a volid; \"<iso volid>,media=cdrom\" for an ISO.";
 
 /// The other disk buses take the same syntax; said once, in full, on `scsi`.
-const OTHER_DISK_HELP: &str = "Disk on this bus, same syntax as scsiN (e.g. \"local-lvm:32\").";
+const OTHER_DISK_HELP: &str = "Disk, syntax as scsiN.";
 
 /// Cloud-init keys (used by create, update and pve_set_qemu_cloudinit).
 pub const CLOUDINIT: &[Param] = &[
@@ -33,83 +34,64 @@ pub const CLOUDINIT: &[Param] = &[
         "ipconfig",
         0..=31,
         ParamKind::String,
-        "Cloud-init IP of NIC netN: \"ip=dhcp\" or \"ip=192.168.1.50/24,gw=192.168.1.1\"; IPv6 \"ip6=auto\" or \"ip6=<addr>/64,gw6=<gw>\".",
+        "Cloud-init IP of netN: \"ip=dhcp\" or \"ip=10.0.0.5/24,gw=10.0.0.1\"; \"ip6=auto\".",
     ),
     Param::body(
         "ciuser",
         ParamKind::String,
-        "Cloud-init user to create instead of the image's default user.",
+        "Cloud-init user (instead of the image default).",
     ),
     Param::body(
         "cipassword",
         ParamKind::String,
-        "Cloud-init password for `ciuser` (secret: sent, stored hashed, never logged). Prefer `sshkeys`.",
+        "Cloud-init password (secret). Prefer `sshkeys`.",
     ),
     Param::body(
         "sshkeys",
         ParamKind::String,
-        "Cloud-init public SSH keys, OpenSSH format, one per line, as plain text (URL-encoded for Proxmox automatically).",
+        "Cloud-init SSH public keys, plain text, one per line.",
     )
     .urlencoded(),
     Param::body(
         "nameserver",
         ParamKind::String,
-        "Cloud-init DNS server IP(s), space-separated; unset = the host's.",
+        "DNS servers, space-separated; unset = host's.",
     ),
     Param::body(
         "searchdomain",
         ParamKind::String,
-        "Cloud-init DNS search domain(s); unset = the host's.",
+        "DNS search domains; unset = host's.",
     ),
 ];
 
 /// Hardware and option keys of a VM configuration.
 pub const HARDWARE: &[Param] = &[
-    Param::body(
-        "name",
-        ParamKind::String,
-        "VM name, a DNS name (e.g. \"web-01\").",
-    )
-    .pattern("^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$", 63),
-    Param::body(
-        "cores",
-        ParamKind::Integer,
-        "CPU cores per socket (vCPUs = cores × sockets); default 1.",
-    )
-    .min(1),
-    Param::body("sockets", ParamKind::Integer, "CPU sockets; default 1.").min(1),
-    Param::body(
-        "memory",
-        ParamKind::Integer,
-        "Memory in MiB (4096 = 4 GiB); default 512.",
-    )
-    .min(16),
+    Param::body("name", ParamKind::String, "VM name (DNS name).")
+        .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$"),
+    Param::body("cores", ParamKind::Integer, "Cores per socket (default 1).").min(1),
+    Param::body("sockets", ParamKind::Integer, "CPU sockets (default 1).").min(1),
+    Param::body("memory", ParamKind::Integer, "Memory in MiB (default 512).").min(16),
     Param::body(
         "balloon",
         ParamKind::Integer,
-        "Ballooning minimum in MiB; 0 disables the balloon device.",
+        "Balloon minimum in MiB; 0 = no balloon.",
     )
     .min(0),
     Param::body(
         "cpu",
         ParamKind::String,
-        "CPU type: \"host\" (fastest; migration only between identical CPUs), \"x86-64-v2-AES\" (default), \"kvm64\".",
-    ),
-    Param::body(
-        "numa",
-        ParamKind::Boolean,
-        "Enable NUMA topology for the guest.",
+        "CPU type, e.g. \"host\" or \"x86-64-v2-AES\" (default).",
     ),
     Param::body(
         "ostype",
         ParamKind::String,
-        "Guest OS type: l26 = Linux, win11/win10/… = Windows, other.",
+        "Guest OS type: l26 = Linux, win11 = Windows 11.",
     )
     .one_of(OSTYPES),
     Param::body(
         "scsihw",
         ParamKind::String,
-        "SCSI controller; \"virtio-scsi-single\" is recommended.",
+        "SCSI controller; virtio-scsi-single recommended.",
     )
     .one_of(SCSIHW),
     Param::indexed("scsi", 0..=30, ParamKind::String, DISK_HELP),
@@ -119,18 +101,18 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "efidisk0",
         ParamKind::String,
-        "EFI vars disk for bios=ovmf, e.g. \"local-lvm:1,efitype=4m\".",
+        "EFI disk for ovmf, e.g. \"local-lvm:1,efitype=4m\".",
     ),
     Param::body(
         "tpmstate0",
         ParamKind::String,
-        "TPM state disk, e.g. \"local-lvm:1,version=v2.0\" (Windows 11).",
+        "TPM disk, e.g. \"local-lvm:1,version=v2.0\".",
     ),
     Param::indexed(
         "net",
         0..=31,
         ParamKind::String,
-        "NIC property string \"<model>[=<MAC>],bridge=<bridge>[,tag=<VLAN>][,firewall=1]\", e.g. \"virtio,bridge=vmbr0\"; model virtio, e1000, vmxnet3; no MAC = generated.",
+        "NIC, e.g. \"virtio,bridge=vmbr0,tag=20\" (model virtio/e1000; MAC optional).",
     ),
     Param::body(
         "boot",
@@ -140,40 +122,27 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "agent",
         ParamKind::String,
-        "Guest agent: \"1\" enables (needs qemu-guest-agent in the guest), \"0\" disables.",
+        "\"1\" enables the guest agent, \"0\" disables.",
     ),
     Param::body(
         "bios",
         ParamKind::String,
-        "Firmware: seabios (default) or ovmf (UEFI; add efidisk0).",
+        "ovmf = UEFI (add efidisk0); default seabios.",
     )
     .one_of(&["seabios", "ovmf"]),
     Param::body(
         "machine",
         ParamKind::String,
-        "Machine type: \"q35\" (PCIe) or \"pc\" (i440fx, default).",
-    ),
-    Param::body(
-        "hotplug",
-        ParamKind::String,
-        "Hot-plug features, comma-separated: network, disk, cpu, memory, usb; \"0\" = none.",
+        "Machine type, e.g. \"q35\" (default \"pc\").",
     ),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
-    Param::body(
-        "protection",
-        ParamKind::Boolean,
-        "Block removal of the VM and its disks.",
-    ),
+    Param::body("protection", ParamKind::Boolean, "Block removal of the VM."),
     Param::body(
         "tags",
         ParamKind::String,
-        "Tags separated by ';' (e.g. \"prod;web\").",
+        "Tags separated by ';', e.g. \"prod;web\".",
     ),
-    Param::body(
-        "description",
-        ParamKind::String,
-        "Notes shown in the web UI (Markdown).",
-    ),
+    Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
 
 /// Keys only update rows have: removal and optimistic locking.
@@ -181,7 +150,7 @@ pub const UPDATE_ONLY: &[Param] = &[
     Param::body(
         "delete",
         ParamKind::String,
-        "Comma-separated keys to remove, e.g. \"net1,ide2\" (a removed disk becomes unusedN).",
+        "Keys to remove, comma list, e.g. \"net1,ide2\".",
     ),
     DIGEST,
 ];
@@ -194,7 +163,6 @@ pub const UPDATABLE: &[&str] = &[
     "memory",
     "balloon",
     "cpu",
-    "numa",
     "ostype",
     "scsihw",
     "scsi",
@@ -208,7 +176,6 @@ pub const UPDATABLE: &[&str] = &[
     "agent",
     "bios",
     "machine",
-    "hotplug",
     "onboot",
     "protection",
     "tags",

@@ -18,7 +18,7 @@ const SSH_TIMEOUT_MS: u64 = 20_000;
 const CTID: Param = Param::arg(
     "ctid",
     ParamKind::Integer,
-    "ID of the LXC container (e.g. 201); its node is found automatically via pve_list_cluster_resources data.",
+    "Container ID; its node is found automatically.",
 )
 .required()
 .range(100, 999_999_999);
@@ -28,7 +28,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_run_remote_diagnostic",
         title: "Run a diagnostic command in a container",
-        description: "Run one of five fixed read-only diagnostic commands inside an LXC container via `pct exec` on its node: \"uname -a\", \"uptime\", \"df -h\", \"free -m\" or \"docker ps --format '{{.Names}} {{.Status}}'\" (the command must be exactly one of these, else DIAGNOSTIC_COMMAND_NOT_ALLOWED). Returns {stdout, node, route}; a non-zero exit returns REMOTE_COMMAND_FAILED with stdout, stderr and exitCode in error.details.",
+        description: "Run one of five fixed diagnostics in a container (pct exec): uname -a, uptime, df -h, free -m, docker ps. Returns {stdout, node, route}.",
         category: Category::Remote,
         tier: Tier::ReadExecute,
         effect: INSPECT,
@@ -38,7 +38,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg(
                 "command",
                 ParamKind::String,
-                "Exactly one of: \"uname -a\", \"uptime\", \"df -h\", \"free -m\", \"docker ps --format '{{.Names}} {{.Status}}'\".",
+                "One of the fixed diagnostic commands.",
             )
             .required(),
         ],
@@ -49,7 +49,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_ssh_batch_diagnostics",
         title: "Check the SSH entry host",
-        description: "Probe the configured SSH entry host with four fixed checks and report each: batch_echo (SSH works), authorized_keys_permissions (modes of ~/.ssh and authorized_keys), shell (login shell of the SSH user), sshd_batch_related (key/password/root login settings from `sshd -T`, needs passwordless sudo or root). Returns an array of {check, ok, detail}. Use it when SSH-backed tools fail.",
+        description: "Check the SSH entry host (login, key permissions, shell, sshd settings). Returns [{check, ok, detail}]. Use when SSH tools fail.",
         category: Category::Remote,
         tier: Tier::ReadExecute,
         effect: Effect::Read,
@@ -61,7 +61,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_exec_in_container",
         title: "Run a shell command in a container",
-        description: "Run an arbitrary shell command inside an LXC container as root, via `pct exec <ctid> -- bash -lc <command>` on the container's node. Powerful and irreversible: ask the user first and pass confirm=true. Returns {stdout, node, route}; a non-zero exit returns REMOTE_COMMAND_FAILED with stdout, stderr and exitCode in error.details. Never retried.",
+        description: "Run any shell command as root in a container (pct exec, bash -lc). Powerful; never retried. Returns {stdout, node, route}.",
         category: Category::Remote,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -76,7 +76,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg(
                 "command",
                 ParamKind::String,
-                "Shell command run by bash inside the container, e.g. \"systemctl status nginx --no-pager\". Not empty.",
+                "Shell command, e.g. \"systemctl status nginx --no-pager\".",
             )
             .required(),
         ],
@@ -87,7 +87,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_docker_ps_in_container",
         title: "List Docker containers in a container",
-        description: "Run `docker ps` inside an LXC container (via pct exec on its node) and return {stdout, node, route} with Docker's table of running containers. DOCKER_NOT_AVAILABLE when Docker is not installed there.",
+        description: "Run `docker ps` in a container (pct exec). Returns {stdout, node, route}; DOCKER_NOT_AVAILABLE if absent.",
         category: Category::Remote,
         tier: Tier::ReadExecute,
         module: Module::Advanced,
@@ -101,7 +101,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_docker_logs_in_container",
         title: "Tail Docker logs in a container",
-        description: "Return the last `tail` lines (default 200) of one Docker container's logs inside an LXC container, via `docker logs --tail` under pct exec on its node. Returns {stdout, node, route} where stdout holds the container's stdout and stderr lines interleaved. INVALID_CONTAINER_NAME when the name is not a Docker name.",
+        description: "Last `tail` lines of a Docker container's logs inside an LXC container. Returns {stdout, node, route} (stdout+stderr).",
         category: Category::Remote,
         tier: Tier::ReadExecute,
         module: Module::Advanced,
@@ -112,13 +112,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg(
                 "containerName",
                 ParamKind::String,
-                "Docker container name or id as `docker ps` shows it: starts with a letter or digit, then letters, digits, _ . - (max 128).",
+                "Docker container name or id (docker ps).",
             )
             .required(),
             Param::arg(
                 "tail",
                 ParamKind::Integer,
-                "Number of log lines from the end, 1–2000 (default 200).",
+                "Lines from the end (default 200).",
             )
             .range(1, 2000),
         ],

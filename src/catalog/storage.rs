@@ -38,15 +38,15 @@ pub(super) const STORAGE_ID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]*[A-Za-z0-9]
 pub(super) const STORAGE: Param = Param::path(
     "storage",
     ParamKind::String,
-    "Storage ID as pve_list_storage shows it (e.g. \"local\", \"local-lvm\").",
+    "Storage ID, e.g. \"local-lvm\".",
 )
 .pattern(STORAGE_ID_PATTERN, 100);
 
-const CONTENT_LIST: &str = "Comma-separated content types the storage may hold: images (VM disks), rootdir (container volumes), vztmpl (container templates), iso, backup, snippets, import. E.g. \"iso,vztmpl,backup\".";
-const NODES: &str = "Comma-separated node names allowed to use the storage (e.g. \"pve01,pve02\"); omit for all nodes.";
-const SHARED: &str = "true if every node sees the same data (NFS, CIFS, Ceph); Proxmox then never copies volumes between nodes.";
-const DISABLE: &str = "true disables the storage on every node (its definition stays).";
-const PRUNE: &str = "Backup retention as a property string, e.g. \"keep-last=3,keep-daily=7,keep-weekly=4\" or \"keep-all=1\".";
+const CONTENT_LIST: &str = "Content types, comma list, e.g. \"iso,vztmpl,backup\" (also images, rootdir, snippets, import).";
+const NODES: &str = "Nodes allowed, comma list; omit for all.";
+const SHARED: &str = "Same data on every node (NFS, CIFS, Ceph).";
+const DISABLE: &str = "Disable the storage on every node.";
+const PRUNE: &str = "Retention, e.g. \"keep-last=3,keep-weekly=4\" or \"keep-all=1\".";
 
 /// Keys shared by create and update.
 const COMMON_KEYS: [Param; 5] = [
@@ -62,21 +62,19 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_storage",
         title: "List storage definitions",
-        description: "List the datacenter's storage definitions (/etc/pve/storage.cfg): id, type (dir, lvmthin, zfspool, nfs, pbs, …), allowed content (images, rootdir, iso, vztmpl, backup, snippets), path or pool, and which nodes may use it. Definitions only — for free space per node use the node storage tools. Filter with `type`.",
+        description: "Datacenter storage definitions: id, type, content, path/pool, nodes. No free space: use the node storage tools.",
         category: Category::Storage,
-        params: &[Param::query(
-            "type",
-            ParamKind::String,
-            "Only list storages of this type, e.g. \"nfs\" or \"lvmthin\".",
-        )
-        .one_of(STORAGE_TYPES)],
+        params: &[
+            Param::query("type", ParamKind::String, "Only storages of this type.")
+                .one_of(STORAGE_TYPES),
+        ],
         backend: get("/storage"),
         ..ToolSpec::BASE
     },
     ToolSpec {
         name: "pve_get_storage_config",
         title: "Get storage definition",
-        description: "Read one storage definition from /etc/pve/storage.cfg: type, content, path/server/export/pool, nodes, shared, disable, prune-backups and a `digest`. Use it before pve_update_storage. Proxmox only answers tokens allowed to change storage (Datastore.Allocate); pve_list_storage shows the same definitions to auditors.",
+        description: "One storage definition: type, content, path/server/pool, nodes, shared, prune-backups, `digest`. Needs Datastore.Allocate; else use pve_list_storage.",
         category: Category::Storage,
         // Full tier: its endpoint needs Datastore.Allocate, which no read-only role may hold.
         tier: Tier::Full,
@@ -87,19 +85,19 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_node_storage",
         title: "List storages of a node",
-        description: "List the storages one node can use, with live usage: storage, type, content, active/enabled (1/0), shared, total/used/avail in bytes and used_fraction (0–1). Use it to find where a disk, ISO or backup fits; filter by `content` (e.g. \"backup\") or `enabled`.",
+        description: "Storages a node can use with usage: type, content, active, total/used/avail (bytes). Find where a disk, ISO or backup fits.",
         category: Category::Storage,
         params: &[
             NODE,
             Param::query(
                 "content",
                 ParamKind::String,
-                "Only storages allowing this content type (comma list allowed), e.g. \"images\" or \"backup\".",
+                "Content type filter, e.g. \"backup\".",
             ),
             Param::query(
                 "enabled",
                 ParamKind::Boolean,
-                "true: only storages that are enabled on this node.",
+                "Only storages enabled on this node.",
             ),
         ],
         backend: get("/nodes/{node}/storage"),
@@ -108,7 +106,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_storage_status",
         title: "Get storage status on a node",
-        description: "Read one storage's state on one node: type, content, active/enabled (1/0), shared, total/used/avail in bytes. Errors if the storage is not available on that node.",
+        description: "One storage's state on a node: type, content, active, total/used/avail (bytes).",
         category: Category::Storage,
         params: &[NODE, STORAGE],
         backend: get("/nodes/{node}/storage/{storage}/status"),
@@ -117,7 +115,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_storage_content",
         title: "List storage content",
-        description: "List the volumes on one storage as one node sees it: volid (\"local:iso/debian.iso\", \"local-lvm:vm-101-disk-0\"), content type, format, size in bytes, vmid owner, ctime (Unix seconds) and, for backups, notes/protected. Filter with `content` and `vmid`; for backups only use pve_list_backups.",
+        description: "Volumes on a storage: volid, content, format, size (bytes), vmid, ctime (Unix s). Filter by `content`, `vmid`.",
         category: Category::Storage,
         params: &[
             NODE,
@@ -125,15 +123,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "content",
                 ParamKind::String,
-                "Only volumes of this content type: images, rootdir, vztmpl, iso, backup, snippets or import.",
+                "Only volumes of this content type.",
             )
             .one_of(CONTENT_TYPES),
-            Param::query(
-                "vmid",
-                ParamKind::Integer,
-                "Only volumes owned by this guest ID (100–999999999).",
-            )
-            .range(100, 999_999_999),
+            Param::query("vmid", ParamKind::Integer, "Only volumes of this guest.")
+                .range(100, 999_999_999),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
         ..ToolSpec::BASE
@@ -141,7 +135,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_storage",
         title: "Create storage",
-        description: "Add a storage definition to the datacenter. Set `type` and the keys that type needs: dir → path; nfs → server + export; cifs → server + share (+ username/password); lvm → vgname; lvmthin → vgname + thinpool; zfspool → pool; pbs → server + datastore + username + password + fingerprint. A dir storage makes Proxmox write to any host path, so this requires confirm=true after asking the user. Returns the new definition summary ({storage, type}).",
+        description: "Add a storage. Per `type`: dir path; nfs server+export; cifs server+share; lvm vgname; lvmthin +thinpool; zfspool pool; pbs server+datastore+username+password+fingerprint. Returns {storage, type}.",
         category: Category::Storage,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -153,7 +147,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "storage",
                 ParamKind::String,
-                "New storage ID (letters, digits, - _ .), e.g. \"nas-backup\".",
+                "New storage ID, e.g. \"nas-backup\".",
             )
             .pattern(STORAGE_ID_PATTERN, 100)
             .required(),
@@ -164,7 +158,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "path",
                 ParamKind::String,
-                "Absolute directory on the nodes for type dir (or btrfs), e.g. \"/mnt/data\".",
+                "Directory for dir/btrfs, e.g. \"/mnt/data\".",
             ),
             COMMON_KEYS[1],
             COMMON_KEYS[2],
@@ -172,55 +166,45 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "server",
                 ParamKind::String,
-                "Server host name or IP for nfs, cifs and pbs, e.g. \"192.168.1.20\".",
+                "Server host or IP (nfs, cifs, pbs).",
             ),
             Param::body(
                 "export",
                 ParamKind::String,
-                "NFS export path on the server, e.g. \"/export/pve\".",
+                "NFS export path, e.g. \"/export/pve\".",
             ),
-            Param::body("share", ParamKind::String, "CIFS share name, e.g. \"backups\"."),
+            Param::body("share", ParamKind::String, "CIFS share name."),
             Param::body(
                 "pool",
                 ParamKind::String,
-                "ZFS pool (zfspool, e.g. \"rpool/data\") or Ceph pool (rbd).",
+                "ZFS pool (zfspool) or Ceph pool (rbd).",
             ),
             Param::body(
                 "vgname",
                 ParamKind::String,
-                "LVM volume group for lvm and lvmthin, e.g. \"pve\".",
+                "LVM volume group (lvm, lvmthin).",
             ),
             Param::body(
                 "thinpool",
                 ParamKind::String,
-                "LVM thin pool inside `vgname` for lvmthin, e.g. \"data\".",
+                "Thin pool in `vgname` (lvmthin).",
             ),
-            Param::body(
-                "datastore",
-                ParamKind::String,
-                "Proxmox Backup Server datastore name (pbs).",
-            ),
+            Param::body("datastore", ParamKind::String, "PBS datastore name."),
             Param::body(
                 "username",
                 ParamKind::String,
-                "User for cifs or pbs (pbs form \"user@realm!token\" or \"user@pbs\").",
+                "User for cifs/pbs (pbs: \"user@pbs\" or a token id).",
             ),
             Param::body(
                 "password",
                 ParamKind::String,
-                "Password or token secret for cifs or pbs; stored by Proxmox, never returned.",
+                "Password or token secret (cifs/pbs); never returned.",
             ),
             Param::body(
                 "fingerprint",
                 ParamKind::String,
-                "PBS server certificate SHA-256 fingerprint, \"AB:CD:…\" (32 hex pairs).",
+                "PBS certificate SHA-256 fingerprint, \"AB:CD:...\".",
             ),
-            Param::body(
-                "format",
-                ParamKind::String,
-                "Default image format for file storages: raw, qcow2, subvol or vmdk.",
-            )
-            .one_of(&["raw", "qcow2", "subvol", "vmdk"]),
             COMMON_KEYS[4],
         ],
         backend: post("/storage"),
@@ -229,7 +213,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_storage",
         title: "Update storage",
-        description: "Change an existing storage definition: content types, nodes, shared, disable, retention (prune-backups), or remove keys with `delete`. Pass `digest` from pve_get_storage_config to refuse the change if someone else edited it meanwhile. Requires confirm=true after asking the user. Returns the storage summary.",
+        description: "Change a storage definition (content, nodes, shared, disable, prune-backups); `delete` removes keys, `digest` guards edits. Returns the summary.",
         category: Category::Storage,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -247,14 +231,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "delete",
                 ParamKind::String,
-                "Comma-separated keys to remove from the definition, e.g. \"nodes,prune-backups\".",
+                "Keys to remove, comma list, e.g. \"nodes\".",
             ),
             Param::body(
                 "digest",
                 ParamKind::String,
-                "Digest from pve_get_storage_config; the update fails if the config changed since.",
+                "`digest` from pve_get_storage_config.",
             )
-            .pattern("^[0-9a-fA-F]{1,64}$", 64),
+            .matching("^[0-9a-fA-F]{1,64}$"),
         ],
         at_least_one_of: &[
             "content",
@@ -270,7 +254,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_storage",
         title: "Delete storage",
-        description: "Remove a storage definition from the datacenter. The data on the disk/NAS is not erased, but guests whose disks live there stop working. Requires confirm=true after asking the user. Returns null.",
+        description: "Remove a storage definition (data stays; guests using it break). Returns null.",
         category: Category::Storage,
         tier: Tier::Full,
         effect: Effect::Write {

@@ -18,7 +18,7 @@ const CLOUDINIT_PARTS: &[&[Param]] = &[
         Param::body(
             "ciupgrade",
             ParamKind::Boolean,
-            "Let cloud-init upgrade the guest's packages on first boot (Proxmox default true).",
+            "Upgrade packages on first boot (default true).",
         ),
         super::params::DIGEST,
     ],
@@ -30,18 +30,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_qemu_cloudinit_dump",
         title: "Dump VM cloud-init data",
-        description: "Show the cloud-init configuration Proxmox generates for a VM, as the YAML/text the guest will read: `type` user (user-data: users, SSH keys, packages; default), network (network-config) or meta (meta-data). May contain user names and keys; treat it as sensitive.",
+        description: "Cloud-init data Proxmox generates for a VM: user (default), network or meta document. May hold keys: sensitive.",
         category: Category::Templates,
         params: &[
             NODE,
             GUEST[1],
-            Param::query(
-                "type",
-                ParamKind::String,
-                "Which document: \"user\" (user-data), \"network\" (network-config) or \"meta\" (meta-data).",
-            )
-            .one_of(&["user", "network", "meta"])
-            .default("user"),
+            Param::query("type", ParamKind::String, "Which document (default user).")
+                .one_of(&["user", "network", "meta"])
+                .default("user"),
         ],
         backend: get("/nodes/{node}/qemu/{vmid}/cloudinit/dump"),
         ..ToolSpec::BASE
@@ -49,7 +45,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_qemu_templates",
         title: "List VM templates on a node",
-        description: "List only the QEMU VM templates on one node (entries with template=1): vmid, name, maxdisk/maxmem (bytes), tags. Clone one with pve_qemu_clone. Ordinary VMs are left out; for those use pve_list_qemu_vms.",
+        description: "A node's VM templates: vmid, name, maxdisk/maxmem (bytes), tags. Clone with pve_qemu_clone.",
         category: Category::Templates,
         params: &[NODE],
         backend: get("/nodes/{node}/qemu"),
@@ -59,7 +55,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_iso_images",
         title: "List ISO images",
-        description: "List the ISO images on one storage of a node: volid (e.g. \"local:iso/debian-12.iso\", usable as ide2=\"<volid>,media=cdrom\" when creating a VM), size (bytes), ctime (Unix seconds). The storage must have content type \"iso\" (see pve_list_storage).",
+        description: "ISO images on a storage: volid (use as ide2=\"<volid>,media=cdrom\"), size (bytes), ctime (Unix s).",
         category: Category::Templates,
         params: &[
             NODE,
@@ -69,7 +65,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 Location::Query,
                 "iso",
-                "Always \"iso\": only ISO images are listed.",
+                "Always \"iso\": only ISO images.",
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
@@ -78,7 +74,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_storage_templates",
         title: "List container templates",
-        description: "List the LXC OS templates on one storage of a node: volid (e.g. \"local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst\", the `ostemplate` of pve_lxc_create), size (bytes), ctime (Unix seconds). The storage must have content type \"vztmpl\".",
+        description: "Container templates on a storage: volid (pve_lxc_create `ostemplate`), size (bytes), ctime (Unix s).",
         category: Category::Templates,
         params: &[
             NODE,
@@ -88,7 +84,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 Location::Query,
                 "vztmpl",
-                "Always \"vztmpl\": only container templates are listed.",
+                "Always \"vztmpl\": only templates.",
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
@@ -97,7 +93,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_set_qemu_cloudinit",
         title: "Set VM cloud-init options",
-        description: "Set a VM's cloud-init options: ciuser, cipassword (secret, never logged), sshkeys (plain OpenSSH public keys, one per line — encoded for Proxmox automatically), ipconfigN (\"ip=dhcp\" or \"ip=10.0.0.5/24,gw=10.0.0.1\" for netN), nameserver, searchdomain. The VM needs a cloud-init drive (e.g. ide2=\"local-lvm:cloudinit\"); changes apply at the next boot. Requires confirm=true. Returns null on success; check with pve_get_qemu_cloudinit_dump.",
+        description: "Set a VM's cloud-init keys: ciuser, cipassword, sshkeys, ipconfigN, nameserver, searchdomain. Needs a cloud-init drive; applies at next boot. Returns null.",
         category: Category::Templates,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -121,7 +117,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_qemu_template",
         title: "Convert VM to template (older name)",
-        description: "Same tool as pve_qemu_create_template, kept under this name for existing allow-lists: converts a stopped VM into a template, irreversibly. Prefer pve_qemu_create_template. Requires confirm=true. Returns a task UPID; follow it with pve_get_task_status.",
+        description: "Same tool as pve_qemu_create_template (older name): stopped VM to template, irreversibly. Returns a task UPID.",
         category: Category::Templates,
         tier: Tier::Full,
         effect: Effect::Write {
