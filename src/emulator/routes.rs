@@ -10,7 +10,7 @@ use super::api::{Param, bool, int, one_of, s};
 use super::dispatch::{Route, delete, get, post};
 use super::handlers::{cluster, guests, nodes, tasks};
 
-const NETWORK_TYPES: &[&str] = &[
+pub(super) const NETWORK_TYPES: &[&str] = &[
     "bridge",
     "bond",
     "eth",
@@ -27,7 +27,7 @@ const NETWORK_TYPES: &[&str] = &[
     "include_sdn",
 ];
 
-const STORAGE_TYPES: &[&str] = &[
+pub(super) const STORAGE_TYPES: &[&str] = &[
     "btrfs",
     "cephfs",
     "cifs",
@@ -55,6 +55,8 @@ const QM_START: &[Param] = &[
     s("force-cpu"),
     s("migration_network"),
     one_of("migration_type", &["secure", "insecure"]),
+    s("nets-host-mtu"),
+    bool("with-conntrack-state"),
 ];
 const QM_STOP: &[Param] = &[
     bool("skiplock"),

@@ -9,6 +9,46 @@
 use super::api::{Param, bool, int, one_of, s};
 use super::dispatch::{Route, delete, get, post, put};
 use super::handlers::{backup, cluster_infra, monitoring, network, pools, storage};
+use super::routes::STORAGE_TYPES;
+
+/// Values of `format` (PVE 9.1 schema), shared by the routes that take it.
+const FORMAT_VALUES: &[&str] = &["raw", "qcow2", "subvol", "vmdk"];
+/// Values of `preallocation` (PVE 9.1 schema), shared by the routes that take it.
+const PREALLOCATION_VALUES: &[&str] = &["off", "metadata", "falloc", "full"];
+/// Values of `smbversion` (PVE 9.1 schema), shared by the routes that take it.
+const SMBVERSION_VALUES: &[&str] = &["default", "2.0", "2.1", "3", "3.0", "3.11"];
+/// Values of `compress` (PVE 9.1 schema), shared by the routes that take it.
+const COMPRESS_VALUES: &[&str] = &["0", "1", "gzip", "lzo", "zstd"];
+/// Values of `bond_mode` (PVE 9.1 schema), shared by the routes that take it.
+const BOND_MODE_VALUES: &[&str] = &[
+    "balance-rr",
+    "active-backup",
+    "balance-xor",
+    "broadcast",
+    "802.3ad",
+    "balance-tlb",
+    "balance-alb",
+    "balance-slb",
+    "lacp-balance-slb",
+    "lacp-balance-tcp",
+];
+/// Interface types of the network writes (PVE 9.1 schema), shared by the routes that take it.
+const IFACE_TYPE_VALUES: &[&str] = &[
+    "bridge",
+    "bond",
+    "eth",
+    "alias",
+    "vlan",
+    "fabric",
+    "OVSBridge",
+    "OVSBond",
+    "OVSPort",
+    "OVSIntPort",
+    "vnet",
+    "unknown",
+];
+/// Values of `timeframe` (PVE 9.1 schema), shared by the routes that take it.
+const TIMEFRAME_VALUES: &[&str] = &["hour", "day", "week", "month", "year"];
 
 const STORAGE_CREATE: &[Param] = &[
     s("authsupported"),
@@ -28,7 +68,7 @@ const STORAGE_CREATE: &[Param] = &[
     s("encryption-key"),
     s("export"),
     s("fingerprint"),
-    one_of("format", &["raw", "qcow2", "subvol", "vmdk"]),
+    one_of("format", FORMAT_VALUES),
     s("fs-name"),
     bool("fuse"),
     s("is_mountpoint"),
@@ -51,7 +91,7 @@ const STORAGE_CREATE: &[Param] = &[
     s("pool"),
     int("port"),
     s("portal"),
-    one_of("preallocation", &["off", "metadata", "falloc", "full"]),
+    one_of("preallocation", PREALLOCATION_VALUES),
     s("prune-backups"),
     bool("saferemove"),
     int("saferemove-stepsize"),
@@ -60,7 +100,7 @@ const STORAGE_CREATE: &[Param] = &[
     s("share"),
     bool("shared"),
     bool("skip-cert-verification"),
-    one_of("smbversion", &["default", "2.0", "2.1", "3", "3.0", "3.11"]),
+    one_of("smbversion", SMBVERSION_VALUES),
     bool("snapshot-as-volume-chain"),
     bool("sparse"),
     s("storage").required(),
@@ -68,26 +108,7 @@ const STORAGE_CREATE: &[Param] = &[
     bool("tagged_only"),
     s("target"),
     s("thinpool"),
-    one_of(
-        "type",
-        &[
-            "btrfs",
-            "cephfs",
-            "cifs",
-            "dir",
-            "esxi",
-            "iscsi",
-            "iscsidirect",
-            "lvm",
-            "lvmthin",
-            "nfs",
-            "pbs",
-            "rbd",
-            "zfs",
-            "zfspool",
-        ],
-    )
-    .required(),
+    one_of("type", STORAGE_TYPES).required(),
     s("username"),
     s("vgname"),
     s("zfs-base-path"),
@@ -108,7 +129,7 @@ const STORAGE_UPDATE: &[Param] = &[
     s("domain"),
     s("encryption-key"),
     s("fingerprint"),
-    one_of("format", &["raw", "qcow2", "subvol", "vmdk"]),
+    one_of("format", FORMAT_VALUES),
     s("fs-name"),
     bool("fuse"),
     s("is_mountpoint"),
@@ -128,7 +149,7 @@ const STORAGE_UPDATE: &[Param] = &[
     s("password"),
     s("pool"),
     int("port"),
-    one_of("preallocation", &["off", "metadata", "falloc", "full"]),
+    one_of("preallocation", PREALLOCATION_VALUES),
     s("prune-backups"),
     bool("saferemove"),
     int("saferemove-stepsize"),
@@ -136,7 +157,7 @@ const STORAGE_UPDATE: &[Param] = &[
     s("server"),
     bool("shared"),
     bool("skip-cert-verification"),
-    one_of("smbversion", &["default", "2.0", "2.1", "3", "3.0", "3.11"]),
+    one_of("smbversion", SMBVERSION_VALUES),
     bool("snapshot-as-volume-chain"),
     bool("sparse"),
     s("subdir"),
@@ -148,7 +169,7 @@ const BACKUP_JOB_CREATE: &[Param] = &[
     bool("all"),
     int("bwlimit"),
     s("comment"),
-    one_of("compress", &["0", "1", "gzip", "lzo", "zstd"]),
+    one_of("compress", COMPRESS_VALUES),
     s("dow"),
     s("dumpdir"),
     bool("enabled"),
@@ -191,7 +212,7 @@ const BACKUP_JOB_CREATE: &[Param] = &[
 const VZDUMP: &[Param] = &[
     bool("all"),
     int("bwlimit"),
-    one_of("compress", &["0", "1", "gzip", "lzo", "zstd"]),
+    one_of("compress", COMPRESS_VALUES),
     s("dumpdir"),
     s("exclude"),
     s("exclude-path"),
@@ -231,21 +252,7 @@ const NETWORK_CREATE: &[Param] = &[
     s("address6"),
     bool("autostart"),
     s("bond-primary"),
-    one_of(
-        "bond_mode",
-        &[
-            "balance-rr",
-            "active-backup",
-            "balance-xor",
-            "broadcast",
-            "802.3ad",
-            "balance-tlb",
-            "balance-alb",
-            "balance-slb",
-            "lacp-balance-slb",
-            "lacp-balance-tcp",
-        ],
-    ),
+    one_of("bond_mode", BOND_MODE_VALUES),
     one_of("bond_xmit_hash_policy", &["layer2", "layer2+3", "layer3+4"]),
     s("bridge_ports"),
     s("bridge_vids"),
@@ -266,24 +273,7 @@ const NETWORK_CREATE: &[Param] = &[
     s("ovs_ports"),
     int("ovs_tag"),
     s("slaves"),
-    one_of(
-        "type",
-        &[
-            "bridge",
-            "bond",
-            "eth",
-            "alias",
-            "vlan",
-            "fabric",
-            "OVSBridge",
-            "OVSBond",
-            "OVSPort",
-            "OVSIntPort",
-            "vnet",
-            "unknown",
-        ],
-    )
-    .required(),
+    one_of("type", IFACE_TYPE_VALUES).required(),
     int("vlan-id"),
     s("vlan-raw-device"),
 ];
@@ -292,21 +282,7 @@ const NETWORK_UPDATE: &[Param] = &[
     s("address6"),
     bool("autostart"),
     s("bond-primary"),
-    one_of(
-        "bond_mode",
-        &[
-            "balance-rr",
-            "active-backup",
-            "balance-xor",
-            "broadcast",
-            "802.3ad",
-            "balance-tlb",
-            "balance-alb",
-            "balance-slb",
-            "lacp-balance-slb",
-            "lacp-balance-tcp",
-        ],
-    ),
+    one_of("bond_mode", BOND_MODE_VALUES),
     one_of("bond_xmit_hash_policy", &["layer2", "layer2+3", "layer3+4"]),
     s("bridge_ports"),
     s("bridge_vids"),
@@ -327,24 +303,7 @@ const NETWORK_UPDATE: &[Param] = &[
     s("ovs_ports"),
     int("ovs_tag"),
     s("slaves"),
-    one_of(
-        "type",
-        &[
-            "bridge",
-            "bond",
-            "eth",
-            "alias",
-            "vlan",
-            "fabric",
-            "OVSBridge",
-            "OVSBond",
-            "OVSPort",
-            "OVSIntPort",
-            "vnet",
-            "unknown",
-        ],
-    )
-    .required(),
+    one_of("type", IFACE_TYPE_VALUES).required(),
     int("vlan-id"),
     s("vlan-raw-device"),
 ];
@@ -430,7 +389,7 @@ pub(super) static ROUTES: &[Route] = &[
         "/nodes/{node}/qemu/{vmid}/rrddata",
         &[
             one_of("cf", &["AVERAGE", "MAX"]),
-            one_of("timeframe", &["hour", "day", "week", "month", "year"]).required(),
+            one_of("timeframe", TIMEFRAME_VALUES).required(),
         ],
         monitoring::qemu_rrd,
     ),
@@ -438,7 +397,7 @@ pub(super) static ROUTES: &[Route] = &[
         "/nodes/{node}/lxc/{vmid}/rrddata",
         &[
             one_of("cf", &["AVERAGE", "MAX"]),
-            one_of("timeframe", &["hour", "day", "week", "month", "year"]).required(),
+            one_of("timeframe", TIMEFRAME_VALUES).required(),
         ],
         monitoring::lxc_rrd,
     ),
@@ -448,89 +407,3 @@ pub(super) static ROUTES: &[Route] = &[
     get("/nodes/{node}/syslog", SYSLOG, monitoring::syslog),
     get("/nodes/{node}/services", &[], monitoring::services),
 ];
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-    use std::io::Read;
-
-    use super::super::api::Kind;
-    use super::ROUTES;
-
-    /// Every route of this table against `endpoints-pve-9.1.json.gz`: same method and
-    /// path, the same parameter names (path captures aside), the same optionality, and
-    /// enum values equal to the schema's.
-    #[test]
-    fn routes_match_the_pve_schema() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/pve-api/endpoints-pve-9.1.json.gz");
-        let Ok(file) = std::fs::File::open(&path) else {
-            assert!(
-                std::env::var("CI").is_err(),
-                "{} missing under CI",
-                path.display()
-            );
-            eprintln!("SKIP: {} not found", path.display());
-            return;
-        };
-        let mut text = String::new();
-        flate2::read::GzDecoder::new(file)
-            .read_to_string(&mut text)
-            .expect("gzip");
-        let endpoints: serde_json::Value = serde_json::from_str(&text).expect("json");
-        let mut failures = Vec::new();
-        // The skeleton's table answers some infrastructure reads too; they are held to
-        // the same rule.
-        let base_infra = super::super::routes::all().filter(|r| {
-            [
-                "/storage",
-                "/pools",
-                "/cluster/backup",
-                "/nodes/{node}/network",
-                "/nodes/{node}/storage",
-            ]
-            .contains(&r.pattern)
-        });
-        for route in ROUTES.iter().chain(base_infra) {
-            let method = format!("{:?}", route.method).to_uppercase();
-            let Some(schema) = endpoints[route.pattern][&method]["parameters"].as_object() else {
-                failures.push(format!("{method} {} not in the API", route.pattern));
-                continue;
-            };
-            let captures: Vec<&str> = route
-                .pattern
-                .split('/')
-                .filter_map(|p| p.strip_prefix('{').and_then(|p| p.strip_suffix('}')))
-                .collect();
-            let expected: BTreeMap<&str, &serde_json::Value> = schema
-                .iter()
-                .filter(|(k, _)| !captures.contains(&k.as_str()))
-                .map(|(k, v)| (k.as_str(), v))
-                .collect();
-            let ours: BTreeMap<&str, _> = route.params.iter().map(|p| (p.name, p)).collect();
-            let (a, b): (Vec<_>, Vec<_>) = (expected.keys().collect(), ours.keys().collect());
-            if a != b {
-                failures.push(format!(
-                    "{method} {}: params {b:?} vs API {a:?}",
-                    route.pattern
-                ));
-                continue;
-            }
-            for (name, api) in expected {
-                let p = ours[name];
-                let optional = api["optional"].as_i64() == Some(1);
-                if p.required == optional {
-                    failures.push(format!("{method} {}: {name} optionality", route.pattern));
-                }
-                if let (Kind::Enum(values), Some(api_values)) = (p.kind, api["enum"].as_array()) {
-                    let api_values: Vec<&str> =
-                        api_values.iter().filter_map(|v| v.as_str()).collect();
-                    if values != api_values.as_slice() {
-                        failures.push(format!("{method} {}: {name} enum", route.pattern));
-                    }
-                }
-            }
-        }
-        assert!(failures.is_empty(), "{}", failures.join("\n"));
-    }
-}

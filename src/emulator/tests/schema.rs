@@ -17,7 +17,8 @@ fn endpoints() -> Option<Value> {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/pve-api/endpoints-pve-9.1.json.gz");
     let Ok(file) = std::fs::File::open(&path) else {
         let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
-        assert!(!ci, "{} is missing under CI", path.display());
+        let optional = std::env::var("NANDI_SHARED_OPTIONAL").is_ok_and(|v| v == "1");
+        assert!(!ci || optional, "{} is missing under CI", path.display());
         eprintln!("SKIP: {} not found", path.display());
         return None;
     };
@@ -37,13 +38,15 @@ fn kind_name(kind: Kind) -> &'static str {
     }
 }
 
+/// Every route of every table (base, guests, infrastructure, security) declares exactly the
+/// schema's non-path parameters, with its types, optionality and enum values.
 #[test]
-fn guest_routes_match_the_schema() {
+fn every_route_declares_exactly_the_schema_parameters() {
     let Some(endpoints) = endpoints() else {
         return;
     };
     let mut failures = Vec::new();
-    for route in super::super::routes_guests::ROUTES {
+    for route in routes::all() {
         let method = format!("{:?}", route.method).to_uppercase();
         let Some(declared) = endpoints
             .get(route.pattern)
@@ -107,16 +110,4 @@ fn guest_routes_match_the_schema() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    // Every table's routes exist in the API at least (parameters are each table's own).
-    for route in routes::all() {
-        let method = format!("{:?}", route.method).to_uppercase();
-        assert!(
-            endpoints
-                .get(route.pattern)
-                .and_then(|e| e.get(&method))
-                .is_some(),
-            "{method} {} is not in the API",
-            route.pattern
-        );
-    }
 }
