@@ -1,38 +1,7 @@
 //! LXC container tools: inventory, status, configuration and power.
 
 use super::params::{GUEST, NODE};
-use super::types::{Backend, Category, Effect, Param, ParamKind, Tier, ToolSpec, get, post};
-
-/// Power actions change a running system: never retried, tier read-execute.
-const POWER: Effect = Effect::Write {
-    destructive: true,
-    idempotent: false,
-};
-
-/// An LXC power action row: `POST /nodes/{node}/lxc/{vmid}/status/<action>`.
-const fn power(
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-    path: &'static str,
-    confirm: bool,
-    aliases: &'static [&'static str],
-    params: &'static [Param],
-) -> ToolSpec {
-    ToolSpec {
-        name,
-        title,
-        description,
-        category: Category::Lxc,
-        tier: Tier::ReadExecute,
-        effect: POWER,
-        confirm,
-        aliases,
-        params,
-        backend: post(path),
-        ..ToolSpec::BASE
-    }
-}
+use super::types::{Backend, Category, Param, ParamKind, ToolSpec, get, power_action};
 
 const SHUTDOWN_PARAMS: &[Param] = &[
     GUEST[0],
@@ -106,7 +75,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         },
         ..ToolSpec::BASE
     },
-    power(
+    power_action(
+        Category::Lxc,
         "pve_start_lxc_container",
         "Start container",
         "Start a container. Returns a task UPID (poll pve_get_task_status).",
@@ -115,7 +85,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &["startContainer"],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Lxc,
         "pve_stop_lxc_container",
         "Stop container (hard)",
         "Stop a container immediately, killing its processes. Prefer pve_shutdown_lxc_container. Returns a task UPID (poll pve_get_task_status).",
@@ -124,7 +95,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &["stopContainer"],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Lxc,
         "pve_shutdown_lxc_container",
         "Shut down container",
         "Shut a container down cleanly; `forceStop` stops it hard after `timeout`. Returns a task UPID (poll pve_get_task_status).",
@@ -133,7 +105,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &[],
         SHUTDOWN_PARAMS,
     ),
-    power(
+    power_action(
+        Category::Lxc,
         "pve_reboot_lxc_container",
         "Reboot container",
         "Reboot a container cleanly (applies pending changes). Returns a task UPID (poll pve_get_task_status).",
@@ -142,7 +115,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &[],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Lxc,
         "pve_suspend_lxc_container",
         "Freeze container",
         "Freeze a running container's processes; undo with pve_resume_lxc_container. Returns a task UPID.",
@@ -151,7 +125,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &[],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Lxc,
         "pve_resume_lxc_container",
         "Unfreeze container",
         "Resume a frozen container. Returns a task UPID (poll pve_get_task_status).",

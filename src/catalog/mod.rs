@@ -19,6 +19,7 @@ mod lxc_lifecycle;
 mod monitoring;
 mod network;
 mod nodes;
+mod param;
 pub mod params;
 mod pools;
 mod qemu;
@@ -32,7 +33,7 @@ mod types;
 
 pub use types::{
     Backend, Category, Effect, FilterValue, HttpMethod, Location, Module, Param, ParamKind,
-    ResultFilter, SshOp, Tier, ToolSpec, delete, get, post, put,
+    ResultFilter, SshOp, Tier, ToolSpec, delete, get, post, power_action, put,
 };
 
 /// Every catalog row, grouped by category in a stable order (the order of `tools/list`).

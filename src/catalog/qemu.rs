@@ -1,38 +1,7 @@
 //! QEMU virtual machine tools: inventory, status, configuration and power.
 
 use super::params::{GUEST, NODE};
-use super::types::{Backend, Category, Effect, Param, ParamKind, Tier, ToolSpec, get, post};
-
-/// Power actions change a running system: never retried, tier read-execute.
-const POWER: Effect = Effect::Write {
-    destructive: true,
-    idempotent: false,
-};
-
-/// A QEMU power action row: `POST /nodes/{node}/qemu/{vmid}/status/<action>`.
-const fn power(
-    name: &'static str,
-    title: &'static str,
-    description: &'static str,
-    path: &'static str,
-    confirm: bool,
-    aliases: &'static [&'static str],
-    params: &'static [Param],
-) -> ToolSpec {
-    ToolSpec {
-        name,
-        title,
-        description,
-        category: Category::Qemu,
-        tier: Tier::ReadExecute,
-        effect: POWER,
-        confirm,
-        aliases,
-        params,
-        backend: post(path),
-        ..ToolSpec::BASE
-    }
-}
+use super::types::{Backend, Category, Param, ParamKind, ToolSpec, get, power_action};
 
 const SHUTDOWN_PARAMS: &[Param] = &[
     GUEST[0],
@@ -106,7 +75,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         },
         ..ToolSpec::BASE
     },
-    power(
+    power_action(
+        Category::Qemu,
         "pve_start_qemu_vm",
         "Start VM",
         "Power on a VM. Returns a task UPID (poll pve_get_task_status).",
@@ -115,7 +85,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &["startVM"],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Qemu,
         "pve_stop_qemu_vm",
         "Stop VM (hard)",
         "Power a VM off immediately, like pulling the plug. Prefer pve_shutdown_qemu_vm. Returns a task UPID (poll pve_get_task_status).",
@@ -124,7 +95,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &["stopVM"],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Qemu,
         "pve_shutdown_qemu_vm",
         "Shut down VM",
         "Ask the guest OS to shut down (ACPI or agent); `forceStop` powers off after `timeout`. Returns a task UPID (poll pve_get_task_status).",
@@ -133,7 +105,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &[],
         SHUTDOWN_PARAMS,
     ),
-    power(
+    power_action(
+        Category::Qemu,
         "pve_reboot_qemu_vm",
         "Reboot VM",
         "Reboot a VM cleanly (applies pending changes). Returns a task UPID (poll pve_get_task_status).",
@@ -142,7 +115,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &[],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Qemu,
         "pve_reset_qemu_vm",
         "Reset VM (hard)",
         "Hard-reset a VM (no flush); only for a hung guest. Returns a task UPID (poll pve_get_task_status).",
@@ -151,7 +125,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &[],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Qemu,
         "pve_suspend_qemu_vm",
         "Suspend VM",
         "Pause a running VM in memory; resume with pve_resume_qemu_vm. Returns a task UPID.",
@@ -160,7 +135,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         &[],
         GUEST,
     ),
-    power(
+    power_action(
+        Category::Qemu,
         "pve_resume_qemu_vm",
         "Resume VM",
         "Resume a paused VM. Returns a task UPID (poll pve_get_task_status).",
