@@ -12,6 +12,7 @@
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
+//! - [`transport`] — Streamable HTTP (`MCP_TRANSPORT=http`): auth, Host/Origin guard, limits.
 
 pub mod catalog;
 pub mod cli;
@@ -24,3 +25,4 @@ pub mod pve;
 pub mod registry;
 pub mod schema;
 pub mod server;
+pub mod transport;
