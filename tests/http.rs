@@ -365,6 +365,22 @@ async fn an_oversized_body_is_refused_before_it_is_read() {
         .unwrap();
     let text = String::from_utf8_lossy(&buf[..n]);
     assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+
+    // A chunked body (no Content-Length) is cut off while it is read, also with 413.
+    let mut socket = tokio::net::TcpStream::connect(srv.addr()).await.unwrap();
+    let chunk = "a".repeat(2000);
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{chunk}\r\n0\r\n\r\n",
+        chunk.len()
+    );
+    socket.write_all(request.as_bytes()).await.unwrap();
+    let n = tokio::time::timeout(Duration::from_secs(5), socket.read(&mut buf))
+        .await
+        .expect("answered")
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf[..n]);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(text.contains("Request entity too large"), "{text}");
     srv.http.shutdown().await;
 }
 

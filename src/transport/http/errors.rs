@@ -72,6 +72,12 @@ fn classify(status: StatusCode, text: &str) -> (StatusCode, i64, String) {
         StatusCode::NOT_FOUND => fixed(SERVER_ERROR, "Not found"),
         StatusCode::METHOD_NOT_ALLOWED => fixed(SERVER_ERROR, "Method not allowed"),
         StatusCode::PAYLOAD_TOO_LARGE => fixed(SERVER_ERROR, "Request entity too large"),
+        // A chunked body cut off by the body-limit layer surfaces from rmcp as a read failure.
+        StatusCode::INTERNAL_SERVER_ERROR if text.contains("length limit exceeded") => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            SERVER_ERROR,
+            "Request entity too large".to_owned(),
+        ),
         StatusCode::REQUEST_TIMEOUT => fixed(SERVER_ERROR, "Request timeout"),
         // rmcp answers 415 both for a wrong content type and for a body that is not JSON.
         StatusCode::UNSUPPORTED_MEDIA_TYPE if text.starts_with("fail to deserialize") => (
@@ -118,6 +124,16 @@ mod tests {
         );
         assert_eq!((status, code), (StatusCode::INTERNAL_SERVER_ERROR, -32603));
         assert_eq!(message, "Internal server error");
+    }
+
+    #[test]
+    fn a_body_cut_off_by_the_limit_is_413() {
+        let (status, _, message) = classify(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Failed to read request body: length limit exceeded",
+        );
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(message, "Request entity too large");
     }
 
     #[test]
