@@ -539,6 +539,17 @@ async fn tools_list_and_a_tool_call_work_end_to_end() {
         .collect();
     assert!(nodes.contains(&"pve01"), "{nodes:?}");
 
+    // Concurrent requests in one session each get their own SSE stream and answer.
+    let replies = futures::future::join_all(
+        (10..13).map(|rpc_id| srv.call(&id, rpc_id, "tools/list", json!({}))),
+    )
+    .await;
+    assert!(
+        replies
+            .iter()
+            .all(|r| r["result"]["tools"] == list["result"]["tools"])
+    );
+
     // A second session shares the same server state and works independently.
     let other = srv.session().await;
     assert_ne!(other, id);
