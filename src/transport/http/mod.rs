@@ -147,7 +147,7 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
     })
 }
 
-/// Builds the whole router (exposed for tests that drive it without a socket).
+/// Builds the whole router: layers, routes and the rmcp service.
 fn router(
     server: Server,
     settings: &HttpSettings,

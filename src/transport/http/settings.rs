@@ -70,7 +70,7 @@ pub struct HttpSettings {
     pub host: String,
     /// Port (`MCP_PORT`; 0 picks a free one).
     pub port: u16,
-    /// Extra allowed `Host` names, normalized; an entry may carry a port (`name:port`).
+    /// Extra allowed `Host` names, lower-cased; an entry may carry a port (`name:port`).
     pub allowed_hosts: Vec<String>,
     /// Extra allowed origins (`MCP_ALLOWED_ORIGINS`), as given.
     pub allowed_origins: Vec<String>,
