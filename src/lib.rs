@@ -16,6 +16,7 @@
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
 //! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
 //! - [`docs`] — `docs/TOOLS.md` rendered from the catalog (pure functions).
+//! - [`transport`] — Streamable HTTP (`MCP_TRANSPORT=http`): auth, Host/Origin guard, limits.
 
 pub mod catalog;
 pub mod cli;
@@ -31,3 +32,4 @@ pub mod registry;
 pub mod schema;
 pub mod server;
 pub mod ssh;
+pub mod transport;

@@ -54,6 +54,20 @@ fn configuration_section() -> String {
             cell(var.default)
         ));
     }
+    out.push_str("\nStreamable HTTP transport (`MCP_TRANSPORT=http`):\n\n| Variable | Meaning | Default |\n|---|---|---|\n");
+    for var in nandi_proxmox_mcp::transport::http::VARS {
+        out.push_str(&format!(
+            "| `{}` | {}{} | {} |\n",
+            var.name,
+            cell(var.description),
+            if var.secret {
+                " (secret: never logged)"
+            } else {
+                ""
+            },
+            cell(var.default)
+        ));
+    }
     out.push_str("\nInstance file keys (`.nandi-proxmox-mcp/<name>.json`):\n\n| Key | Meaning | Required |\n|---|---|---|\n");
     for key in config::FILE_KEYS {
         out.push_str(&format!(

@@ -1,4 +1,5 @@
-//! `run`: build the server once and serve it over stdio.
+//! `run`: build the server once and serve it over stdio, or Streamable HTTP when
+//! `MCP_TRANSPORT=http`.
 //!
 //! Start-up does no network I/O: configuration and policy are read and validated, the
 //! REST client is constructed (lazily connecting), and only then is the transport opened.
@@ -18,6 +19,10 @@ use crate::pve;
 use crate::registry::{Capabilities, Registry};
 use crate::server::{AppState, Server};
 use crate::ssh;
+use crate::transport::{
+    self,
+    http::{HttpError, HttpSettings},
+};
 
 /// Flags of `run`.
 #[derive(Debug, Args, Default)]
@@ -29,12 +34,8 @@ pub struct RunArgs {
 
 /// Serves MCP until the client closes stdin or a termination signal arrives.
 pub async fn run(args: RunArgs) -> Result<(), CliError> {
-    let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
-    if transport.trim().eq_ignore_ascii_case("http") {
-        return Err(CliError::Config(
-            "MCP_TRANSPORT=http: the Streamable HTTP transport is not available in this build; unset MCP_TRANSPORT to serve over stdio".into(),
-        ));
-    }
+    // HTTP settings are validated before anything else starts, so a bad value fails fast.
+    let http_settings = http_settings()?;
     let settings = Settings::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
 
@@ -70,7 +71,37 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         ssh,
         ssh_note,
     });
-    serve_stdio(server).await
+    match http_settings {
+        Some(settings) => serve_http(server, settings).await,
+        None => serve_stdio(server).await,
+    }
+}
+
+/// `Some` when `MCP_TRANSPORT=http`; an unknown transport name is a configuration error.
+fn http_settings() -> Result<Option<HttpSettings>, CliError> {
+    let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
+    match transport.trim().to_ascii_lowercase().as_str() {
+        "" | "stdio" => Ok(None),
+        "http" => HttpSettings::from_lookup(|key| std::env::var(key).ok())
+            .map(Some)
+            .map_err(|e| CliError::Config(e.to_string())),
+        other => Err(CliError::Config(format!(
+            "MCP_TRANSPORT={other:?} is not a transport: use stdio (default) or http"
+        ))),
+    }
+}
+
+async fn serve_http(server: Server, settings: HttpSettings) -> Result<(), CliError> {
+    let running = transport::http::start(server, settings)
+        .await
+        .map_err(|e| match e {
+            HttpError::Config(msg) => CliError::Config(msg),
+            other => CliError::Runtime(other.to_string()),
+        })?;
+    shutdown_signal().await;
+    tracing::info!("termination signal received, shutting down the HTTP transport");
+    running.shutdown().await;
+    Ok(())
 }
 
 async fn start_demo() -> Result<(Emulator, pve::Client), CliError> {

@@ -1,0 +1,161 @@
+//! JSON-RPC-shaped error responses, and the layer that gives every error response that shape.
+//!
+//! Invariant: an error body is `{"jsonrpc":"2.0","error":{"code":C,"message":M},"id":null}` and
+//! never carries internals. Plain-text errors from rmcp, tower-http or axum are rewritten here:
+//! client-side (4xx) texts are kept (short, about the request), server-side (5xx) texts are logged
+//! and replaced by "Internal server error".
+
+use axum::body::to_bytes;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+
+/// JSON-RPC server-error code used for transport-level refusals (as the reference).
+pub const SERVER_ERROR: i64 = -32000;
+/// JSON-RPC code for a missing or unknown session.
+pub const SESSION_ERROR: i64 = -32001;
+/// Longest client-side message kept from an inner plain-text error.
+const MAX_MESSAGE: usize = 200;
+
+/// A JSON-RPC-shaped error response.
+pub fn json_error(status: StatusCode, code: i64, message: &str) -> Response {
+    let body = json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": null});
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Middleware: rewrites non-JSON error responses into JSON-RPC-shaped ones.
+pub async fn normalize_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) || is_json(&response) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = to_bytes(body, 4096).await.unwrap_or_default();
+    let text = String::from_utf8_lossy(&text);
+    let first_line = text.lines().next().unwrap_or("").trim();
+    let (status, code, message) = classify(status, first_line);
+    let mut rewritten = json_error(status, code, &message);
+    // Keep headers such as `Allow` (405) and `Retry-After`; the body's own headers are replaced.
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.remove(header::CONTENT_TYPE);
+    for (name, value) in parts.headers.iter() {
+        rewritten.headers_mut().insert(name.clone(), value.clone());
+    }
+    rewritten
+}
+
+fn is_json(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+fn classify(status: StatusCode, text: &str) -> (StatusCode, i64, String) {
+    let fixed = |code: i64, message: &str| (status, code, message.to_owned());
+    match status {
+        StatusCode::NOT_FOUND if text.contains("Session") => {
+            fixed(SESSION_ERROR, "Session not found")
+        }
+        StatusCode::NOT_FOUND => fixed(SERVER_ERROR, "Not found"),
+        StatusCode::METHOD_NOT_ALLOWED => fixed(SERVER_ERROR, "Method not allowed"),
+        StatusCode::PAYLOAD_TOO_LARGE => fixed(SERVER_ERROR, "Request entity too large"),
+        // A chunked body cut off by the body-limit layer surfaces from rmcp as a read failure.
+        StatusCode::INTERNAL_SERVER_ERROR if text.contains("length limit exceeded") => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            SERVER_ERROR,
+            "Request entity too large".to_owned(),
+        ),
+        StatusCode::REQUEST_TIMEOUT => fixed(SERVER_ERROR, "Request timeout"),
+        // rmcp answers 415 both for a wrong content type and for a body that is not JSON.
+        StatusCode::UNSUPPORTED_MEDIA_TYPE if text.starts_with("fail to deserialize") => (
+            StatusCode::BAD_REQUEST,
+            -32700,
+            "Parse error: Invalid JSON".to_owned(),
+        ),
+        s if s.is_server_error() => {
+            tracing::warn!(status = s.as_u16(), detail = %truncate(text), "internal error answered as a generic 500");
+            (s, -32603, "Internal server error".to_owned())
+        }
+        _ => {
+            let message = if text.is_empty() {
+                status
+                    .canonical_reason()
+                    .unwrap_or("Bad request")
+                    .to_owned()
+            } else {
+                truncate(text)
+            };
+            (status, SERVER_ERROR, message)
+        }
+    }
+}
+
+fn truncate(text: &str) -> String {
+    text.chars().take(MAX_MESSAGE).collect()
+}
+
+/// Fallback for unknown paths: JSON 404 instead of an HTML or empty page.
+pub async fn not_found() -> Response {
+    json_error(StatusCode::NOT_FOUND, SERVER_ERROR, "Not found")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_errors_lose_their_detail() {
+        let (status, code, message) = classify(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "fail to create session: /secret/path",
+        );
+        assert_eq!((status, code), (StatusCode::INTERNAL_SERVER_ERROR, -32603));
+        assert_eq!(message, "Internal server error");
+    }
+
+    #[test]
+    fn a_body_cut_off_by_the_limit_is_413() {
+        let (status, _, message) = classify(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Failed to read request body: length limit exceeded",
+        );
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+        assert_eq!(message, "Request entity too large");
+    }
+
+    #[test]
+    fn invalid_json_becomes_a_parse_error() {
+        let (status, code, _) = classify(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "fail to deserialize request body expected value",
+        );
+        assert_eq!((status, code), (StatusCode::BAD_REQUEST, -32700));
+        let (status, _, message) = classify(StatusCode::NOT_ACCEPTABLE, "Not Acceptable: x");
+        assert_eq!(
+            (status, message.as_str()),
+            (StatusCode::NOT_ACCEPTABLE, "Not Acceptable: x")
+        );
+    }
+
+    #[test]
+    fn unknown_sessions_get_the_session_code() {
+        let (_, code, message) = classify(StatusCode::NOT_FOUND, "Not Found: Session not found");
+        assert_eq!(
+            (code, message.as_str()),
+            (SESSION_ERROR, "Session not found")
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! Streamable HTTP transport (`MCP_TRANSPORT=http`): rmcp's service at `/mcp` behind tower layers.
+//!
+//! Request path, outermost first: security headers (`nosniff`, `no-store`) → JSON-RPC-shaped
+//! error bodies → request/body timeouts → Host/Origin guard → 413 on an oversized body (before
+//! it is read) → routes. `/mcp` adds: rate limit (429) → bearer auth (401) → live-session bound
+//! (503) → rmcp `StreamableHttpService` (sessions, SSE, DELETE, 404 for unknown sessions).
+//! `/health`, `/ready` and a JSON 404 fallback complete the surface.
+//!
+//! Invariant: every session is served by a clone of the one [`Server`] given to [`start`] (one
+//! registry, one pooled Proxmox client); nothing is rebuilt per request.
+
+pub mod auth;
+pub mod errors;
+pub mod guard;
+pub mod listener;
+pub mod ratelimit;
+pub mod ready;
+pub mod sessions;
+pub mod settings;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use axum::routing::get;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use thiserror::Error;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::map_request_body::MapRequestBodyLayer;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+
+use crate::server::Server;
+use auth::BearerAuth;
+use errors::{SERVER_ERROR, json_error};
+use guard::HostGuard;
+use ratelimit::RateLimit;
+use ready::Readiness;
+use sessions::BoundedSessions;
+pub use settings::{Auth, HttpSettings, SettingsError, VARS};
+
+/// Path of the MCP endpoint.
+pub const MCP_PATH: &str = "/mcp";
+/// Interval of SSE keep-alive comments on open streams.
+const SSE_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// Why the HTTP transport could not start.
+#[derive(Debug, Error)]
+pub enum HttpError {
+    /// Settings that cannot be honoured.
+    #[error("{0}")]
+    Config(String),
+    /// The address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// `host:port` as configured.
+        addr: String,
+        /// The operating system's reason.
+        source: std::io::Error,
+    },
+}
+
+/// A running HTTP transport.
+#[derive(Debug)]
+pub struct HttpServer {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// The address actually bound (useful with `MCP_PORT=0`).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, ends sessions and streams, and waits for open connections (bounded).
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// Binds `settings.host:settings.port` and serves `server` until [`HttpServer::shutdown`].
+pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer, HttpError> {
+    let bind_host = settings
+        .host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_owned();
+    let listener = TcpListener::bind((bind_host.as_str(), settings.port))
+        .await
+        .map_err(|source| HttpError::Bind {
+            addr: format!("{}:{}", settings.host, settings.port),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| HttpError::Bind {
+        addr: format!("{}:{}", settings.host, settings.port),
+        source,
+    })?;
+    let guard = HostGuard::new(
+        &settings.host,
+        addr.port(),
+        &settings.allowed_hosts,
+        &settings.allowed_origins,
+    )
+    .map_err(HttpError::Config)?;
+    let shutdown = CancellationToken::new();
+    let rate = RateLimit::new(settings.rate_limit_max, settings.rate_limit_window);
+    let app = router(server, &settings, guard, rate.clone(), shutdown.clone());
+    spawn_rate_limit_sweeper(rate, settings.rate_limit_window, shutdown.clone());
+
+    if settings.auth == Auth::Disabled {
+        tracing::warn!(
+            "HTTP transport running WITHOUT authentication (MCP_ALLOW_NO_AUTH=true, loopback only)"
+        );
+    }
+    tracing::info!(
+        url = %format!("http://{addr}{MCP_PATH}"),
+        body_limit = settings.max_body_bytes,
+        rate_limit_max = settings.rate_limit_max,
+        rate_limit_window_ms = settings.rate_limit_window.as_millis() as u64,
+        max_sessions = settings.max_sessions,
+        auth = if settings.auth == Auth::Disabled { "none" } else { "bearer" },
+        "HTTP MCP transport listening on http://{addr}{MCP_PATH}"
+    );
+    let limits = listener::ConnLimits {
+        headers_timeout: settings.headers_timeout,
+        keepalive_timeout: settings.keepalive_timeout,
+        max_headers: settings.max_headers,
+    };
+    let task = tokio::spawn(listener::serve(listener, app, limits, shutdown.clone()));
+    Ok(HttpServer {
+        addr,
+        shutdown,
+        task,
+    })
+}
+
+/// Builds the whole router: layers, routes and the rmcp service.
+fn router(
+    server: Server,
+    settings: &HttpSettings,
+    guard: HostGuard,
+    rate: RateLimit,
+    shutdown: CancellationToken,
+) -> Router {
+    let sessions = Arc::new(BoundedSessions::new(
+        settings.max_sessions,
+        settings.session_idle_timeout,
+    ));
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(guard.hosts().map(|h| {
+            if h.contains(':') {
+                format!("[{h}]")
+            } else {
+                h.to_owned()
+            }
+        }))
+        .with_allowed_origins(guard.origins())
+        .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
+        .with_cancellation_token(shutdown.child_token())
+        .with_max_request_body_bytes(settings.max_body_bytes);
+    let readiness = Readiness::new(server.state().pve.clone(), settings.ready_cache);
+    let mcp_service =
+        StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let token = match &settings.auth {
+        Auth::Bearer(secret) => Some(secret.expose()),
+        Auth::Disabled => None,
+    };
+    let mcp = Router::new()
+        .route_service(MCP_PATH, mcp_service)
+        .layer(middleware::from_fn_with_state(sessions, session_bound))
+        .layer(middleware::from_fn_with_state(
+            BearerAuth::new(token),
+            auth::require_bearer,
+        ))
+        .layer(middleware::from_fn_with_state(rate, ratelimit::limit));
+    let bodies = ServiceBuilder::new()
+        .layer(RequestBodyTimeoutLayer::new(settings.request_timeout))
+        .layer(RequestBodyLimitLayer::new(settings.max_body_bytes))
+        .layer(MapRequestBodyLayer::new(Body::new));
+    Router::new()
+        .route("/health", get(ready::health))
+        .route("/ready", get(ready::ready).with_state(readiness))
+        .merge(mcp)
+        .fallback(errors::not_found)
+        .layer(bodies)
+        .layer(middleware::from_fn_with_state(Arc::new(guard), check_host))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            settings.request_timeout,
+        ))
+        .layer(middleware::from_fn(errors::normalize_errors))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
+}
+
+/// Middleware: the Host/Origin guard (400/403).
+async fn check_host(State(guard): State<Arc<HostGuard>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    let origin = headers
+        .get(header::ORIGIN)
+        .map(|v| v.to_str().unwrap_or("\u{0}"));
+    if let Err(refusal) = guard.check(host.as_deref(), origin) {
+        let (status, message) = refusal.status_and_message();
+        let peer = request
+            .extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip().to_string())
+            .unwrap_or_default();
+        tracing::warn!(method = %request.method(), path = %request.uri().path(), remote = %peer,
+            host = host.as_deref().unwrap_or(""), reason = message, "HTTP request refused");
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+        return json_error(status, SERVER_ERROR, message);
+    }
+    next.run(request).await
+}
+
+/// Middleware: 503 for a new session (a POST without `Mcp-Session-Id`) when the bound is reached.
+async fn session_bound(
+    State(sessions): State<Arc<BoundedSessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if request.method() == Method::POST
+        && !request.headers().contains_key("mcp-session-id")
+        && sessions.live().await >= sessions.max()
+    {
+        tracing::warn!(
+            limit = sessions.max(),
+            "HTTP request refused: live-session limit reached"
+        );
+        let mut response = json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            SERVER_ERROR,
+            "Too many sessions: close one (DELETE) or retry later",
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+        return response;
+    }
+    next.run(request).await
+}
+
+fn spawn_rate_limit_sweeper(rate: RateLimit, window: Duration, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(window.max(Duration::from_secs(1)));
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                _ = tick.tick() => rate.forget_idle_clients(),
+            }
+        }
+    });
+}
