@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 SUITE_VERSION="${CONFORMANCE_VERSION:-0.1.13}" # newer releases need Node 22
 BIN="${1:-target/debug/nandi-proxmox-mcp}"
 # The scenarios that apply to a tools-only server (we declare neither prompts, resources nor logging).
-SCENARIOS=(server-initialize ping tools-list server-sse-multiple-streams dns-rebinding-protection)
+SCENARIOS=(server-initialize ping tools-list server-sse-multiple-streams dns-rebinding-protection prompts-list)
 
 [ -x "$BIN" ] || cargo build --quiet
 OUT="$(mktemp -d)"
