@@ -5,15 +5,15 @@
 #
 # Usage: scripts/conformance.sh [path-to-binary]   (default: target/debug/nandi-proxmox-mcp, built if missing)
 # Needs: Node 20+ with npx and network access to the npm registry (first run only; cached after).
-# Not part of .ci/run on purpose: it depends on Node and on the npm registry being reachable, and
-# CI must not fail for a registry hiccup. tests/http.rs covers the same behaviours offline
-# (initialize, tools/list, concurrent SSE streams in one session, DNS-rebinding Host/Origin).
+# .ci/run runs it after the tests (Node and the npm registry are available there); tests/http.rs
+# covers the same behaviours offline (initialize, tools/list, concurrent SSE streams in one
+# session, DNS-rebinding Host/Origin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUITE_VERSION="${CONFORMANCE_VERSION:-0.1.13}" # newer releases need Node 22
 BIN="${1:-target/debug/nandi-proxmox-mcp}"
-# The scenarios that apply to a tools-only server (we declare neither prompts, resources nor logging).
+# The scenarios that apply to this server: tools and prompts are declared; resources and logging are not.
 SCENARIOS=(server-initialize ping tools-list server-sse-multiple-streams dns-rebinding-protection prompts-list)
 
 [ -x "$BIN" ] || cargo build --quiet
