@@ -97,3 +97,52 @@ fn help_and_version() {
     let out = run(&["run", "--help"], &[]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("--demo"));
 }
+
+/// Issue acceptance: under full/advanced, `tools --json` lists every REST tool of the reference,
+/// every alias of those tools, and the tools we added.
+#[test]
+fn tools_json_lists_the_reference_surface() {
+    let path = common::shared_dir().join("spec/reference-tools.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        assert!(
+            !common::shared_required(),
+            "{} missing under CI",
+            path.display()
+        );
+        eprintln!("SKIP: {} not found", path.display());
+        return;
+    };
+    let reference: Value = serde_json::from_str(&text).unwrap();
+    let out = run(
+        &["tools", "--json"],
+        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut listed = std::collections::BTreeSet::new();
+    for tool in doc["tools"].as_array().unwrap() {
+        listed.insert(tool["name"].as_str().unwrap().to_owned());
+        for alias in tool["aliases"].as_array().unwrap() {
+            listed.insert(alias.as_str().unwrap().to_owned());
+        }
+    }
+    for tool in reference.as_array().unwrap() {
+        if tool["kind"] != "canonical" || tool["backend"] != "rest" {
+            continue;
+        }
+        let name = tool["name"].as_str().unwrap();
+        assert!(listed.contains(name), "{name} missing");
+        for alias in tool["aliases"].as_array().unwrap() {
+            assert!(
+                listed.contains(alias.as_str().unwrap()),
+                "alias {alias} missing"
+            );
+        }
+    }
+    for added in [
+        "pve_apply_network_changes",
+        "pve_list_qemu_snapshots",
+        "pve_list_lxc_snapshots",
+    ] {
+        assert!(listed.contains(added), "{added} missing");
+    }
+}

@@ -355,3 +355,14 @@ fn guide_commands_run() {
         );
     }
 }
+
+/// The tool count the README states is the catalog's.
+#[test]
+fn readme_states_the_catalog_tool_count() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let count = nandi_proxmox_mcp::catalog::all().count();
+    assert!(
+        readme.contains(&format!("{count} Proxmox tools")),
+        "README.md must say \"{count} Proxmox tools\""
+    );
+}

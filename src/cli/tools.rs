@@ -1,13 +1,15 @@
 //! `tools`: what the server would register under the current settings, without serving.
 //!
-//! Reads only the policy environment variables; needs no Proxmox and does no network I/O.
+//! Reads the policy variables and the configuration (to know whether SSH tools exist); needs
+//! no Proxmox and does no network I/O. `--all-backends` lists SSH tools even without SSH.
 
 use clap::Args;
 use serde_json::{Value, json};
 
 use super::CliError;
+use crate::config::{self, Paths, ProcessEnv};
 use crate::policy::Settings;
-use crate::registry::Registry;
+use crate::registry::{Capabilities, Registry};
 
 /// Flags of `tools`.
 #[derive(Debug, Args, Default)]
@@ -15,13 +17,23 @@ pub struct ToolsArgs {
     /// Print JSON (one object per canonical tool) instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Also list the SSH-backed tools when SSH is not configured (what the catalog offers).
+    #[arg(long)]
+    pub all_backends: bool,
 }
 
 /// Prints the registered tools.
 pub fn print(args: ToolsArgs) -> Result<(), CliError> {
     let settings = Settings::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let registry = Registry::build(&settings);
+    let capabilities = if args.all_backends {
+        Capabilities::ALL
+    } else {
+        Capabilities {
+            ssh: ssh_configured(),
+        }
+    };
+    let registry = Registry::build_for(&settings, capabilities);
     if args.json {
         let doc = describe(&registry, &settings);
         let text =
@@ -48,6 +60,19 @@ pub fn print(args: ToolsArgs) -> Result<(), CliError> {
         }
     }
     Ok(())
+}
+
+/// Whether the configuration `run` would load has SSH settings. A configuration that does not
+/// load is reported on stderr and treated as "no SSH" — listing tools needs no connection.
+fn ssh_configured() -> bool {
+    let loaded = Paths::from_env(&ProcessEnv).and_then(|paths| config::load(&ProcessEnv, &paths));
+    match loaded {
+        Ok(config) => config.ssh.is_some(),
+        Err(e) => {
+            eprintln!("nandi-proxmox-mcp: configuration not loaded ({e}); SSH tools not listed");
+            false
+        }
+    }
 }
 
 /// The machine-readable description used by `tools --json`.
