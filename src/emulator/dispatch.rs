@@ -120,17 +120,19 @@ fn match_pattern(
     pattern: &'static str,
     segments: &[String],
 ) -> Option<Vec<(&'static str, String)>> {
-    let parts: Vec<&'static str> = pattern.split('/').filter(|p| !p.is_empty()).collect();
-    if parts.len() != segments.len() {
-        return None;
-    }
+    // Walked lazily, without allocating: every request is tried against every route.
+    let mut parts = pattern.split('/').filter(|p| !p.is_empty());
     let mut captures = Vec::new();
-    for (part, segment) in parts.iter().zip(segments) {
+    for segment in segments {
+        let part = parts.next()?;
         match part.strip_prefix('{').and_then(|p| p.strip_suffix('}')) {
             Some(name) => captures.push((name, segment.clone())),
             None if part == segment => {}
             None => return None,
         }
+    }
+    if parts.next().is_some() {
+        return None;
     }
     Some(captures)
 }
