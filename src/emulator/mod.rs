@@ -125,6 +125,10 @@ pub struct RecordedRequest {
     pub authorized: bool,
 }
 
+/// How many requests the emulator remembers; beyond it the older half is dropped, so
+/// `run --demo` serving for days keeps a flat memory profile. Tests see far fewer.
+pub(crate) const MAX_RECORDED_REQUESTS: usize = 4096;
+
 /// State shared between the [`Emulator`] handle and the request handlers.
 struct Shared {
     /// The `Authorization` header value that is accepted.
@@ -285,8 +289,8 @@ impl Emulator {
         lock(&self.shared.faults).clear();
     }
 
-    /// Every API request received so far, in arrival order (including
-    /// those refused by auth or answered by a fault).
+    /// API requests received so far, in arrival order, including those refused by auth or
+    /// answered by a fault — the newest ones only, at most `MAX_RECORDED_REQUESTS`.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
     }

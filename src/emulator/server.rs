@@ -114,13 +114,20 @@ pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -
         .get(header::AUTHORIZATION)
         .is_some_and(|v| v.as_bytes() == shared.token_header.as_bytes());
     tracing::debug!(%method, %path, authorized, "emulator request");
-    lock(&shared.requests).push(RecordedRequest {
-        method: method.clone(),
-        path: path.clone(),
-        query: query.clone(),
-        form: form.as_ref().map_or_else(|_| Vec::new(), Clone::clone),
-        authorized,
-    });
+    {
+        let mut requests = lock(&shared.requests);
+        // A long-running `run --demo` must not grow without bound: keep the newest ones.
+        if requests.len() >= super::MAX_RECORDED_REQUESTS {
+            requests.drain(..super::MAX_RECORDED_REQUESTS / 2);
+        }
+        requests.push(RecordedRequest {
+            method: method.clone(),
+            path: path.clone(),
+            query: query.clone(),
+            form: form.as_ref().map_or_else(|_| Vec::new(), Clone::clone),
+            authorized,
+        });
+    }
 
     let fault = lock(&shared.faults).take(&path);
     if let Some(kind) = fault {

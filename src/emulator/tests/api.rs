@@ -379,3 +379,21 @@ async fn dropping_the_emulator_stops_it() {
     }
     assert!(refused, "port {port} still accepts connections after drop");
 }
+
+/// The request log is bounded: a demo serving for days keeps flat memory.
+#[tokio::test]
+async fn the_request_log_keeps_only_the_newest_requests() {
+    let h = Harness::start(EmulatorOptions {
+        tls: false,
+        ..EmulatorOptions::default()
+    })
+    .await;
+    let total = crate::emulator::MAX_RECORDED_REQUESTS + 10;
+    for _ in 0..total {
+        let (status, _) = h.get("/version").await;
+        assert_eq!(status, 200);
+    }
+    let recorded = h.emu.requests();
+    assert!(recorded.len() <= crate::emulator::MAX_RECORDED_REQUESTS);
+    assert!(recorded.len() > crate::emulator::MAX_RECORDED_REQUESTS / 2);
+}
