@@ -366,3 +366,101 @@ fn readme_states_the_catalog_tool_count() {
         "README.md must say \"{count} Proxmox tools\""
     );
 }
+
+/// The shell lines of a guide that run `nandi-proxmox-mcp <command>` (continuations joined).
+fn guide_commands(guide: &str, command: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(root().join(guide)).unwrap();
+    let mut lines = Vec::new();
+    let mut in_sh = false;
+    let mut pending = String::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("```") {
+            in_sh = trimmed == "```sh";
+            continue;
+        }
+        if !in_sh {
+            continue;
+        }
+        pending.push_str(trimmed.trim_end_matches('\\'));
+        pending.push(' ');
+        if trimmed.ends_with('\\') {
+            continue;
+        }
+        let words: Vec<String> = pending.split_whitespace().map(str::to_owned).collect();
+        pending.clear();
+        if words.first().map(String::as_str) == Some("nandi-proxmox-mcp")
+            && words.get(1).map(String::as_str) == Some(command)
+        {
+            lines.push(words[1..].to_vec());
+        }
+    }
+    lines
+}
+
+/// The guides' own `bootstrap`, `setup`, `doctor` and `harden` lines, run as written except
+/// that the connection values point at the emulator: bootstrap prints a script, setup writes
+/// the files, doctor is all GREEN, harden adds the ask-rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guide_setup_sequence_runs_against_the_emulator() {
+    let emu = common::emulator().await;
+    let opts = nandi_proxmox_mcp::emulator::EmulatorOptions::default();
+    for guide in ["docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
+        let dirs = common::CliDirs::new();
+        std::fs::write(
+            dirs.cwd.path().join("token.txt"),
+            format!("{}\n", opts.token_secret),
+        )
+        .unwrap();
+        for command in ["bootstrap", "setup", "doctor", "harden"] {
+            let found = guide_commands(guide, command);
+            assert!(!found.is_empty(), "{guide} shows no `{command}` line");
+            for words in found {
+                let mut args: Vec<String> = Vec::new();
+                let mut iter = words.into_iter();
+                while let Some(word) = iter.next() {
+                    // Point the documented connection at the emulator, keep everything else.
+                    let replacement = match word.as_str() {
+                        "--proxmox-host" => Some(emu.host().to_owned()),
+                        "--proxmox-user" => Some(opts.user.clone()),
+                        "--token-name" => Some(opts.token_name.clone()),
+                        _ => None,
+                    };
+                    args.push(word.clone());
+                    if let Some(value) = replacement {
+                        iter.next();
+                        args.push(value);
+                    }
+                }
+                if args[0] == "setup" {
+                    args.extend([
+                        "--proxmox-port".to_owned(),
+                        emu.port().to_string(),
+                        "--tls-fingerprint".to_owned(),
+                        emu.cert_fingerprint().unwrap(),
+                    ]);
+                }
+                let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+                let out = dirs.run(&argv, &[], None).await;
+                assert!(
+                    out.status.success(),
+                    "{guide}: {argv:?}\n{}",
+                    common::text_of(&out)
+                );
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                if args[0] == "doctor" {
+                    assert!(!stdout.contains("[RED]"), "{guide}: {stdout}");
+                    assert!(stdout.contains("[GREEN]"), "{guide}: {stdout}");
+                }
+            }
+        }
+        assert!(
+            dirs.cwd.path().join(".mcp.json").is_file(),
+            "{guide}: no .mcp.json"
+        );
+        assert!(
+            dirs.cwd.path().join(".claude/settings.json").is_file(),
+            "{guide}: no ask-rules"
+        );
+    }
+}
