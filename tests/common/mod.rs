@@ -83,6 +83,22 @@ impl McpProcess {
         args: &[&str],
         env: &[(String, String)],
     ) -> McpProcess {
+        McpProcess::launch(program, args, env, Stdio::inherit())
+    }
+
+    /// Like [`McpProcess::spawn`], but the server's stderr (its whole log) goes to the
+    /// file `log`, so a test can check what the server wrote there.
+    pub fn spawn_logging_to(args: &[&str], env: &[(String, String)], log: &Path) -> McpProcess {
+        let stderr = std::fs::File::create(log).expect("log file");
+        McpProcess::launch(binary(), args, env, Stdio::from(stderr))
+    }
+
+    fn launch(
+        program: impl AsRef<std::ffi::OsStr>,
+        args: &[&str],
+        env: &[(String, String)],
+        stderr: Stdio,
+    ) -> McpProcess {
         let home = tempfile::tempdir().expect("tempdir");
         let mut command = Command::new(program);
         command
@@ -94,7 +110,7 @@ impl McpProcess {
             .current_dir(home.path())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .kill_on_drop(true);
         for (key, value) in env {
             command.env(key, value);
@@ -242,40 +258,6 @@ pub fn ids(list: &Value, key: &str) -> Vec<String> {
         .iter()
         .filter_map(|row| row[key].as_str().map(str::to_owned))
         .collect()
-}
-
-impl McpProcess {
-    /// Like [`McpProcess::spawn`], but the server's stderr (its whole log) goes to the
-    /// file `log`, so a test can check what the server wrote there.
-    pub fn spawn_logging_to(args: &[&str], env: &[(String, String)], log: &Path) -> McpProcess {
-        let home = tempfile::tempdir().expect("tempdir");
-        let stderr = std::fs::File::create(log).expect("log file");
-        let mut command = Command::new(binary());
-        command
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", home.path())
-            .env("RUST_LOG", "warn")
-            .current_dir(home.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(stderr))
-            .kill_on_drop(true);
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().expect("binary spawns");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        McpProcess {
-            child,
-            stdin,
-            lines: BufReader::new(stdout).lines(),
-            next_id: 1,
-            _home: home,
-        }
-    }
 }
 
 /// A temporary HOME and working directory for one CLI scenario.
