@@ -57,6 +57,15 @@ pub(super) struct Volume {
 }
 
 impl Volume {
+    /// The guest kind a backup archive holds (`qemu` or `lxc`), from vzdump's file name.
+    pub fn backup_subtype(&self) -> &'static str {
+        if self.volid.contains("-qemu-") {
+            "qemu"
+        } else {
+            "lxc"
+        }
+    }
+
     /// The entry `GET /nodes/{node}/storage/{storage}/content` returns.
     pub fn content_entry(&self) -> Value {
         let mut row = Map::new();
@@ -69,12 +78,7 @@ impl Volume {
             row.insert("vmid".into(), json!(vmid));
         }
         if self.content == "backup" {
-            let subtype = if self.volid.contains("-qemu-") {
-                "qemu"
-            } else {
-                "lxc"
-            };
-            row.insert("subtype".into(), json!(subtype));
+            row.insert("subtype".into(), json!(self.backup_subtype()));
             row.insert("protected".into(), json!(0));
             if let Some(notes) = &self.notes {
                 row.insert("notes".into(), json!(notes));

@@ -74,24 +74,23 @@ fn restored_config(
         .infra
         .volumes
         .iter()
-        .map(|v| v.content_entry())
-        .find(|v| v["volid"] == archive && v["content"] == "backup")
+        .find(|v| v.volid == archive && v.content == "backup")
         .ok_or_else(|| ApiError::server(format!("volume '{archive}' does not exist")))?;
     let expected = match kind {
         GuestKind::Qemu => "qemu",
         GuestKind::Lxc => "lxc",
     };
-    if volume["subtype"] != expected {
+    if volume.backup_subtype() != expected {
         return Err(ApiError::server(format!(
             "archive '{archive}' is not a {expected} backup"
         )));
     }
-    let source = volume["vmid"].as_u64().unwrap_or(0);
+    let source = volume.vmid.unwrap_or(0);
     let original = call
         .st
         .guests
         .iter()
-        .find(|g| u64::from(g.vmid) == source && g.kind == kind)
+        .find(|g| g.vmid == source && g.kind == kind)
         .map(|g| g.config.clone());
     Ok(original.unwrap_or_else(|| {
         let mut config = Map::new();
@@ -174,8 +173,7 @@ fn create(call: &mut Call<'_>, kind: GuestKind) -> Result<Value, ApiError> {
                     .infra
                     .volumes
                     .iter()
-                    .map(|v| v.content_entry())
-                    .any(|v| v["volid"] == template.as_str() && v["content"] == "vztmpl")
+                    .any(|v| v.volid == template && v.content == "vztmpl")
                 {
                     return Err(ApiError::server(format!(
                         "volume '{template}' does not exist"
