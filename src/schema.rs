@@ -6,8 +6,8 @@
 //! `anyOf`/`oneOf`/`allOf`) with a description on every property, which every MCP client
 //! accepts.
 
-use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{OnceLock, RwLock};
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
@@ -347,17 +347,27 @@ fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
 /// Patterns are compiled once per process and shared; a row with an invalid pattern is
 /// caught by the catalog tests, and at run time rejects every value (fail closed).
 fn pattern_matches(pattern: &'static str, value: &str) -> bool {
-    static CACHE: OnceLock<std::sync::Mutex<BTreeMap<&'static str, Option<Regex>>>> =
-        OnceLock::new();
+    type Cache = RwLock<HashMap<&'static str, Option<Regex>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let mut guard = match cache.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let regex = guard
+    // Calls run concurrently (HTTP sessions): after the first use of a pattern every check
+    // is a shared read, never a global exclusive lock.
+    {
+        let read = cache
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(compiled) = read.get(pattern) {
+            return compiled.as_ref().is_some_and(|re| re.is_match(value));
+        }
+    }
+    let mut write = cache
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    write
         .entry(pattern)
-        .or_insert_with(|| Regex::new(pattern).ok());
-    regex.as_ref().is_some_and(|re| re.is_match(value))
+        .or_insert_with(|| Regex::new(pattern).ok())
+        .as_ref()
+        .is_some_and(|re| re.is_match(value))
 }
 
 fn json_type_name(value: &Value) -> &'static str {
