@@ -237,7 +237,7 @@ fn check_family_key(family: &'static Param, key: &str) -> Result<(), String> {
         return Ok(());
     };
     let pattern = family_pattern(family.name, lo, hi);
-    if owned_pattern_matches(&pattern, key) {
+    if pattern_matches(&pattern, key) {
         Ok(())
     } else {
         Err(format!(
@@ -245,19 +245,6 @@ fn check_family_key(family: &'static Param, key: &str) -> Result<(), String> {
             family.name, family.name
         ))
     }
-}
-
-fn owned_pattern_matches(pattern: &str, value: &str) -> bool {
-    static CACHE: OnceLock<std::sync::Mutex<BTreeMap<String, Option<Regex>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let mut guard = match cache.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    let regex = guard
-        .entry(pattern.to_owned())
-        .or_insert_with(|| Regex::new(pattern).ok());
-    regex.as_ref().is_some_and(|re| re.is_match(value))
 }
 
 /// The agent's `command` may also come as one string, split on whitespace, which is
@@ -346,8 +333,8 @@ fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
 
 /// Patterns are compiled once per process and shared; a row with an invalid pattern is
 /// caught by the catalog tests, and at run time rejects every value (fail closed).
-fn pattern_matches(pattern: &'static str, value: &str) -> bool {
-    type Cache = RwLock<HashMap<&'static str, Option<Regex>>>;
+fn pattern_matches(pattern: &str, value: &str) -> bool {
+    type Cache = RwLock<HashMap<String, Option<Regex>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     // Calls run concurrently (HTTP sessions): after the first use of a pattern every check
@@ -364,7 +351,7 @@ fn pattern_matches(pattern: &'static str, value: &str) -> bool {
         .write()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     write
-        .entry(pattern)
+        .entry(pattern.to_owned())
         .or_insert_with(|| Regex::new(pattern).ok())
         .as_ref()
         .is_some_and(|re| re.is_match(value))
