@@ -1,9 +1,10 @@
 //! One tool call, from validated arguments to envelope.
 //!
-//! Order (each step can stop the call; only the last one talks to Proxmox):
-//! validate arguments → cross-field checks → at-least-one-of guard → confirmation guard →
-//! backend request. Invariant: nothing is sent to Proxmox unless every earlier step
-//! passed, and every failure becomes a `ToolFailure` with a stable code.
+//! `preflight` validates (arguments → cross-field checks → at-least-one-of guard);
+//! `execute` builds the request and talks to the backend; `finish` renders the envelope.
+//! The pipeline around them (gate, approval, dry-run) is in `pipeline`. Invariant: nothing
+//! is sent to Proxmox unless `preflight` passed, and every failure becomes a `ToolFailure`
+//! with a stable code.
 
 // Failures are the cold path and are rendered once; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
@@ -16,38 +17,43 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Backend, HttpMethod, Location, ToolSpec};
-use crate::envelope::{CallMeta, ToolFailure, codes, render};
-use crate::pve::{self, ApiRequest, PveError, RetryPolicy};
+use crate::envelope::{CallMeta, ToolFailure, codes, failure_from, not_configured, render};
+use crate::pve::{self, ApiRequest, RetryPolicy};
 use crate::registry::Entry;
 use crate::schema::{self, ValidArgs};
 use crate::ssh::{self, Router};
 
-/// Runs one call of `entry` with the client's raw `arguments`. `ssh` is the SSH router
-/// when SSH is configured.
-pub async fn call(
+/// Sends a validated (and, where gated, approved) call to its backend: REST, the legacy
+/// per-node list, or SSH. Returns the outcome and the number of attempts made.
+pub async fn execute(
     client: Option<&pve::Client>,
     ssh: Option<&Router>,
-    entry: &Entry,
-    arguments: Option<&Map<String, Value>>,
+    spec: &'static ToolSpec,
+    args: &ValidArgs,
     cancel: &CancellationToken,
+) -> (Result<Value, ToolFailure>, u32) {
+    match (spec.backend, client) {
+        // SSH tools check their own inputs first; most also need the API (owning node).
+        (Backend::Ssh(op), _) => ssh::ops::execute(op, spec, ssh, client, args, cancel).await,
+        (_, None) => (Err(not_configured()), 0),
+        (_, Some(client)) => execute_api(client, spec, args, cancel).await,
+    }
+}
+
+/// Logs the outcome and renders the envelope with the call's meta.
+pub fn finish(
+    entry: &Entry,
+    started: Instant,
+    outcome: Result<Value, ToolFailure>,
+    attempts: u32,
+    approval: Option<&'static str>,
 ) -> CallToolResult {
-    let started = Instant::now();
-    let (outcome, attempts) = match preflight(entry, arguments) {
-        Err(failure) => (Err(failure), 0),
-        Ok(args) => match (entry.spec.backend, client) {
-            // SSH tools check their own inputs first; most also need the API (owning node).
-            (Backend::Ssh(op), _) => {
-                ssh::ops::execute(op, entry.spec, ssh, client, &args, cancel).await
-            }
-            (_, None) => (Err(not_configured()), 0),
-            (_, Some(client)) => execute(client, entry.spec, &args, cancel).await,
-        },
-    };
     let meta = CallMeta {
         tool: entry.wire_name,
         alias_for: entry.alias_for,
         duration: started.elapsed(),
         retries: attempts.saturating_sub(1),
+        approval,
     };
     match &outcome {
         Ok(_) => tracing::info!(
@@ -60,14 +66,20 @@ pub async fn call(
     render(outcome, &meta)
 }
 
-/// Everything that happens before a request: validation and the two guards.
+/// Everything that happens before the gate: validation and the cross-field guards. The
+/// approval of gated calls is not here but in `approval`, which may ask a person.
 pub fn preflight(
     entry: &Entry,
     arguments: Option<&Map<String, Value>>,
 ) -> Result<ValidArgs, ToolFailure> {
     let spec = entry.spec;
     let args = schema::validate(spec, arguments).map_err(|invalid| {
-        let names: Vec<&str> = spec.params.iter().map(|p| p.name).collect();
+        let names: Vec<&str> = spec
+            .params
+            .iter()
+            .filter(|p| !p.fixed)
+            .map(|p| p.name)
+            .collect();
         let summary: Vec<String> = invalid
             .errors
             .iter()
@@ -88,9 +100,9 @@ pub fn preflight(
             } else {
                 names.join(", ")
             },
-            if spec.confirm { ", confirm" } else { "" },
+            controls_suffix(spec),
         ))
-        .with_details(json!({"errors": invalid.errors, "validParameters": names}))
+        .with_details(json!({"errors": invalid.errors, "validParameters": valid_parameters(spec)}))
     })?;
     check_upid_node(&args)?;
     if !spec.at_least_one_of.is_empty() && !spec.at_least_one_of.iter().any(|name| args.has(name)) {
@@ -103,23 +115,24 @@ pub fn preflight(
         )
         .with_hint("Pass at least one of the fields to change; nothing was sent to Proxmox."));
     }
-    if spec.confirm && !args.confirmed {
-        let mut failure = ToolFailure::new(
-            codes::CONFIRMATION_REQUIRED,
-            format!("Tool '{}' requires explicit confirmation.", spec.name),
-        )
-        .with_hint(
-            "Ask the user to approve this exact action, then call the tool again with confirm=true.",
-        );
-        failure.impact = Some(if spec.effect.is_destructive() {
-            "This operation may modify or remove existing resources or interrupt running workloads."
-                .into()
-        } else {
-            "This operation may alter cluster state.".into()
-        });
-        return Err(failure);
-    }
     Ok(args)
+}
+
+/// `, confirm, dry_run` for the rows that accept those control arguments.
+fn controls_suffix(spec: &ToolSpec) -> String {
+    schema::control_arguments(spec)
+        .map(|name| format!(", {name}"))
+        .collect()
+}
+
+/// Every argument name a client may pass: parameters, then the control arguments.
+fn valid_parameters(spec: &ToolSpec) -> Vec<&'static str> {
+    spec.params
+        .iter()
+        .filter(|p| !p.fixed)
+        .map(|p| p.name)
+        .chain(schema::control_arguments(spec))
+        .collect()
 }
 
 /// A UPID names the node that ran the task; asking another node for it can only fail,
@@ -140,18 +153,7 @@ fn check_upid_node(args: &ValidArgs) -> Result<(), ToolFailure> {
     .with_details(json!({"errors": {"node": format!("must be '{upid_node}' for this upid")}})))
 }
 
-/// The failure of a call that needs Proxmox when none is configured.
-pub(crate) fn not_configured() -> ToolFailure {
-    ToolFailure::new(
-        codes::PROXMOX_NOT_CONFIGURED,
-        "No Proxmox connection is configured for this server.",
-    )
-    .with_hint(
-        "Run `nandi-proxmox-mcp setup` (or set PROXMOX_HOST, PROXMOX_USER, PROXMOX_TOKEN_NAME and PROXMOX_TOKEN_SECRET, or NANDI_PROXMOX_CONFIG) and restart the server. `nandi-proxmox-mcp run --demo` tries the server against a built-in emulator.",
-    )
-}
-
-async fn execute(
+async fn execute_api(
     client: &pve::Client,
     spec: &'static ToolSpec,
     args: &ValidArgs,
@@ -164,7 +166,7 @@ async fn execute(
             (outcome.result.map_err(failure_from), outcome.attempts)
         }
         Backend::PerNodeList { path } => per_node_list(client, spec, path, args, cancel).await,
-        // Routed in `call` before a REST client is required; kept for exhaustiveness.
+        // Routed in `execute` before a REST client is required; kept for exhaustiveness.
         Backend::Ssh(op) => ssh::ops::execute(op, spec, None, Some(client), args, cancel).await,
     };
     // A declared result filter selects what the API cannot (e.g. templates only).
@@ -309,15 +311,4 @@ async fn per_node_list(
         }
     }
     (Ok(Value::Array(merged)), attempts)
-}
-
-/// Maps a client error to the envelope, keeping Proxmox's message and details.
-pub fn failure_from(err: PveError) -> ToolFailure {
-    ToolFailure {
-        code: err.code(),
-        message: err.to_string(),
-        hint: err.hint(),
-        details: err.details(),
-        impact: None,
-    }
 }

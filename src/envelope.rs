@@ -19,6 +19,38 @@ pub mod codes {
     pub const CONFIRMATION_REQUIRED: &str = "CONFIRMATION_REQUIRED";
     /// No Proxmox connection is configured for this server.
     pub const PROXMOX_NOT_CONFIGURED: &str = "PROXMOX_NOT_CONFIGURED";
+    /// The person declined the approval question; nothing was sent.
+    pub const CONFIRMATION_DECLINED: &str = "CONFIRMATION_DECLINED";
+    /// The person dismissed the question, or it could not be asked; nothing was sent.
+    pub const CONFIRMATION_CANCELLED: &str = "CONFIRMATION_CANCELLED";
+    /// Nobody answered the approval question in time; nothing was sent.
+    pub const CONFIRMATION_TIMEOUT: &str = "CONFIRMATION_TIMEOUT";
+    /// A person's approval is required and this client cannot ask one; nothing was sent.
+    pub const APPROVAL_UNAVAILABLE: &str = "APPROVAL_UNAVAILABLE";
+    /// An MRTR approval state was forged, edited, replayed, expired or for another call.
+    pub const APPROVAL_STATE_INVALID: &str = "APPROVAL_STATE_INVALID";
+}
+
+/// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.
+pub fn failure_from(err: crate::pve::PveError) -> ToolFailure {
+    ToolFailure {
+        code: err.code(),
+        message: err.to_string(),
+        hint: err.hint(),
+        details: err.details(),
+        impact: None,
+    }
+}
+
+/// The failure of a call that needs Proxmox when none is configured.
+pub fn not_configured() -> ToolFailure {
+    ToolFailure::new(
+        codes::PROXMOX_NOT_CONFIGURED,
+        "No Proxmox connection is configured for this server.",
+    )
+    .with_hint(
+        "Run `nandi-proxmox-mcp setup` (or set PROXMOX_HOST, PROXMOX_USER, PROXMOX_TOKEN_NAME and PROXMOX_TOKEN_SECRET, or NANDI_PROXMOX_CONFIG) and restart the server. `nandi-proxmox-mcp run --demo` tries the server against a built-in emulator.",
+    )
 }
 
 /// A failed call, as the caller sees it.
@@ -88,6 +120,8 @@ pub struct CallMeta {
     pub duration: Duration,
     /// Attempts beyond the first.
     pub retries: u32,
+    /// How a gated call was approved (`person`, `confirm-flag`); `None` when not gated.
+    pub approval: Option<&'static str>,
 }
 
 impl CallMeta {
@@ -100,6 +134,9 @@ impl CallMeta {
         let millis = u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX);
         meta.insert("durationMs".into(), millis.into());
         meta.insert("retries".into(), self.retries.into());
+        if let Some(approval) = self.approval {
+            meta.insert("approval".into(), approval.into());
+        }
         meta.insert(
             "timestamp".into(),
             chrono::Utc::now()

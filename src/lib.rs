@@ -10,7 +10,11 @@
 //! - [`registry`] — the exposed tools, built once (rmcp `Tool`s with annotations and `_meta`).
 //! - [`server`] — the rmcp `ServerHandler`.
 //! - [`prompts`] — prompt recipes, offered when their tools are registered.
-//! - [`dispatch`] — one call: guards, request building, backend, envelope.
+//! - [`pipeline`] — one call, in order: validate → gate → dry-run → approve → dispatch.
+//! - [`gate`] — whether a call needs approval, from the row and the arguments.
+//! - [`approval`] — asks a person (elicitation, MRTR) or checks the confirm flag.
+//! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
+//! - [`dispatch`] — validation, request building, backend, envelope.
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
@@ -18,6 +22,7 @@
 //! - [`docs`] — `docs/TOOLS.md` rendered from the catalog (pure functions).
 //! - [`transport`] — Streamable HTTP (`MCP_TRANSPORT=http`): auth, Host/Origin guard, limits.
 
+pub mod approval;
 pub mod catalog;
 pub mod cli;
 pub mod config;
@@ -25,7 +30,10 @@ pub mod dispatch;
 pub mod docs;
 pub mod emulator;
 pub mod envelope;
+pub mod gate;
+pub mod pipeline;
 pub mod policy;
+pub mod preview;
 pub mod prompts;
 pub mod pve;
 pub mod registry;

@@ -7,11 +7,15 @@
 //! 4. the category allow-list (`PVE_CATEGORIES`) and the tool allow-list
 //!    (`PVE_TOOL_WHITELIST`) narrow further; both must admit the tool when set.
 //!
+//! How a gated call is approved (`PVE_HUMAN_APPROVAL`) is policy too and lives here; the
+//! approval itself runs in `approval`.
+//!
 //! Aliases are never decided on their own: they follow their canonical tool. Every name in
 //! the settings is checked against the catalog at start-up; an unknown tier, module,
 //! category or tool name is an error listing the valid values, never silently ignored.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use thiserror::Error;
 
@@ -28,6 +32,13 @@ pub const ENV_CATEGORIES: &str = "PVE_CATEGORIES";
 pub const ENV_BLACKLIST: &str = "PVE_TOOL_BLACKLIST";
 /// Tool allow-list variable.
 pub const ENV_WHITELIST: &str = "PVE_TOOL_WHITELIST";
+/// How gated calls are approved.
+pub const ENV_APPROVAL: &str = "PVE_HUMAN_APPROVAL";
+/// How long a person has to answer an approval question.
+pub const ENV_APPROVAL_TIMEOUT: &str = "PVE_APPROVAL_TIMEOUT_SECS";
+
+/// Default time a person has to answer (seconds).
+pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
 
 /// The policy variables, documented (README table and registry descriptor are checked against it).
 pub const ENV_VARS: &[EnvVarDoc] = &[
@@ -61,7 +72,53 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         default: "none",
         secret: false,
     },
+    EnvVarDoc {
+        name: ENV_APPROVAL,
+        description: "Who approves gated calls: `auto` (a person where the client can ask, else `confirm=true`), `elicit` (a person, else refuse) or `confirm` (the `confirm=true` flag only, for unattended automation).",
+        default: "auto",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL_TIMEOUT,
+        description: "Seconds a person has to answer an approval question before the call is refused.",
+        default: "300",
+        secret: false,
+    },
 ];
+
+/// Who approves a gated call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalMode {
+    /// A person where the client can ask (elicitation or MRTR); else the `confirm` flag.
+    Auto,
+    /// A person, always; clients that cannot ask get a refusal.
+    Elicit,
+    /// The `confirm` flag only, even where a person could be asked (unattended automation).
+    Confirm,
+}
+
+impl ApprovalMode {
+    /// Every mode.
+    pub const ALL: [ApprovalMode; 3] = [
+        ApprovalMode::Auto,
+        ApprovalMode::Elicit,
+        ApprovalMode::Confirm,
+    ];
+
+    /// The wire form used in `PVE_HUMAN_APPROVAL`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Auto => "auto",
+            ApprovalMode::Elicit => "elicit",
+            ApprovalMode::Confirm => "confirm",
+        }
+    }
+
+    /// Parses the exact wire form.
+    pub fn parse(value: &str) -> Option<ApprovalMode> {
+        ApprovalMode::ALL.into_iter().find(|m| m.as_str() == value)
+    }
+}
 
 /// A policy setting that cannot be honoured.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -77,6 +134,20 @@ pub enum PolicyError {
     /// `PVE_MODULE_MODE` is not `core` or `advanced`.
     #[error("{ENV_MODULE}={value:?} is not a valid module mode; use one of: core, advanced")]
     InvalidModule {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_HUMAN_APPROVAL` is not one of the modes.
+    #[error(
+        "{ENV_APPROVAL}={value:?} is not a valid approval mode; use one of: auto, elicit, confirm"
+    )]
+    InvalidApproval {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_APPROVAL_TIMEOUT_SECS` is not a whole number of seconds in 1..=86400.
+    #[error("{ENV_APPROVAL_TIMEOUT}={value:?} is not valid; use whole seconds from 1 to 86400")]
+    InvalidApprovalTimeout {
         /// The rejected value.
         value: String,
     },
@@ -115,6 +186,10 @@ pub struct Settings {
     pub blacklist: BTreeSet<String>,
     /// Tool allow-list (canonical names); empty = all.
     pub whitelist: BTreeSet<String>,
+    /// Who approves gated calls.
+    pub approval: ApprovalMode,
+    /// How long a person has to answer.
+    pub approval_timeout: Duration,
 }
 
 impl Default for Settings {
@@ -126,6 +201,8 @@ impl Default for Settings {
             categories: BTreeSet::new(),
             blacklist: BTreeSet::new(),
             whitelist: BTreeSet::new(),
+            approval: ApprovalMode::Auto,
+            approval_timeout: Duration::from_secs(DEFAULT_APPROVAL_TIMEOUT_SECS),
         }
     }
 }
@@ -155,6 +232,18 @@ impl Settings {
         if let Some(value) = get(ENV_WHITELIST) {
             settings.whitelist = parse_tools(ENV_WHITELIST, &value)?;
         }
+        if let Some(value) = get(ENV_APPROVAL) {
+            settings.approval =
+                ApprovalMode::parse(&value).ok_or(PolicyError::InvalidApproval { value })?;
+        }
+        if let Some(value) = get(ENV_APPROVAL_TIMEOUT) {
+            let seconds = value
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=86_400).contains(s))
+                .ok_or(PolicyError::InvalidApprovalTimeout { value })?;
+            settings.approval_timeout = Duration::from_secs(seconds);
+        }
         Ok(settings)
     }
 
@@ -181,6 +270,9 @@ impl Settings {
             format!("access tier {}", self.tier.as_str()),
             format!("module mode {}", self.module.as_str()),
         ];
+        if self.approval != ApprovalMode::Auto {
+            parts.push(format!("approval {}", self.approval.as_str()));
+        }
         if !self.categories.is_empty() {
             let names: Vec<&str> = self.categories.iter().map(|c| c.as_str()).collect();
             parts.push(format!("categories {}", names.join(",")));

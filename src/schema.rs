@@ -21,6 +21,20 @@ pub const CONFIRM: &str = "confirm";
 const CONFIRM_DESCRIPTION: &str =
     "true once a person approved this exact call; otherwise nothing runs.";
 
+/// Name of the control argument that previews a change instead of making it; never sent.
+pub const DRY_RUN: &str = "dry_run";
+
+const DRY_RUN_DESCRIPTION: &str =
+    "true: send nothing; return the exact request, the approval decision and current values.";
+
+/// The control arguments a row accepts besides its parameters: `confirm` where a call can
+/// need approval, `dry_run` on every tool that changes something.
+pub fn control_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
+    let confirm = spec.can_be_gated().then_some(CONFIRM);
+    let dry_run = (!spec.effect.is_read()).then_some(DRY_RUN);
+    confirm.into_iter().chain(dry_run)
+}
+
 /// Builds the JSON Schema of a tool's arguments.
 pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     let mut properties = Map::new();
@@ -35,10 +49,16 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
             }
         }
     }
-    if spec.confirm {
+    if spec.can_be_gated() {
         properties.insert(
             CONFIRM.to_owned(),
             json!({"type": "boolean", "description": CONFIRM_DESCRIPTION}),
+        );
+    }
+    if !spec.effect.is_read() {
+        properties.insert(
+            DRY_RUN.to_owned(),
+            json!({"type": "boolean", "description": DRY_RUN_DESCRIPTION}),
         );
     }
     let required: Vec<Value> = spec
@@ -145,6 +165,8 @@ pub struct ValidArgs {
     pub indexed: BTreeMap<String, (&'static Param, ArgValue)>,
     /// Whether `confirm` was exactly `true`.
     pub confirmed: bool,
+    /// Whether `dry_run` was exactly `true`.
+    pub dry_run: bool,
 }
 
 impl ValidArgs {
@@ -180,12 +202,22 @@ pub fn validate(
     let mut valid = ValidArgs::default();
 
     for (key, value) in args {
-        if key == CONFIRM && spec.confirm {
+        if key == CONFIRM && spec.can_be_gated() {
             match value {
                 Value::Bool(b) => valid.confirmed = *b,
                 Value::Null => {}
                 _ => {
                     errors.insert(key.clone(), "must be a boolean (true to confirm)".into());
+                }
+            }
+            continue;
+        }
+        if key == DRY_RUN && !spec.effect.is_read() {
+            match value {
+                Value::Bool(b) => valid.dry_run = *b,
+                Value::Null => {}
+                _ => {
+                    errors.insert(key.clone(), "must be a boolean (true to preview)".into());
                 }
             }
             continue;

@@ -7,7 +7,7 @@
 use super::params::{NEW_VMID, NODE, POOL_BODY, STORAGE_PATTERN};
 use super::storage::{STORAGE, STORAGE_ID_PATTERN};
 use super::types::{
-    Category, Effect, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post,
+    ArgRule, Category, Effect, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post,
 };
 
 /// A restore replaces or creates a whole guest: never retried, confirm-gated.
@@ -31,6 +31,27 @@ const NOTES: &str = "Notes per backup; placeholders {{guestname}}, {{vmid}}, {{n
 const MAILTO: &str = "E-mail addresses or users to notify, comma list.";
 
 const MODES: &[&str] = &["snapshot", "suspend", "stop"];
+
+/// What turns a one-off backup from routine into a person's decision: mail leaves the
+/// cluster, `all`/`mode` reach beyond the named guest's uptime, `remove` prunes old backups.
+const RUN_BACKUP_GATES: &[ArgRule] = &[
+    ArgRule::given(
+        "mailto",
+        "mails the backup report to this address, outside the cluster",
+    ),
+    ArgRule::is("all", "1", "backs up every guest on the node"),
+    ArgRule::is("mode", "stop", "stops each guest for the backup"),
+    ArgRule::is("mode", "suspend", "suspends each guest for the backup"),
+    ArgRule::is(
+        "remove",
+        "1",
+        "prunes older backups per the storage retention",
+    ),
+    ArgRule::given(
+        "notes-template",
+        "writes this text into each backup's notes",
+    ),
+];
 const COMPRESSIONS: &[&str] = &["0", "1", "gzip", "lzo", "zstd"];
 
 /// Rows of the `backup` category.
@@ -173,10 +194,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Back up guests now on one node: `vmid` list, `all` or a `pool`. Returns a task UPID (poll pve_get_task_status); the archive is in pve_list_backups.",
         category: Category::Backup,
         tier: Tier::ReadExecute,
+        // Routine for one guest in snapshot mode; `remove` prunes and `mode` may stop guests.
         effect: Effect::Write {
-            destructive: false,
+            destructive: true,
             idempotent: false,
         },
+        gated_when: RUN_BACKUP_GATES,
+        open_world: true,
         params: &[
             NODE,
             Param::body("vmid", ParamKind::String, VMID_LIST)
@@ -224,10 +248,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Create a scheduled backup job: `schedule`, `storage` and guests (`vmid` list, `all` with optional `exclude`, or `pool`). Returns null.",
         category: Category::Backup,
         tier: Tier::Full,
+        // A job runs unattended forever: its schedule, mode, retention and mail target are
+        // a person's decision, so every creation is gated.
         effect: Effect::Write {
-            destructive: false,
+            destructive: true,
             idempotent: false,
         },
+        confirm: true,
+        open_world: true,
         params: &[
             Param::body(
                 "schedule",

@@ -9,7 +9,9 @@ use super::params::{
     DIGEST, GUEST, NEW_VMID, NODE, POOL_BODY, SNAPNAME_PATTERN, SNAPSHOT, STORAGE_BODY,
     STORAGE_PATTERN, TARGET_NODE, join, total,
 };
-use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put};
+use super::types::{
+    ArgRule, Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
+};
 
 const CREATE: Effect = Effect::Write {
     destructive: false,
@@ -149,6 +151,27 @@ const UPDATABLE: &[&str] = &[
 ];
 
 /// Rows of the `lxc` category for the container lifecycle.
+/// A container with credentials, host access or started at once is a ready foothold.
+/// Proxmox creates a *privileged* container when `unprivileged` is left out.
+const CREATE_GATES: &[ArgRule] = &[
+    ArgRule::given("password", "sets the root password"),
+    ArgRule::given(
+        "ssh-public-keys",
+        "installs SSH keys that can log in as root",
+    ),
+    ArgRule::is_not(
+        "unprivileged",
+        "1",
+        "creates a privileged container (root inside is root on the host)",
+    ),
+    ArgRule::given(
+        "features",
+        "enables container features such as nesting or mounts",
+    ),
+    ArgRule::given("mp", "adds mount points (possibly host paths)"),
+    ArgRule::is("start", "1", "starts the new container at once"),
+];
+
 pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_create",
@@ -157,6 +180,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
+        gated_when: CREATE_GATES,
         params: &CREATE_PARAMS,
         backend: post("/nodes/{node}/lxc"),
         ..ToolSpec::BASE

@@ -13,6 +13,7 @@ mod backup;
 mod cluster;
 mod filter;
 mod firewall;
+mod gate;
 pub mod indexed;
 mod lxc;
 mod lxc_lifecycle;
@@ -32,8 +33,8 @@ mod templates;
 mod types;
 
 pub use types::{
-    Backend, Category, Effect, FilterValue, HttpMethod, Location, Module, Param, ParamKind,
-    ResultFilter, SshOp, Tier, ToolSpec, delete, get, post, power_action, put,
+    ArgRule, Backend, Category, Effect, FilterValue, HttpMethod, Location, Module, Param,
+    ParamKind, ResultFilter, SshOp, Tier, ToolSpec, When, delete, get, post, power_action, put,
 };
 
 /// Every catalog row, grouped by category in a stable order (the order of `tools/list`).

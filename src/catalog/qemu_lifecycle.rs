@@ -10,7 +10,9 @@ use super::params::{
     TARGET_NODE, join, total,
 };
 use super::qemu_params::{CLOUDINIT, HARDWARE, UPDATABLE, UPDATE_ONLY};
-use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put};
+use super::types::{
+    ArgRule, Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
+};
 
 const CREATE: Effect = Effect::Write {
     destructive: false,
@@ -45,6 +47,13 @@ const SNAPNAME_BODY: Param = Param::body(
 .required();
 
 /// Rows of the `qemu` category for the guest lifecycle.
+/// A new VM with credentials or started at once is a ready foothold: a person decides.
+const CREATE_GATES: &[ArgRule] = &[
+    ArgRule::given("cipassword", "sets the cloud-init login password"),
+    ArgRule::given("sshkeys", "installs SSH keys that can log in to the guest"),
+    ArgRule::is("start", "1", "starts the new VM at once"),
+];
+
 pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_create",
@@ -53,6 +62,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Qemu,
         tier: Tier::Full,
         effect: CREATE,
+        gated_when: CREATE_GATES,
         params: &CREATE_PARAMS,
         backend: post("/nodes/{node}/qemu"),
         ..ToolSpec::BASE

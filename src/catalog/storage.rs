@@ -143,6 +143,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             idempotent: false,
         },
         confirm: true,
+        // nfs/cifs/pbs storage makes every node connect to the named server.
+        open_world: true,
         params: &[
             Param::body(
                 "storage",

@@ -11,6 +11,8 @@ pub use super::param::{Location, Param, ParamKind};
 
 pub use super::filter::{FilterValue, ResultFilter};
 
+pub use super::gate::{ArgRule, When};
+
 /// Access tier: how much a tool may change. Ordered: a tool is exposed only when its
 /// tier is at or below the configured one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -298,8 +300,14 @@ pub struct ToolSpec {
     pub module: Module,
     /// Read or write, destructive, idempotent.
     pub effect: Effect,
-    /// Requires `confirm: true` and is announced as needing a person.
+    /// Every call needs approval (a person's where the client can ask, else `confirm: true`)
+    /// and the tool is announced as needing a person.
     pub confirm: bool,
+    /// Argument values that make an otherwise routine call need approval (see `gate.rs`).
+    pub gated_when: &'static [ArgRule],
+    /// The cluster may reach outside itself because of this tool (mail, remote storage,
+    /// downloads): MCP `openWorldHint`.
+    pub open_world: bool,
     /// Kept for compatibility; prefer another tool.
     pub deprecated: bool,
     /// Legacy wire names that call this tool.
@@ -327,6 +335,8 @@ impl ToolSpec {
         module: Module::Core,
         effect: Effect::Read,
         confirm: false,
+        gated_when: &[],
+        open_world: false,
         deprecated: false,
         aliases: &[],
         params: &[],
@@ -355,6 +365,11 @@ impl ToolSpec {
         })
     }
 
+    /// Whether any call of this tool can need approval (always, or for some arguments).
+    pub const fn can_be_gated(&self) -> bool {
+        self.confirm || !self.gated_when.is_empty()
+    }
+
     /// Reads may be retried on transient failures; writes never are.
     pub const fn retries_reads(&self) -> bool {
         self.effect.is_read()
@@ -362,7 +377,9 @@ impl ToolSpec {
 }
 
 /// A guest power action (`POST /nodes/{node}/<kind>/{vmid}/status/<action>`): tier
-/// read-execute, destructive, never retried. One builder for QEMU and LXC rows alike.
+/// read-execute, never retried. One builder for QEMU and LXC rows alike. The actions that
+/// interrupt a running guest (stop, shutdown, reboot, reset, suspend) are the confirm-gated
+/// ones and are destructive; start and resume only bring a guest up, so they are not.
 #[allow(clippy::too_many_arguments)]
 pub const fn power_action(
     category: Category,
@@ -381,7 +398,7 @@ pub const fn power_action(
         category,
         tier: Tier::ReadExecute,
         effect: Effect::Write {
-            destructive: true,
+            destructive: confirm,
             idempotent: false,
         },
         confirm,

@@ -86,7 +86,7 @@ pub async fn execute(
             None => batch_diagnostics(router, options).await,
             Some(argv) => {
                 let Some(pve) = pve else {
-                    return Err(crate::dispatch::not_configured());
+                    return Err(crate::envelope::not_configured());
                 };
                 let ctid = int_arg(args, "ctid").unwrap_or_default();
                 in_container(router, pve, ctid, &argv, options, cancel).await
@@ -266,7 +266,7 @@ fn command_failed(output: &ExecOutput, ctid: u64, node: &str, route: Route) -> T
 fn route_failure(error: RouteError) -> ToolFailure {
     match error {
         RouteError::Ssh(e) => ssh_failure(e),
-        RouteError::Pve(e) => crate::dispatch::failure_from(e),
+        RouteError::Pve(e) => crate::envelope::failure_from(e),
         RouteError::GuestNotFound { ctid, is_qemu } => {
             let message = if is_qemu {
                 format!(

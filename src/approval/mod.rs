@@ -1,0 +1,408 @@
+//! Approval of gated calls: a person where the client can ask, else the `confirm` flag.
+//!
+//! One module knows the client's abilities; tools never talk to the client themselves.
+//! - Session clients that declared form elicitation are asked with `elicitation/create`.
+//! - Stateless peers (protocol 2026-07-28 and later) get an `InputRequiredResult` carrying the
+//!   same question and a sealed `requestState` bound to the exact tool and arguments (see
+//!   [`state`]); the retry with the person's answer is checked against it.
+//! - Clients that cannot ask fall back to the reference behaviour (`confirm: true`) in `auto`
+//!   mode, and are refused in `elicit` mode.
+//!
+//! Invariant: in a mode where a person can be asked, only the person's explicit accept lets
+//! a gated call through — the model's `confirm` never replaces it — and every other outcome
+//! (decline, cancel, timeout, transport failure, a forged or replayed state) refuses the call
+//! before anything is sent to Proxmox.
+
+mod state;
+
+use std::time::Duration;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolRequestParams, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, ProtocolVersion,
+};
+use rmcp::service::{RequestContext, ServiceError};
+use serde_json::Value;
+
+use crate::envelope::{ToolFailure, codes};
+use crate::policy::ApprovalMode;
+
+pub use state::SealedStates;
+
+/// Key of the approval question inside an MRTR `inputRequests` map.
+pub const INPUT_KEY: &str = "approval";
+
+/// Name of the boolean the person ticks in the approval form.
+pub const APPROVE_FIELD: &str = "approve";
+
+/// How a call was approved, reported in the result's `meta.approval` and the audit trail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovedBy {
+    /// A person accepted the question (elicitation or MRTR).
+    Person,
+    /// The caller passed `confirm: true` (a client that cannot ask, or `confirm` mode).
+    ConfirmFlag,
+}
+
+impl ApprovedBy {
+    /// The wire form: `person` or `confirm-flag`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ApprovedBy::Person => "person",
+            ApprovedBy::ConfirmFlag => "confirm-flag",
+        }
+    }
+}
+
+/// The outcome of asking.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Run the call.
+    Approved(ApprovedBy),
+    /// Do not run it; the failure says why.
+    Refused(ToolFailure),
+    /// Stateless peer: return this and wait for the retry with the person's answer.
+    AskClient(Box<InputRequiredResult>),
+}
+
+/// Which way a person can be asked by the calling client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// `elicitation/create` on the session.
+    Elicitation,
+    /// `InputRequiredResult` round trip (2026-07-28 and later).
+    MultiRoundTrip,
+    /// No way to ask a person.
+    None,
+}
+
+impl Channel {
+    /// How the client of this request can ask a person.
+    pub fn of(context: &RequestContext<RoleServer>) -> Channel {
+        let can_ask = context
+            .client_capabilities()
+            .and_then(|caps| caps.elicitation)
+            // A bare `elicitation: {}` means form (backward compatibility, per the spec).
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        let stateless = context
+            .protocol_version()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        match (can_ask, stateless) {
+            (false, _) => Channel::None,
+            (true, true) => Channel::MultiRoundTrip,
+            (true, false) => Channel::Elicitation,
+        }
+    }
+
+    /// What approval this client and mode will use, for dry-runs and instructions.
+    pub fn describe(self, mode: ApprovalMode) -> &'static str {
+        match (mode, self) {
+            (ApprovalMode::Confirm, _) => "confirm-flag (PVE_HUMAN_APPROVAL=confirm)",
+            (_, Channel::Elicitation) => "person (elicitation)",
+            (_, Channel::MultiRoundTrip) => "person (multi round-trip request)",
+            (ApprovalMode::Auto, Channel::None) => {
+                "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
+            }
+            (ApprovalMode::Elicit, Channel::None) => {
+                "refused (PVE_HUMAN_APPROVAL=elicit and this client cannot ask a person)"
+            }
+        }
+    }
+}
+
+/// What the person is asked: a plain-language summary of the exact call.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// Message shown to the person.
+    pub message: String,
+}
+
+/// Asks for approval according to the mode and the client's abilities.
+#[derive(Debug)]
+pub struct Approver {
+    mode: ApprovalMode,
+    timeout: Duration,
+    states: SealedStates,
+}
+
+impl Approver {
+    /// An approver for `mode`, giving a person `timeout` to answer. The MRTR states are
+    /// sealed with `states` (one key per process unless a shared key is configured).
+    pub fn new(mode: ApprovalMode, timeout: Duration, states: SealedStates) -> Approver {
+        Approver {
+            mode,
+            timeout,
+            states,
+        }
+    }
+
+    /// The mode in force.
+    pub fn mode(&self) -> ApprovalMode {
+        self.mode
+    }
+
+    /// Whether a gated call from a client with `channel` is put to a person.
+    pub fn asks_person(&self, channel: Channel) -> bool {
+        self.mode != ApprovalMode::Confirm && channel != Channel::None
+    }
+
+    /// Decides a gated call. `confirmed` is the model's `confirm` argument.
+    pub async fn decide(
+        &self,
+        context: &RequestContext<RoleServer>,
+        request: &CallToolRequestParams,
+        question: &Question,
+        confirmed: bool,
+    ) -> Verdict {
+        let channel = Channel::of(context);
+        match (self.mode, channel) {
+            (ApprovalMode::Confirm, _) | (ApprovalMode::Auto, Channel::None) => {
+                confirm_flag(self.mode, channel, confirmed)
+            }
+            (ApprovalMode::Elicit, Channel::None) => Verdict::Refused(unavailable()),
+            (_, Channel::Elicitation) => self.elicit(context, question).await,
+            (_, Channel::MultiRoundTrip) => self.round_trip(request, question),
+        }
+    }
+
+    async fn elicit(&self, context: &RequestContext<RoleServer>, question: &Question) -> Verdict {
+        let params = form(question);
+        let asked = context
+            .peer
+            .create_elicitation_with_timeout(params, Some(self.timeout));
+        let answer = tokio::select! {
+            answer = asked => answer,
+            () = context.ct.cancelled() => return Verdict::Refused(cancelled("The client cancelled the call while the person was being asked.")),
+        };
+        match answer {
+            Ok(result) => judge(&result),
+            Err(ServiceError::Timeout { .. }) => Verdict::Refused(
+                ToolFailure::new(
+                    codes::CONFIRMATION_TIMEOUT,
+                    format!(
+                        "Nobody answered the approval question within {} s; nothing was sent to Proxmox.",
+                        self.timeout.as_secs()
+                    ),
+                )
+                .with_hint("Call again when a person can answer (PVE_APPROVAL_TIMEOUT_SECS sets the wait)."),
+            ),
+            Err(err) => Verdict::Refused(
+                ToolFailure::new(
+                    codes::CONFIRMATION_CANCELLED,
+                    format!("The approval question could not be asked ({err}); nothing was sent to Proxmox."),
+                )
+                .with_hint("Check that the client shows elicitation requests, then call again."),
+            ),
+        }
+    }
+
+    /// The stateless flow: ask through `InputRequiredResult`, then check the retry.
+    fn round_trip(&self, request: &CallToolRequestParams, question: &Question) -> Verdict {
+        let binding = state::binding(&request.name, request.arguments.as_ref());
+        let answer = request
+            .input_responses
+            .as_ref()
+            .and_then(|responses| responses.get(INPUT_KEY));
+        match (request.request_state.as_deref(), answer) {
+            (None, None) => {
+                let sealed = self.states.seal(&binding, self.timeout);
+                let mut requests = InputRequests::new();
+                requests.insert(
+                    INPUT_KEY.to_owned(),
+                    InputRequest::Elicitation(ElicitRequest::new(form(question))),
+                );
+                Verdict::AskClient(Box::new(InputRequiredResult::new(
+                    Some(requests),
+                    Some(sealed),
+                )))
+            }
+            (Some(_), None) => Verdict::Refused(
+                ToolFailure::new(
+                    codes::CONFIRMATION_CANCELLED,
+                    "The retry carried no answer to the approval question; nothing was sent to Proxmox.",
+                )
+                .with_hint("Answer the approval question, then retry with its response."),
+            ),
+            (Some(sealed), Some(answer)) => {
+                if let Err(why) = self.states.open(sealed, &binding) {
+                    return Verdict::Refused(
+                        ToolFailure::new(
+                            codes::APPROVAL_STATE_INVALID,
+                            format!("The approval does not belong to this exact call ({why}); nothing was sent to Proxmox."),
+                        )
+                        .with_hint("Call the tool again without requestState to be asked afresh."),
+                    );
+                }
+                match serde_json::from_value::<ElicitResult>(answer.clone()) {
+                    Ok(result) => judge(&result),
+                    Err(_) => Verdict::Refused(ToolFailure::new(
+                        codes::CONFIRMATION_CANCELLED,
+                        "The answer to the approval question is not an elicitation result; nothing was sent to Proxmox.",
+                    )),
+                }
+            }
+            (None, Some(_)) => answer_without_state(),
+        }
+    }
+}
+
+/// An answer with `requestState` missing can only be asked afresh.
+fn answer_without_state() -> Verdict {
+    Verdict::Refused(
+        ToolFailure::new(
+            codes::APPROVAL_STATE_INVALID,
+            "An approval answer came without its requestState; nothing was sent to Proxmox.",
+        )
+        .with_hint("Call the tool again without inputResponses to be asked afresh."),
+    )
+}
+
+/// The reference behaviour: `confirm: true` approves.
+fn confirm_flag(mode: ApprovalMode, channel: Channel, confirmed: bool) -> Verdict {
+    if confirmed {
+        return Verdict::Approved(ApprovedBy::ConfirmFlag);
+    }
+    let hint = if mode == ApprovalMode::Auto && channel == Channel::None {
+        "This client cannot ask a person, so approval is set by the model: ask the user to approve this exact action, then call the tool again with confirm=true."
+    } else {
+        "Ask the user to approve this exact action, then call the tool again with confirm=true."
+    };
+    Verdict::Refused(
+        ToolFailure::new(
+            codes::CONFIRMATION_REQUIRED,
+            "This call needs approval: call again with confirm=true once the user approved it.",
+        )
+        .with_hint(hint),
+    )
+}
+
+fn unavailable() -> ToolFailure {
+    ToolFailure::new(
+        codes::APPROVAL_UNAVAILABLE,
+        "This call needs a person's approval, and this client cannot ask one (no form elicitation); nothing was sent to Proxmox.",
+    )
+    .with_hint(
+        "Use a client that supports MCP elicitation, or set PVE_HUMAN_APPROVAL=auto (confirm=true from clients that cannot ask) or confirm (unattended automation).",
+    )
+}
+
+fn cancelled(message: &str) -> ToolFailure {
+    ToolFailure::new(codes::CONFIRMATION_CANCELLED, message)
+        .with_hint("Nothing was sent to Proxmox; call again to be asked afresh.")
+}
+
+/// Reads the person's answer: only an accept with the box ticked approves.
+fn judge(result: &ElicitResult) -> Verdict {
+    match result.action {
+        ElicitationAction::Accept => {
+            let ticked = result
+                .content
+                .as_ref()
+                .and_then(|c| c.get(APPROVE_FIELD))
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            if ticked {
+                Verdict::Approved(ApprovedBy::Person)
+            } else {
+                Verdict::Refused(declined())
+            }
+        }
+        ElicitationAction::Decline => Verdict::Refused(declined()),
+        ElicitationAction::Cancel => {
+            Verdict::Refused(cancelled("The person dismissed the approval question."))
+        }
+        // An action this version does not know is not an accept.
+        _ => Verdict::Refused(cancelled(
+            "The client answered the approval question with an unknown action.",
+        )),
+    }
+}
+
+fn declined() -> ToolFailure {
+    ToolFailure::new(
+        codes::CONFIRMATION_DECLINED,
+        "The person declined this call; nothing was sent to Proxmox.",
+    )
+    .with_hint("Do not retry the same call unless the user asks for it.")
+}
+
+/// The form: the summary as the message and one required box to tick.
+fn form(question: &Question) -> ElicitRequestParams {
+    let schema = ElicitationSchema::builder()
+        .title("Approve this Proxmox action?")
+        .required_bool_with(APPROVE_FIELD, |b| {
+            b.title("Approve")
+                .description("Tick to run exactly this call; leave unticked or decline to stop it.")
+        })
+        .build()
+        .unwrap_or_else(|_| ElicitationSchema::new(Default::default()));
+    ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question.message.clone(),
+        requested_schema: schema,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_a_ticked_accept_approves() {
+        let result = |action, content: Option<serde_json::Value>| match content {
+            Some(content) => ElicitResult::new(action).with_content(content),
+            None => ElicitResult::new(action),
+        };
+        assert!(matches!(
+            judge(&result(
+                ElicitationAction::Accept,
+                Some(json!({"approve": true}))
+            )),
+            Verdict::Approved(ApprovedBy::Person)
+        ));
+        for (action, content, code) in [
+            (
+                ElicitationAction::Accept,
+                Some(json!({"approve": false})),
+                codes::CONFIRMATION_DECLINED,
+            ),
+            (
+                ElicitationAction::Accept,
+                None,
+                codes::CONFIRMATION_DECLINED,
+            ),
+            (
+                ElicitationAction::Decline,
+                None,
+                codes::CONFIRMATION_DECLINED,
+            ),
+            (
+                ElicitationAction::Cancel,
+                None,
+                codes::CONFIRMATION_CANCELLED,
+            ),
+        ] {
+            match judge(&result(action, content)) {
+                Verdict::Refused(f) => assert_eq!(f.code, code),
+                other => panic!("expected refusal, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_form_has_one_required_box() {
+        let params = form(&Question {
+            message: "Stop VM 101?".into(),
+        });
+        let wire = serde_json::to_value(&params).expect("serializes");
+        assert_eq!(wire["mode"], "form");
+        assert_eq!(
+            wire["requestedSchema"]["properties"]["approve"]["type"],
+            "boolean"
+        );
+        assert_eq!(wire["requestedSchema"]["required"], json!(["approve"]));
+    }
+}

@@ -1,0 +1,111 @@
+//! The call pipeline, one straight line: validate → gate → (dry-run: preview, stop) →
+//! approve → dispatch → envelope.
+//!
+//! Each stage has one home: validation in `dispatch::preflight` (from the row), the gate in
+//! `gate` (from the row and the arguments), the preview in `preview`, approval in `approval`
+//! (the only stage that talks to the client), the request in `dispatch`. Invariant: a gated
+//! call reaches `dispatch::execute` only with an approval verdict, and a dry-run never does.
+//! A dry-run is answered before approval on purpose: it sends nothing, and asking a person
+//! to approve a preview would teach people to click through.
+
+use std::time::Instant;
+
+use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::service::RequestContext;
+use serde_json::json;
+
+use crate::approval::{Approver, Channel, Question, Verdict};
+use crate::dispatch;
+use crate::envelope::{ToolFailure, codes};
+use crate::gate::{self, Gate};
+use crate::preview;
+use crate::registry::Entry;
+use crate::server::AppState;
+
+/// Runs one `tools/call` of a registered tool.
+pub async fn run(
+    state: &AppState,
+    approver: &Approver,
+    entry: &Entry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> CallToolResponse {
+    let started = Instant::now();
+    let spec = entry.spec;
+    let cancel = &context.ct;
+    let args = match dispatch::preflight(entry, request.arguments.as_ref()) {
+        Ok(args) => args,
+        Err(failure) => return dispatch::finish(entry, started, Err(failure), 0, None).into(),
+    };
+    let gate = gate::evaluate(spec, &args);
+    let channel = Channel::of(context);
+
+    if args.dry_run {
+        let preview = preview::build(state.pve.as_ref(), spec, &args, cancel).await;
+        let data = preview.dry_run(spec, gate.as_ref(), channel.describe(approver.mode()));
+        return dispatch::finish(entry, started, Ok(data), 0, None).into();
+    }
+
+    let mut approved_by = None;
+    if let Some(gate) = &gate {
+        // The summary costs Proxmox reads: build it only when a person will read it.
+        let message = if approver.asks_person(channel) && request.request_state.is_none() {
+            preview::build(state.pve.as_ref(), spec, &args, cancel)
+                .await
+                .question(spec, gate)
+        } else {
+            String::new()
+        };
+        let question = Question { message };
+        match approver
+            .decide(context, request, &question, args.confirmed)
+            .await
+        {
+            Verdict::Approved(by) => approved_by = Some(by.as_str()),
+            Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
+            Verdict::Refused(failure) => {
+                let failure =
+                    explain_refusal(failure, spec.name, gate, spec.effect.is_destructive());
+                return dispatch::finish(entry, started, Err(failure), 0, None).into();
+            }
+        }
+    }
+
+    let (outcome, attempts) = dispatch::execute(
+        state.pve.as_ref(),
+        state.ssh.as_deref(),
+        spec,
+        &args,
+        cancel,
+    )
+    .await;
+    dispatch::finish(entry, started, outcome, attempts, approved_by).into()
+}
+
+/// Adds what the gate saw to a refusal: the reference's wording and `impact` for the
+/// confirm flag, and the argument rules that fired.
+fn explain_refusal(
+    mut failure: ToolFailure,
+    tool: &str,
+    gate: &Gate,
+    destructive: bool,
+) -> ToolFailure {
+    if failure.code == codes::CONFIRMATION_REQUIRED {
+        failure.message = format!("Tool '{tool}' requires explicit confirmation.");
+        failure.impact = Some(if destructive {
+            "This operation may modify or remove existing resources or interrupt running workloads."
+                .into()
+        } else {
+            "This operation may alter cluster state.".into()
+        });
+    }
+    if !gate.fired.is_empty() {
+        let conditions: Vec<String> = gate.fired.iter().map(|r| r.condition()).collect();
+        failure.details = Some(json!({
+            "approvalNeededFor": conditions,
+            "reasons": gate.reasons(),
+        }));
+    }
+    failure
+}
