@@ -18,23 +18,43 @@ use tokio_util::sync::CancellationToken;
 
 use crate::catalog::{Backend, HttpMethod, Location, ToolSpec};
 use crate::envelope::{CallMeta, ToolFailure, codes, failure_from, not_configured, render};
+use crate::policy::Settings;
 use crate::pve::{self, ApiRequest, RetryPolicy};
-use crate::registry::Entry;
+use crate::registry::{Entry, Registry};
 use crate::schema::{self, ValidArgs};
 use crate::ssh::{self, Router};
 
+/// What a call can reach: the REST client, the SSH router, and (for the tools that report
+/// on the server itself) the registry and policy in force.
+#[derive(Debug, Clone, Copy)]
+pub struct Backends<'a> {
+    /// REST client; `None` when no Proxmox is configured.
+    pub pve: Option<&'a pve::Client>,
+    /// SSH router; `None` when SSH is not configured.
+    pub ssh: Option<&'a Router>,
+    /// The exposed tools.
+    pub registry: &'a Registry,
+    /// The policy in force.
+    pub settings: &'a Settings,
+}
+
 /// Sends a validated (and, where gated, approved) call to its backend: REST, the legacy
-/// per-node list, or SSH. Returns the outcome and the number of attempts made.
+/// per-node list, SSH or a composite handler. Returns the outcome and the attempts made.
 pub async fn execute(
-    client: Option<&pve::Client>,
-    ssh: Option<&Router>,
+    backends: &Backends<'_>,
     spec: &'static ToolSpec,
     args: &ValidArgs,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
+    let client = backends.pve;
     match (spec.backend, client) {
         // SSH tools check their own inputs first; most also need the API (owning node).
-        (Backend::Ssh(op), _) => ssh::ops::execute(op, spec, ssh, client, args, cancel).await,
+        (Backend::Ssh(op), _) => {
+            ssh::ops::execute(op, spec, backends.ssh, client, args, cancel).await
+        }
+        (Backend::Composite(op), _) => {
+            crate::composite::execute(op, backends, spec, args, cancel).await
+        }
         (_, None) => (Err(not_configured()), 0),
         (_, Some(client)) => execute_api(client, spec, args, cancel).await,
     }
@@ -168,6 +188,7 @@ async fn execute_api(
         Backend::PerNodeList { path } => per_node_list(client, spec, path, args, cancel).await,
         // Routed in `execute` before a REST client is required; kept for exhaustiveness.
         Backend::Ssh(op) => ssh::ops::execute(op, spec, None, Some(client), args, cancel).await,
+        Backend::Composite(_) => (Err(not_configured()), 0),
     };
     // A declared result filter selects what the API cannot (e.g. templates only).
     match spec.result_filter {

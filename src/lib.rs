@@ -15,6 +15,7 @@
 //! - [`approval`] — asks a person (elicitation, MRTR) or checks the confirm flag.
 //! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
 //! - [`dispatch`] — validation, request building, backend, envelope.
+//! - [`composite`] — tools made of several requests or a guarded one.
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
@@ -25,6 +26,7 @@
 pub mod approval;
 pub mod catalog;
 pub mod cli;
+pub mod composite;
 pub mod config;
 pub mod dispatch;
 pub mod docs;

@@ -16,7 +16,7 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 
 use crate::approval::{Approver, Channel, Question, Verdict};
-use crate::dispatch;
+use crate::dispatch::{self, Backends};
 use crate::envelope::{ToolFailure, codes};
 use crate::gate::{self, Gate};
 use crate::preview;
@@ -72,14 +72,13 @@ pub async fn run(
         }
     }
 
-    let (outcome, attempts) = dispatch::execute(
-        state.pve.as_ref(),
-        state.ssh.as_deref(),
-        spec,
-        &args,
-        cancel,
-    )
-    .await;
+    let backends = Backends {
+        pve: state.pve.as_ref(),
+        ssh: state.ssh.as_deref(),
+        registry: &state.registry,
+        settings: &state.settings,
+    };
+    let (outcome, attempts) = dispatch::execute(&backends, spec, &args, cancel).await;
     dispatch::finish(entry, started, outcome, attempts, approved_by).into()
 }
 

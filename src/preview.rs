@@ -108,6 +108,11 @@ pub async fn build(
             preview.request = json!({"ssh": op.describe(), "arguments": masked_arguments(args)});
             return preview;
         }
+        Backend::Composite(op) => {
+            preview.request =
+                json!({"composite": op.describe(), "arguments": masked_arguments(args)});
+            return preview;
+        }
     };
     let request = build_request(spec, method, template, args, &[]);
     preview.request = json!({

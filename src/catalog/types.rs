@@ -227,6 +227,45 @@ pub enum Backend {
     },
     /// A command run over SSH from a fixed argv template (see `ssh::ops`).
     Ssh(SshOp),
+    /// Several requests (or a guarded one) composed by a handler in `composite`.
+    Composite(CompositeOp),
+}
+
+/// The composite operations; each is one handler in `composite`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CompositeOp {
+    /// Guest-agent diagnosis: config flag, status, ping, info → findings.
+    QemuAgentDiagnose,
+    /// Boot diagnosis: config, status, boot order, agent, cloud-init → findings.
+    QemuBootDiagnose,
+    /// Guest-agent exec of an argv, followed through `agent/exec-status` to its output.
+    QemuGuestExec,
+    /// Cluster inventory from a few cluster-wide reads.
+    InventoryOverview,
+    /// What this server can do here: tools, SSH, PVE version, the token's permissions.
+    Capabilities,
+    /// Download-to-storage behind the address guard.
+    DownloadToStorage,
+    /// A generic API call checked against the cluster's own API schema.
+    ApiCall,
+    /// Follow a Proxmox task to its end.
+    WaitTask,
+}
+
+impl CompositeOp {
+    /// Short description of what the handler requests, for docs and `tools` listings.
+    pub const fn describe(self) -> &'static str {
+        match self {
+            CompositeOp::QemuAgentDiagnose => "config + status + agent ping/info",
+            CompositeOp::QemuBootDiagnose => "config + status + agent + cloud-init dumps",
+            CompositeOp::QemuGuestExec => "agent/exec then agent/exec-status until exited",
+            CompositeOp::InventoryOverview => "/cluster/resources + /version + /cluster/status",
+            CompositeOp::Capabilities => "registry + SSH probe + /version + /access/permissions",
+            CompositeOp::DownloadToStorage => "address guard, then storage download-url",
+            CompositeOp::ApiCall => "checked against the cluster's apidata.js, then the call",
+            CompositeOp::WaitTask => "task status + log until stopped",
+        }
+    }
 }
 
 /// The SSH-backed operations; each maps to one fixed argv template in `ssh::ops`.
@@ -264,7 +303,7 @@ impl Backend {
         match self {
             Backend::Rest { method, path } => Some((method, path)),
             Backend::PerNodeList { path } => Some((HttpMethod::Get, path)),
-            Backend::Ssh(_) => None,
+            Backend::Ssh(_) | Backend::Composite(_) => None,
         }
     }
 
@@ -274,6 +313,7 @@ impl Backend {
             Backend::Rest { method, path } => (method.as_str(), path),
             Backend::PerNodeList { path } => ("GET", path),
             Backend::Ssh(op) => ("SSH", op.describe()),
+            Backend::Composite(op) => ("COMPOSITE", op.describe()),
         }
     }
 
