@@ -128,12 +128,14 @@ impl Registry {
     }
 }
 
-/// MCP hints. `destructiveHint` and `idempotentHint` only mean something for tools that
-/// write (MCP spec), so reads carry `readOnlyHint` alone; the title lives on the tool itself.
-fn annotations(spec: &ToolSpec) -> ToolAnnotations {
+/// MCP hints, all read from the row. `destructiveHint` and `idempotentHint` only mean
+/// something for tools that write (MCP spec), so reads carry `readOnlyHint` alone;
+/// `openWorldHint` is true where the cluster reaches outside itself (mail, remote storage,
+/// downloads); the title lives on the tool itself.
+pub fn annotations(spec: &ToolSpec) -> ToolAnnotations {
     let annotations = ToolAnnotations::new()
         .read_only(spec.effect.is_read())
-        .open_world(false);
+        .open_world(spec.open_world);
     if spec.effect.is_read() {
         annotations
     } else {

@@ -282,6 +282,16 @@ fn every_rest_row_exists_in_the_pve_schema() {
 /// Deliberate differences from the reference, `(tool, field)`, each recorded in
 /// docs/MIGRATING.md. Keep one line per difference.
 const DELIBERATE: &[(&str, &str)] = &[
+    // Annotations that tell the truth (issue: approval): starting or resuming a guest removes
+    // and interrupts nothing; a backup run can stop guests and prune archives; a scheduled
+    // job runs unattended forever, so a person approves its creation.
+    ("pve_start_qemu_vm", "destructive"),
+    ("pve_resume_qemu_vm", "destructive"),
+    ("pve_start_lxc_container", "destructive"),
+    ("pve_resume_lxc_container", "destructive"),
+    ("pve_run_backup", "destructive"),
+    ("pve_create_backup_job", "destructive"),
+    ("pve_create_backup_job", "confirm"),
     // Privilege-relevant creations are confirm-gated (issue: catalog parity).
     ("pve_create_user", "confirm"),
     ("pve_create_api_token", "confirm"),

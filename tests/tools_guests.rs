@@ -204,7 +204,7 @@ async fn secrets_in_arguments_reach_proxmox_but_never_the_log() {
         &mut mcp,
         &emu,
         "pve_lxc_create",
-        json!({"node": "pve01", "vmid": 270, "password": password,
+        json!({"node": "pve01", "vmid": 270, "password": password, "confirm": true,
                "ostemplate": "local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz"}),
     )
     .await;
@@ -221,7 +221,7 @@ async fn secrets_in_arguments_reach_proxmox_but_never_the_log() {
         &mut mcp,
         &emu,
         "pve_lxc_create",
-        json!({"node": "pve01", "vmid": 270, "password": password,
+        json!({"node": "pve01", "vmid": 270, "password": password, "confirm": true,
                "ostemplate": "local:vztmpl/alpine-3.20-default_20240908_amd64.tar.xz"}),
         "PROXMOX_SERVER_ERROR",
     )

@@ -19,7 +19,7 @@ async fn lxc_lifecycle_round_trip() {
                "memory": 1024, "swap": 256, "rootfs": "local-lvm:8",
                "net0": "name=eth0,bridge=vmbr0,ip=dhcp", "mp0": "local-lvm:10,mp=/srv/data",
                "password": "correct-horse-battery", "unprivileged": true,
-               "features": "nesting=1"}),
+               "features": "nesting=1", "confirm": true}),
     )
     .await;
     assert_request(

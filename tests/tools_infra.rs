@@ -193,7 +193,7 @@ fn cases() -> Vec<Case> {
                     ("id", "job-test"),
                 ],
             ),
-            json!({"schedule": "sun 03:00", "storage": "local", "vmid": "101,201", "mode": "snapshot", "id": "job-test"}),
+            json!({"schedule": "sun 03:00", "storage": "local", "vmid": "101,201", "mode": "snapshot", "id": "job-test", "confirm": true}),
         ),
         (
             case("pve_get_backup_job", "GET", "/cluster/backup/job-test", &[]),
@@ -529,6 +529,7 @@ async fn confirm_tools_are_refused_without_confirm_and_send_nothing() {
         );
     }
     let expected: BTreeSet<&str> = [
+        "pve_create_backup_job",
         "pve_create_storage",
         "pve_update_storage",
         "pve_delete_storage",

@@ -118,7 +118,7 @@ async fn backup_job_and_run_round_trip() {
     ok(
         &mut mcp,
         "pve_create_backup_job",
-        json!({"schedule": "daily", "storage": "local", "all": true, "exclude": "9000", "enabled": false, "id": "nightly"}),
+        json!({"schedule": "daily", "storage": "local", "all": true, "exclude": "9000", "enabled": false, "id": "nightly", "confirm": true}),
     )
     .await;
     let jobs = ok(&mut mcp, "pve_list_backup_jobs", json!({})).await;
@@ -159,7 +159,7 @@ async fn backup_job_and_run_round_trip() {
     let upid = ok(
         &mut mcp,
         "pve_run_backup",
-        json!({"node": "pve01", "vmid": "201", "notes-template": "{{guestname}}"}),
+        json!({"node": "pve01", "vmid": "201", "notes-template": "{{guestname}}", "confirm": true}),
     )
     .await;
     let upid = upid.as_str().expect("UPID");

@@ -7,7 +7,7 @@
 //! `pve_create_api_token`, whose purpose it is.
 
 use super::types::{
-    Category, Effect, Module, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
+    Category, Effect, Legs, Module, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
 };
 
 /// `name@realm`, as Proxmox writes user ids (`root@pam`, `alice@pve`, `bob@ad`).
@@ -280,6 +280,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Create API token",
         description: "Create an API token; returns {full-tokenid, value}: the secret, shown only once. A privsep token has no rights until granted (pve_update_acl `tokens`).",
         category: Category::Access,
+        legs: Legs::SENSITIVE,
         tier: Tier::Full,
         module: Module::Advanced,
         effect: GRANT,

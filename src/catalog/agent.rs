@@ -6,7 +6,7 @@
 //! text the envelope keeps.
 
 use super::params::GUEST;
-use super::types::{Category, ToolSpec, get};
+use super::types::{Category, Legs, ToolSpec, get};
 
 /// Appends the shared "needs the agent" sentence to a description literal.
 macro_rules! needs_agent {
@@ -31,6 +31,8 @@ const fn agent(
         title,
         description,
         category: Category::Monitoring,
+        // Reported from inside the guest: whoever controls the guest writes it.
+        legs: Legs::UNTRUSTED,
         params: GUEST,
         backend: get(path),
         timeout_ms,

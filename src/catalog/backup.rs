@@ -7,7 +7,7 @@
 use super::params::{NEW_VMID, NODE, POOL_BODY, STORAGE_PATTERN};
 use super::storage::{STORAGE, STORAGE_ID_PATTERN};
 use super::types::{
-    ArgRule, Category, Effect, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post,
+    ArgRule, Category, Effect, Legs, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post,
 };
 
 /// A restore replaces or creates a whole guest: never retried, confirm-gated.
@@ -172,6 +172,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "List backups on a storage",
         description: "List backup archives on a storage: volid, vmid, size (bytes), ctime (Unix s), notes, protected. A volid is a restore tool's `archive`.",
         category: Category::Backup,
+        legs: Legs::UNTRUSTED,
         params: &[
             NODE,
             STORAGE,

@@ -1,7 +1,7 @@
 //! LXC container tools: inventory, status, configuration and power.
 
 use super::params::{GUEST, NODE};
-use super::types::{Backend, Category, Param, ParamKind, ToolSpec, get, power_action};
+use super::types::{Backend, Category, Legs, Param, ParamKind, ToolSpec, get, power_action};
 
 const SHUTDOWN_PARAMS: &[Param] = &[
     GUEST[0],
@@ -45,6 +45,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Get container configuration",
         description: "A container's config: hostname, cores, memory/swap (MiB), rootfs, mpN, netN, features, and `digest` for updates.",
         category: Category::Lxc,
+        legs: Legs::SENSITIVE_UNTRUSTED,
         params: &[
             NODE,
             GUEST[1],

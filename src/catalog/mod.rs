@@ -33,9 +33,9 @@ mod templates;
 mod types;
 
 pub use types::{
-    ArgRule, Backend, Category, CompositeOp, Effect, FilterValue, HttpMethod, Location, Module,
-    Param, ParamKind, ResultFilter, SshOp, Tier, ToolSpec, When, delete, get, post, power_action,
-    put,
+    ArgRule, Backend, Category, CompositeOp, Effect, FilterValue, HttpMethod, Legs, Location,
+    Module, Param, ParamKind, ResultFilter, SshOp, Tier, ToolSpec, When, delete, get, post,
+    power_action, put,
 };
 
 /// Every catalog row, grouped by category in a stable order (the order of `tools/list`).

@@ -1,7 +1,7 @@
 //! QEMU virtual machine tools: inventory, status, configuration and power.
 
 use super::params::{GUEST, NODE};
-use super::types::{Backend, Category, Param, ParamKind, ToolSpec, get, power_action};
+use super::types::{Backend, Category, Legs, Param, ParamKind, ToolSpec, get, power_action};
 
 const SHUTDOWN_PARAMS: &[Param] = &[
     GUEST[0],
@@ -45,6 +45,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Get VM configuration",
         description: "A VM's config: name, cores, sockets, memory (MiB), cpu, ostype, disks, netN, boot, agent, cloud-init keys, and `digest` for updates.",
         category: Category::Qemu,
+        legs: Legs::SENSITIVE_UNTRUSTED,
         params: &[
             NODE,
             GUEST[1],

@@ -11,7 +11,7 @@ use super::params::{
 };
 use super::qemu_params::{CLOUDINIT, HARDWARE, UPDATABLE, UPDATE_ONLY};
 use super::types::{
-    ArgRule, Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
+    ArgRule, Category, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
 };
 
 const CREATE: Effect = Effect::Write {
@@ -311,6 +311,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Run command in VM (guest agent)",
         description: "Run a program in a VM via the guest agent, e.g. [\"systemctl\", \"is-active\", \"nginx\"] (no shell unless [\"sh\", \"-c\", ...]). Returns {pid} only.",
         category: Category::Qemu,
+        legs: Legs::EXECUTES,
         tier: Tier::Full,
         effect: DESTROY,
         confirm: true,

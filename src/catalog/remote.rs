@@ -4,7 +4,9 @@
 //! Their inputs are `Location::Argument`: the argv templates in `ssh::ops` place them, so
 //! no input is ever spliced into a shell string by hand.
 
-use super::types::{Backend, Category, Effect, Module, Param, ParamKind, SshOp, Tier, ToolSpec};
+use super::types::{
+    Backend, Category, Effect, Legs, Module, Param, ParamKind, SshOp, Tier, ToolSpec,
+};
 
 /// Runs something inside a guest but changes nothing by itself; safe to repeat.
 const INSPECT: Effect = Effect::Write {
@@ -30,6 +32,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Run a diagnostic command in a container",
         description: "Run one of five fixed diagnostics in a container (pct exec): uname -a, uptime, df -h, free -m, docker ps. Returns {stdout, node, route}.",
         category: Category::Remote,
+        legs: Legs::UNTRUSTED,
         tier: Tier::ReadExecute,
         effect: INSPECT,
         aliases: &["runRemoteDiagnostic"],
@@ -51,6 +54,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Check the SSH entry host",
         description: "Check the SSH entry host (login, key permissions, shell, sshd settings). Returns [{check, ok, detail}]. Use when SSH tools fail.",
         category: Category::Remote,
+        legs: Legs::UNTRUSTED,
         tier: Tier::ReadExecute,
         effect: Effect::Read,
         aliases: &["sshBatchDiagnostics"],
@@ -63,6 +67,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Run a shell command in a container",
         description: "Run any shell command as root in a container (pct exec, bash -lc). Powerful; never retried. Returns {stdout, node, route}.",
         category: Category::Remote,
+        legs: Legs::EXECUTES,
         tier: Tier::Full,
         module: Module::Advanced,
         effect: Effect::Write {
@@ -89,6 +94,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "List Docker containers in a container",
         description: "Run `docker ps` in a container (pct exec). Returns {stdout, node, route}; DOCKER_NOT_AVAILABLE if absent.",
         category: Category::Remote,
+        legs: Legs::UNTRUSTED,
         tier: Tier::ReadExecute,
         module: Module::Advanced,
         effect: INSPECT,
@@ -103,6 +109,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Tail Docker logs in a container",
         description: "Last `tail` lines of a Docker container's logs inside an LXC container. Returns {stdout, node, route} (stdout+stderr).",
         category: Category::Remote,
+        legs: Legs::UNTRUSTED,
         tier: Tier::ReadExecute,
         module: Module::Advanced,
         effect: INSPECT,

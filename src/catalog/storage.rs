@@ -6,7 +6,9 @@
 //! because a `dir` storage can point Proxmox at any path of the host.
 
 use super::params::NODE;
-use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put};
+use super::types::{
+    Category, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
+};
 
 /// Storage types Proxmox VE 9 knows.
 const STORAGE_TYPES: &[&str] = &[
@@ -76,6 +78,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Get storage definition",
         description: "One storage definition: type, content, path/server/pool, nodes, shared, prune-backups, `digest`. Needs Datastore.Allocate; else use pve_list_storage.",
         category: Category::Storage,
+        legs: Legs::SENSITIVE,
         // Full tier: its endpoint needs Datastore.Allocate, which no read-only role may hold.
         tier: Tier::Full,
         params: &[STORAGE],

@@ -8,7 +8,8 @@ use super::params::{GUEST, NODE, STORAGE, join, total};
 use super::qemu_lifecycle::TEMPLATE_PARAMS;
 use super::qemu_params::CLOUDINIT;
 use super::types::{
-    Category, Effect, Location, Param, ParamKind, ResultFilter, Tier, ToolSpec, get, post, put,
+    Category, Effect, Legs, Location, Param, ParamKind, ResultFilter, Tier, ToolSpec, get, post,
+    put,
 };
 
 const CLOUDINIT_PARTS: &[&[Param]] = &[
@@ -32,6 +33,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Dump VM cloud-init data",
         description: "Cloud-init data Proxmox generates for a VM: user (default), network or meta document. May hold keys: sensitive.",
         category: Category::Templates,
+        legs: Legs::SENSITIVE,
         params: &[
             NODE,
             GUEST[1],

@@ -176,6 +176,50 @@ impl Effect {
     }
 }
 
+/// The legs of the toxic flow a tool can form (untrusted input → sensitive data →
+/// execution or egress). Destruction and egress are read from `effect` and `open_world`;
+/// these flags say what the effect cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Legs {
+    /// Returns text written by guests or other users (logs, agent output, descriptions).
+    pub untrusted: bool,
+    /// Returns secrets or secret-adjacent data (cloud-init, configs, tokens).
+    pub sensitive: bool,
+    /// Runs a command or program chosen by the caller.
+    pub executes: bool,
+}
+
+impl Legs {
+    /// None of the legs.
+    pub const NONE: Legs = Legs {
+        untrusted: false,
+        sensitive: false,
+        executes: false,
+    };
+    /// Output written by others.
+    pub const UNTRUSTED: Legs = Legs {
+        untrusted: true,
+        ..Legs::NONE
+    };
+    /// Sensitive output.
+    pub const SENSITIVE: Legs = Legs {
+        sensitive: true,
+        ..Legs::NONE
+    };
+    /// Sensitive output that others also write into (guest configs with descriptions).
+    pub const SENSITIVE_UNTRUSTED: Legs = Legs {
+        untrusted: true,
+        sensitive: true,
+        ..Legs::NONE
+    };
+    /// Executes, and returns what the command printed.
+    pub const EXECUTES: Legs = Legs {
+        untrusted: true,
+        executes: true,
+        ..Legs::NONE
+    };
+}
+
 /// HTTP method of a REST backend.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[allow(missing_docs)]
@@ -348,6 +392,8 @@ pub struct ToolSpec {
     /// The cluster may reach outside itself because of this tool (mail, remote storage,
     /// downloads): MCP `openWorldHint`.
     pub open_world: bool,
+    /// Which legs of the toxic flow the tool's output or action is (threat-model table).
+    pub legs: Legs,
     /// Kept for compatibility; prefer another tool.
     pub deprecated: bool,
     /// Legacy wire names that call this tool.
@@ -377,6 +423,7 @@ impl ToolSpec {
         confirm: false,
         gated_when: &[],
         open_world: false,
+        legs: Legs::NONE,
         deprecated: false,
         aliases: &[],
         params: &[],

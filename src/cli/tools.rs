@@ -94,6 +94,13 @@ pub fn describe(registry: &Registry, settings: &Settings) -> Value {
                 "destructive": spec.effect.is_destructive(),
                 "idempotent": spec.effect.is_idempotent(),
                 "confirm": spec.confirm,
+                "openWorld": spec.open_world,
+                "approval": crate::docs::approval_kind(spec),
+                "approvalWhen": spec.gated_when.iter().map(|rule| json!({
+                    "condition": rule.condition(),
+                    "why": rule.why,
+                })).collect::<Vec<_>>(),
+                "dryRun": !spec.effect.is_read(),
                 "deprecated": spec.deprecated,
                 "aliases": spec.aliases,
                 "method": method,
