@@ -1,7 +1,9 @@
 //! Binary entry point: parse the command line, send logs to stderr, run, exit.
 //!
 //! Invariant: stdout belongs to the MCP transport, so the tracing subscriber writes to
-//! stderr only; every error leaves through one `exit` with the command's status.
+//! stderr only; every error leaves through one `exit` with the command's status, and a
+//! reader that closes stdout early (`tools | head -1`) ends the process quietly with
+//! status 0 instead of a panic.
 
 use clap::Parser;
 use nandi_proxmox_mcp::cli::{self, Cli};
@@ -17,7 +19,34 @@ fn not_a_protocol_dump(meta: &tracing::Metadata<'_>) -> bool {
     !(meta.target().starts_with("rmcp") && *meta.level() > tracing::Level::INFO)
 }
 
+/// True for the panic `print!`/`println!` raise when stdout is a pipe whose reader has gone:
+/// `failed printing to stdout: Broken pipe (os error 32)`.
+fn is_closed_stdout(info: &std::panic::PanicHookInfo<'_>) -> bool {
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    message.starts_with("failed printing to stdout")
+        && (message.contains("Broken pipe") || message.contains("os error 32"))
+}
+
+/// Every command prints with `println!`, which panics when the reader of a pipe has gone
+/// away (Rust ignores SIGPIPE). That is not a failure of the command: the reader simply
+/// wanted no more. Exit quietly, as a shell tool killed by SIGPIPE would, but with status 0.
+fn exit_quietly_on_closed_stdout() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if is_closed_stdout(info) {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
+}
+
 fn main() {
+    exit_quietly_on_closed_stdout();
     let cli = Cli::parse();
     let filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,nandi_proxmox_mcp=info"));

@@ -105,6 +105,18 @@ impl CliError {
     }
 }
 
+/// Writes `bytes` to stdout. A reader that has closed the pipe (`| head`) wanted no more
+/// output: that ends the command successfully, without an error line.
+pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::Runtime(format!("cannot write to stdout: {e}"))),
+    }
+}
+
 /// Runs the parsed command line.
 pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
     match cli.command {
