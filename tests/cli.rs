@@ -190,3 +190,43 @@ fn closed_stdout_ends_every_printing_command_quietly() {
         assert!(allowed.contains(&code), "{args:?}: status {code}: {stderr}");
     }
 }
+
+/// Issue 12.8: input that ends before `initialize` (a client that gives up, Ctrl-D) is a
+/// normal exit: status 0 and no "MCP initialization failed" line.
+#[test]
+fn end_of_input_before_initialize_is_a_normal_exit() {
+    let out = run(&["run"], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("initialization failed"), "{stderr}");
+    assert!(!stderr.contains("waiting for an MCP client"), "not a terminal: {stderr}");
+    assert!(out.stdout.is_empty(), "stdout carries only MCP");
+}
+
+/// Issue 12.8: started at a terminal, `run` says what it is waiting for, and Ctrl-D (end of
+/// input on the terminal) ends it with status 0. `script` (util-linux) gives the binary a
+/// real pseudo-terminal as stdin; its own stdin at end of file sends the terminal's EOF.
+#[test]
+fn run_at_a_terminal_says_it_waits_for_a_client() {
+    let home = tempfile::tempdir().unwrap();
+    let command = format!("'{}' run --demo", common::binary().display());
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .current_dir(home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    let terminal = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        terminal.contains(
+            "waiting for an MCP client on stdin (this is meant to be started by an MCP client; \
+             Ctrl-C to stop)"
+        ),
+        "{terminal}"
+    );
+    assert!(!terminal.contains("initialization failed"), "{terminal}");
+    assert_eq!(out.status.code(), Some(0), "{terminal}");
+}

@@ -192,11 +192,24 @@ fn connect_from_config() -> Result<Connected, CliError> {
     Ok((Some(client), note, config.ssh))
 }
 
+/// Said on stderr when a person starts `run` at a terminal: without it the server looks hung.
+pub const WAITING_ON_A_TERMINAL: &str = "waiting for an MCP client on stdin (this is meant to be started by an MCP client; Ctrl-C to stop)";
+
+/// Serves MCP over stdin/stdout. Input that ends before an `initialize` request (Ctrl-D at a
+/// terminal, a client that gives up) is a normal exit, not a failure.
 async fn serve_stdio(server: Server) -> Result<(), CliError> {
-    let service = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| CliError::Runtime(format!("MCP initialization failed: {e}")))?;
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() {
+        eprintln!("nandi-proxmox-mcp: {WAITING_ON_A_TERMINAL}");
+    }
+    let service = match server.serve(rmcp::transport::stdio()).await {
+        Ok(service) => service,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
+            tracing::debug!(%during, "stdin closed before the MCP handshake; nothing to serve");
+            return Ok(());
+        }
+        Err(e) => return Err(CliError::Runtime(format!("MCP initialization failed: {e}"))),
+    };
     let cancel = service.cancellation_token();
     tokio::select! {
         finished = service.waiting() => {
