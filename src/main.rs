@@ -19,6 +19,14 @@ fn not_a_protocol_dump(meta: &tracing::Metadata<'_>) -> bool {
     !(meta.target().starts_with("rmcp") && *meta.level() > tracing::Level::INFO)
 }
 
+/// The platform certificate verifier logs every certificate it cannot trust at ERROR before
+/// returning the failure to its caller, which reports it with a fix (e.g. `setup` offers the
+/// fingerprint to pin). Its WARN/ERROR lines only repeat that as a stray, alarming line, so
+/// they are dropped; its DEBUG/TRACE detail stays available through `RUST_LOG`.
+fn not_a_repeated_tls_failure(meta: &tracing::Metadata<'_>) -> bool {
+    !(meta.target().starts_with("rustls_platform_verifier") && *meta.level() <= tracing::Level::WARN)
+}
+
 /// True for the panic `print!`/`println!` raise when stdout is a pipe whose reader has gone:
 /// `failed printing to stdout: Broken pipe (os error 32)`.
 fn is_closed_stdout(info: &std::panic::PanicHookInfo<'_>) -> bool {
@@ -56,6 +64,7 @@ fn main() {
         .with_env_filter(filter)
         .finish()
         .with(filter_fn(not_a_protocol_dump))
+        .with(filter_fn(not_a_repeated_tls_failure))
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()

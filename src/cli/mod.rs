@@ -17,7 +17,7 @@ pub mod report;
 mod run;
 pub mod setup;
 pub mod sshkey;
-mod tools;
+pub mod tools;
 
 use clap::{Parser, Subcommand};
 use thiserror::Error;
@@ -28,7 +28,7 @@ use thiserror::Error;
     name = "nandi-proxmox-mcp",
     version,
     about = "MCP server for Proxmox VE: tiered, confirm-gated tools over the Proxmox REST API",
-    after_help = "Examples:\n  nandi-proxmox-mcp run --demo        try every tool against a built-in emulator\n  PVE_ACCESS_TIER=full nandi-proxmox-mcp tools --json\n  nandi-proxmox-mcp                   same as `run`: serve MCP over stdio"
+    after_help = "Examples:\n  nandi-proxmox-mcp run --demo        try the tools against a built-in emulator (read-only by default;\n                                      PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced for all)\n  PVE_ACCESS_TIER=full nandi-proxmox-mcp tools --json\n  nandi-proxmox-mcp                   same as `run`: serve MCP over stdio"
 )]
 pub struct Cli {
     /// The command; `run` when omitted.

@@ -44,11 +44,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let (pve, connection_note, ssh_config) = if args.demo {
         let (emulator, client) = start_demo().await?;
         let note = format!(
-            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; sample guests 101, 102, 201, 202, 203). Nothing real is touched.",
+            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203). Nothing real is touched.",
             emulator.base_url()
         );
         eprintln!("nandi-proxmox-mcp: {note}");
-        eprintln!("nandi-proxmox-mcp: {}", settings.summary());
         _demo = Some(emulator);
         (Some(client), note, None)
     } else {
@@ -56,6 +55,12 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     };
     let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
     let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
+    if args.demo {
+        eprintln!(
+            "nandi-proxmox-mcp: {}",
+            super::tools::exposure(&registry, &settings)
+        );
+    }
 
     tracing::info!(
         tools = registry.canonical_count(),

@@ -1,0 +1,121 @@
+//! What a newcomer meets on the command line: one story about how many tools are exposed,
+//! an aligned `tools` table, no stray TLS error line during `setup`, secret files that are
+//! about to be committed, and VS Code's commented `mcp.json`.
+
+mod common;
+
+use common::{CliDirs, setup_flags, text_of};
+use serde_json::Value;
+
+const SECRET: &str = "emulator-secret-token\n";
+const FULL: &[(&str, &str)] = &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")];
+
+fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 12.9: the `tools` header, `tools --json` and the catalog agree, and the header says
+/// how to see the rest.
+#[tokio::test]
+async fn the_tools_header_counts_exposed_of_all_and_says_how_to_see_more() {
+    let d = CliDirs::new();
+    let total = nandi_proxmox_mcp::catalog::all().count();
+    let json = d.run(&["tools", "--json"], &[], None).await;
+    let doc: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let exposed = doc["toolCount"].as_u64().expect("count");
+    let aliases = doc["aliasCount"].as_u64().expect("count");
+    let table = stdout_of(&d.run(&["tools"], &[], None).await);
+    let header = table.lines().next().expect("header");
+    assert!(
+        header.starts_with(&format!(
+            "{exposed} of {total} tools exposed, plus {aliases} legacy alias names (access tier read-only, module mode core)"
+        )),
+        "{header}"
+    );
+    assert!(
+        header.contains(&format!(
+            "PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced exposes all {total}"
+        )),
+        "{header}"
+    );
+    assert_eq!(table.lines().count() as u64, exposed + 1, "one row per tool");
+    let all = stdout_of(&d.run(&["tools", "--all-backends"], FULL, None).await);
+    assert!(
+        all.starts_with(&format!("{total} of {total} tools exposed")),
+        "{all}"
+    );
+}
+
+/// Issue 12.9: `--help` does not promise every tool from a default (read-only) demo.
+#[tokio::test]
+async fn help_says_the_demo_is_read_only_by_default() {
+    let help = stdout_of(&CliDirs::new().run(&["--help"], &[], None).await);
+    assert!(!help.contains("every tool"), "{help}");
+    assert!(help.contains("read-only by default"), "{help}");
+}
+
+/// Issue 12.9: every column of the `tools` table starts at the same place on every row,
+/// `monitoring` rows included.
+#[tokio::test]
+async fn the_tools_table_is_aligned() {
+    let out = CliDirs::new()
+        .run(&["tools", "--all-backends"], FULL, None)
+        .await;
+    let table = stdout_of(&out);
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert!(rows.iter().any(|r| r.contains(" monitoring ")), "{table}");
+    let column_starts = |row: &str| -> Vec<usize> {
+        let mut starts = Vec::new();
+        let mut previous = ' ';
+        for (i, c) in row.char_indices() {
+            if c != ' ' && previous == ' ' {
+                starts.push(i);
+            }
+            previous = c;
+        }
+        starts.truncate(5);
+        starts
+    };
+    let first = column_starts(rows[0]);
+    assert_eq!(first.len(), 5, "{}", rows[0]);
+    for row in &rows {
+        assert_eq!(column_starts(row), first, "misaligned: {row}");
+    }
+}
+
+/// Issue 12.9: the demo banner tells the same story as `tools`, and names the template VM.
+#[tokio::test]
+async fn the_demo_banner_matches_the_tools_header() {
+    let d = CliDirs::new();
+    let header = stdout_of(&d.run(&["tools"], &[], None).await)
+        .lines()
+        .next()
+        .expect("header")
+        .to_owned();
+    let demo = d.run(&["run", "--demo"], &[], None).await;
+    let stderr = String::from_utf8_lossy(&demo.stderr);
+    assert!(stderr.contains(&header), "{stderr}");
+    assert!(stderr.contains("template VM 9000"), "{stderr}");
+}
+
+/// Issue 12.9: an untrusted certificate during `setup` is reported once, as the RED item with
+/// the fingerprint to pin — not also as a stray `ERROR rustls_platform_verifier` log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_certificate_leaves_no_stray_error_line() {
+    let emu = common::emulator().await;
+    let fingerprint = emu.cert_fingerprint().expect("https");
+    let flags: Vec<String> = setup_flags(&emu)
+        .into_iter()
+        .filter(|f| f != "--tls-fingerprint" && *f != fingerprint)
+        .collect();
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--clients", "cursor"]);
+    for rust_log in ["warn", "info"] {
+        let d = CliDirs::new();
+        let out = d.run(&args, &[("RUST_LOG", rust_log)], Some(SECRET)).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stdout_of(&out).contains("[RED] listNodes: TLS failed"), "{}", text_of(&out));
+        assert!(!stderr.contains("rustls_platform_verifier"), "{stderr}");
+        assert!(!stderr.contains("ERROR"), "{stderr}");
+    }
+}
