@@ -119,3 +119,58 @@ async fn an_untrusted_certificate_leaves_no_stray_error_line() {
         assert!(!stderr.contains("ERROR"), "{stderr}");
     }
 }
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Issue 12.6: a token secret file inside a git work tree that git does not ignore is
+/// called out (it would be committed); once ignored, or outside any work tree, no warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_file_git_would_commit_is_called_out() {
+    let emu = common::emulator().await;
+    let flags: Vec<String> = setup_flags(&emu)
+        .into_iter()
+        .map(|f| {
+            if f == "--token-secret-stdin" {
+                "--token-secret-file=./token.txt".to_owned()
+            } else {
+                f
+            }
+        })
+        .collect();
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--clients", "cursor", "--skip-connectivity"]);
+    let warning = "lies inside the git work tree";
+
+    let d = CliDirs::new();
+    std::fs::write(d.cwd.path().join("token.txt"), SECRET).unwrap();
+    let outside = d.run(&args, &[], None).await;
+    assert!(outside.status.success(), "{}", text_of(&outside));
+    assert!(!String::from_utf8_lossy(&outside.stderr).contains(warning));
+
+    git(d.cwd.path(), &["init", "-q"]);
+    let inside = d.run(&args, &[], None).await;
+    assert!(inside.status.success(), "{}", text_of(&inside));
+    let stderr = String::from_utf8_lossy(&inside.stderr);
+    assert!(stderr.contains(warning), "{stderr}");
+    assert!(stderr.contains("token.txt"), "{stderr}");
+    assert!(stderr.contains("--token-secret-stdin"), "{stderr}");
+    assert!(!stderr.contains(SECRET.trim()), "the secret itself is never shown");
+
+    let ignore = d.cwd.path().join(".gitignore");
+    let mut text = std::fs::read_to_string(&ignore).unwrap_or_default();
+    text.push_str("token.txt\n");
+    std::fs::write(&ignore, text).unwrap();
+    let ignored = d.run(&args, &[], None).await;
+    assert!(ignored.status.success(), "{}", text_of(&ignored));
+    assert!(!String::from_utf8_lossy(&ignored.stderr).contains(warning));
+}
