@@ -52,9 +52,8 @@ pub struct Strictness {
 impl Strictness {
     /// Reads `CI` and `NANDI_SHARED_OPTIONAL` through `lookup`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Strictness {
-        let flag = |key: &str, values: &[&str]| {
-            lookup(key).is_some_and(|v| values.contains(&v.trim()))
-        };
+        let flag =
+            |key: &str, values: &[&str]| lookup(key).is_some_and(|v| values.contains(&v.trim()));
         Strictness {
             ci: flag("CI", &["true", "1"]),
             shared_optional: flag("NANDI_SHARED_OPTIONAL", &["1"]),
@@ -87,7 +86,11 @@ pub fn verdict(fixture: &Fixture, present: bool, strictness: Strictness) -> Verd
 fn find_sshd() -> Option<PathBuf> {
     let fixed = ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"].map(PathBuf::from);
     let on_path = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).map(|dir| dir.join("sshd")).collect())
+        .map(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("sshd"))
+                .collect()
+        })
         .unwrap_or_else(Vec::<PathBuf>::new);
     fixed.into_iter().chain(on_path).find(|p| p.is_file())
 }

@@ -24,7 +24,8 @@ fn not_a_protocol_dump(meta: &tracing::Metadata<'_>) -> bool {
 /// fingerprint to pin). Its WARN/ERROR lines only repeat that as a stray, alarming line, so
 /// they are dropped; its DEBUG/TRACE detail stays available through `RUST_LOG`.
 fn not_a_repeated_tls_failure(meta: &tracing::Metadata<'_>) -> bool {
-    !(meta.target().starts_with("rustls_platform_verifier") && *meta.level() <= tracing::Level::WARN)
+    !(meta.target().starts_with("rustls_platform_verifier")
+        && *meta.level() <= tracing::Level::WARN)
 }
 
 /// True for the panic `print!`/`println!` raise when stdout is a pipe whose reader has gone:

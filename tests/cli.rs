@@ -190,7 +190,10 @@ fn end_of_input_before_initialize_is_a_normal_exit() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("initialization failed"), "{stderr}");
-    assert!(!stderr.contains("waiting for an MCP client"), "not a terminal: {stderr}");
+    assert!(
+        !stderr.contains("waiting for an MCP client"),
+        "not a terminal: {stderr}"
+    );
     assert!(out.stdout.is_empty(), "stdout carries only MCP");
 }
 

@@ -38,7 +38,11 @@ async fn the_tools_header_counts_exposed_of_all_and_says_how_to_see_more() {
         )),
         "{header}"
     );
-    assert_eq!(table.lines().count() as u64, exposed + 1, "one row per tool");
+    assert_eq!(
+        table.lines().count() as u64,
+        exposed + 1,
+        "one row per tool"
+    );
     let all = stdout_of(&d.run(&["tools", "--all-backends"], FULL, None).await);
     assert!(
         all.starts_with(&format!("{total} of {total} tools exposed")),
@@ -114,7 +118,11 @@ async fn an_untrusted_certificate_leaves_no_stray_error_line() {
         let d = CliDirs::new();
         let out = d.run(&args, &[("RUST_LOG", rust_log)], Some(SECRET)).await;
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stdout_of(&out).contains("[RED] listNodes: TLS failed"), "{}", text_of(&out));
+        assert!(
+            stdout_of(&out).contains("[RED] listNodes: TLS failed"),
+            "{}",
+            text_of(&out)
+        );
         assert!(!stderr.contains("rustls_platform_verifier"), "{stderr}");
         assert!(!stderr.contains("ERROR"), "{stderr}");
     }
@@ -164,7 +172,10 @@ async fn a_secret_file_git_would_commit_is_called_out() {
     assert!(stderr.contains(warning), "{stderr}");
     assert!(stderr.contains("token.txt"), "{stderr}");
     assert!(stderr.contains("--token-secret-stdin"), "{stderr}");
-    assert!(!stderr.contains(SECRET.trim()), "the secret itself is never shown");
+    assert!(
+        !stderr.contains(SECRET.trim()),
+        "the secret itself is never shown"
+    );
 
     let ignore = d.cwd.path().join(".gitignore");
     let mut text = std::fs::read_to_string(&ignore).unwrap_or_default();
@@ -173,4 +184,64 @@ async fn a_secret_file_git_would_commit_is_called_out() {
     let ignored = d.run(&args, &[], None).await;
     assert!(ignored.status.success(), "{}", text_of(&ignored));
     assert!(!String::from_utf8_lossy(&ignored.stderr).contains(warning));
+}
+
+/// Issue 12.7: VS Code's `.vscode/mcp.json` may hold comments and trailing commas (JSONC);
+/// `setup` merges its entry and keeps every comment, and a re-run updates the entry in place.
+/// When a comment sits inside our own entry it cannot be kept: nothing is written, and the
+/// report says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vscode_jsonc_keeps_its_comments() {
+    use nandi_proxmox_mcp::cli::clients::{ClientId, read_entry};
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let file = d.cwd.path().join(".vscode/mcp.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let original = r#"{
+  // My servers. Keep this note.
+  "servers": {
+    "other": {
+      "command": "other-server", /* why: pinned */
+    },
+  },
+  "inputs": [], // prompts go here
+}
+"#;
+    std::fs::write(&file, original).unwrap();
+    let flags = setup_flags(&emu);
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--clients", "vscode", "--skip-connectivity"]);
+    let comments = [
+        "// My servers. Keep this note.",
+        "/* why: pinned */",
+        "// prompts go here",
+    ];
+    for run in 0..2 {
+        let out = d.run(&args, &[], Some(SECRET)).await;
+        assert!(out.status.success(), "run {run}: {}", text_of(&out));
+        let text = std::fs::read_to_string(&file).unwrap();
+        for comment in comments {
+            assert!(text.contains(comment), "run {run}: {comment} lost:\n{text}");
+        }
+        assert_eq!(text.matches("\"proxmox\"").count(), 1, "{text}");
+        let ours = read_entry(ClientId::Vscode, &file, "proxmox")
+            .expect("readable")
+            .expect("our entry");
+        assert!(ours.args.contains(&"run".to_owned()), "{ours:?}");
+        let other = read_entry(ClientId::Vscode, &file, "other")
+            .unwrap()
+            .unwrap();
+        assert_eq!(other.command, "other-server");
+    }
+
+    let inside = r#"{"servers": {"proxmox": {"command": "x", "args": [], "env": {} /* mine */}}}"#;
+    std::fs::write(&file, inside).unwrap();
+    let out = d.run(&args, &[], Some(SECRET)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(
+        stdout_of(&out).contains("its comments cannot be kept"),
+        "{}",
+        text_of(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), inside);
 }

@@ -384,10 +384,17 @@ fn tool_counts_in_the_docs_come_from_the_registry() {
     let claimed = &readme[start + COUNT_BEGIN.len()..end];
     let expected = tool_count_claim();
     if claimed != expected && updating() {
-        let text = format!("{}{expected}{}", &readme[..start + COUNT_BEGIN.len()], &readme[end..]);
+        let text = format!(
+            "{}{expected}{}",
+            &readme[..start + COUNT_BEGIN.len()],
+            &readme[end..]
+        );
         std::fs::write(&path, text).unwrap();
     } else {
-        assert_eq!(claimed, expected, "README.md's tool count (UPDATE_DOCS=1 to rewrite)");
+        assert_eq!(
+            claimed, expected,
+            "README.md's tool count (UPDATE_DOCS=1 to rewrite)"
+        );
     }
     let stated = regex::Regex::new(r"\b\d+ (?:[A-Za-z]+ )?(?:tools|herramientas)\b").unwrap();
     for guide in ["README.md", "docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
@@ -396,7 +403,10 @@ fn tool_counts_in_the_docs_come_from_the_registry() {
             (Some(a), Some(b)) => format!("{}{}", &text[..a], &text[b..]),
             _ => text,
         };
-        let found: Vec<&str> = stated.find_iter(&outside_claim).map(|m| m.as_str()).collect();
+        let found: Vec<&str> = stated
+            .find_iter(&outside_claim)
+            .map(|m| m.as_str())
+            .collect();
         assert!(
             found.is_empty(),
             "{guide} states a number of tools outside the generated claim: {found:?}"
@@ -436,7 +446,10 @@ fn guides_cover_skip_connectivity_and_the_demo_guests() {
         let text = std::fs::read_to_string(root().join(guide)).unwrap();
         assert!(text.contains("--skip-connectivity"), "{guide}");
         for guest in ["101", "102", "9000", "201–203"] {
-            assert!(text.contains(guest), "{guide} does not name demo guest {guest}");
+            assert!(
+                text.contains(guest),
+                "{guide} does not name demo guest {guest}"
+            );
         }
     }
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
@@ -513,7 +526,9 @@ async fn guide_setup_sequence_runs_against_the_emulator() {
                     ]);
                 }
                 let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-                let stdin = argv.contains(&"--token-secret-stdin").then_some(secret.as_str());
+                let stdin = argv
+                    .contains(&"--token-secret-stdin")
+                    .then_some(secret.as_str());
                 let out = dirs.run(&argv, &[], stdin).await;
                 assert!(
                     out.status.success(),

@@ -23,10 +23,25 @@ fn a_missing_fixture_is_ignored_on_a_workstation_and_fails_under_ci() {
     let local = strictness(&[]);
     let ci = strictness(&[("CI", "true")]);
     for fixture in [PVE_API, REFERENCE_TOOLS, SSHD] {
-        assert_eq!(verdict(&fixture, true, local), Verdict::Run, "{}", fixture.cfg);
+        assert_eq!(
+            verdict(&fixture, true, local),
+            Verdict::Run,
+            "{}",
+            fixture.cfg
+        );
         assert_eq!(verdict(&fixture, true, ci), Verdict::Run, "{}", fixture.cfg);
-        assert_eq!(verdict(&fixture, false, local), Verdict::Ignore, "{}", fixture.cfg);
-        assert_eq!(verdict(&fixture, false, ci), Verdict::RunAndFail, "{}", fixture.cfg);
+        assert_eq!(
+            verdict(&fixture, false, local),
+            Verdict::Ignore,
+            "{}",
+            fixture.cfg
+        );
+        assert_eq!(
+            verdict(&fixture, false, ci),
+            Verdict::RunAndFail,
+            "{}",
+            fixture.cfg
+        );
     }
     assert_eq!(
         verdict(&PVE_API, false, strictness(&[("CI", "1")])),
@@ -87,7 +102,10 @@ fn every_fixture_test_is_ignored_by_cfg_never_skipped_at_run_time() {
     let needs = [
         ("Sshd::start(", "#[cfg_attr(no_sshd, ignore = "),
         ("pve_api_endpoints(", "#[cfg_attr(no_pve_api, ignore = "),
-        ("reference_tools(", "#[cfg_attr(no_reference_tools, ignore = "),
+        (
+            "reference_tools(",
+            "#[cfg_attr(no_reference_tools, ignore = ",
+        ),
     ];
     let this_file = Path::new(file!()).file_name().expect("name");
     let mut problems = Vec::new();
@@ -119,5 +137,8 @@ fn every_fixture_test_is_ignored_by_cfg_never_skipped_at_run_time() {
         }
     }
     assert!(problems.is_empty(), "{problems:#?}");
-    assert!(fixture_tests >= 20, "found only {fixture_tests} fixture tests");
+    assert!(
+        fixture_tests >= 20,
+        "found only {fixture_tests} fixture tests"
+    );
 }

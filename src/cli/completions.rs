@@ -19,6 +19,11 @@ pub struct CompletionsArgs {
 pub fn run(args: CompletionsArgs) -> Result<(), CliError> {
     let mut command = Cli::command();
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut command, env!("CARGO_PKG_NAME"), &mut script);
+    clap_complete::generate(
+        args.shell,
+        &mut command,
+        env!("CARGO_PKG_NAME"),
+        &mut script,
+    );
     super::write_stdout(&script)
 }

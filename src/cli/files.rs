@@ -22,6 +22,18 @@ pub enum FileError {
         /// What is wrong (never the file's content).
         reason: String,
     },
+    /// The file is valid but its comments cannot be kept through the change.
+    #[error(
+        "{} was left as it is: {reason}, and its comments cannot be kept; add the entry by hand \
+         (`nandi-proxmox-mcp setup --print-config` prints it)",
+        path.display()
+    )]
+    CommentsWouldBeLost {
+        /// The file left untouched.
+        path: PathBuf,
+        /// What would have dropped comments.
+        reason: String,
+    },
     /// An I/O failure.
     #[error("{}: {source}", path.display())]
     Io {

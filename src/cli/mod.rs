@@ -10,6 +10,7 @@ mod completions;
 pub mod doctor;
 pub mod files;
 pub mod harden;
+mod jsonc;
 mod list;
 pub mod privileges;
 pub mod probe;
