@@ -85,13 +85,13 @@ pub fn verdict(fixture: &Fixture, present: bool, strictness: Strictness) -> Verd
 /// The `sshd` binary the SSH tests would start: the usual sbin folders, then `PATH`.
 fn find_sshd() -> Option<PathBuf> {
     let fixed = ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/sbin/sshd"].map(PathBuf::from);
-    let on_path = std::env::var_os("PATH")
+    let on_path: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|path| {
             std::env::split_paths(&path)
                 .map(|dir| dir.join("sshd"))
                 .collect()
         })
-        .unwrap_or_else(Vec::<PathBuf>::new);
+        .unwrap_or_default();
     fixed.into_iter().chain(on_path).find(|p| p.is_file())
 }
 
