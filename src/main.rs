@@ -1,7 +1,9 @@
 //! Binary entry point: parse the command line, send logs to stderr, run, exit.
 //!
 //! Invariant: stdout belongs to the MCP transport, so the tracing subscriber writes to
-//! stderr only; every error leaves through one `exit` with the command's status.
+//! stderr only; every error leaves through one `exit` with the command's status, and a
+//! reader that closes stdout early (`tools | head -1`) ends the process quietly with
+//! status 0 instead of a panic.
 
 use clap::Parser;
 use nandi_proxmox_mcp::cli::{self, Cli};
@@ -17,7 +19,43 @@ fn not_a_protocol_dump(meta: &tracing::Metadata<'_>) -> bool {
     !(meta.target().starts_with("rmcp") && *meta.level() > tracing::Level::INFO)
 }
 
+/// The platform certificate verifier logs every certificate it cannot trust at ERROR before
+/// returning the failure to its caller, which reports it with a fix (e.g. `setup` offers the
+/// fingerprint to pin). Its WARN/ERROR lines only repeat that as a stray, alarming line, so
+/// they are dropped; its DEBUG/TRACE detail stays available through `RUST_LOG`.
+fn not_a_repeated_tls_failure(meta: &tracing::Metadata<'_>) -> bool {
+    !(meta.target().starts_with("rustls_platform_verifier")
+        && *meta.level() <= tracing::Level::WARN)
+}
+
+/// True for the panic `print!`/`println!` raise when stdout is a pipe whose reader has gone:
+/// `failed printing to stdout: Broken pipe (os error 32)`.
+fn is_closed_stdout(info: &std::panic::PanicHookInfo<'_>) -> bool {
+    let payload = info.payload();
+    let message = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    message.starts_with("failed printing to stdout")
+        && (message.contains("Broken pipe") || message.contains("os error 32"))
+}
+
+/// Every command prints with `println!`, which panics when the reader of a pipe has gone
+/// away (Rust ignores SIGPIPE). That is not a failure of the command: the reader simply
+/// wanted no more. Exit quietly, as a shell tool killed by SIGPIPE would, but with status 0.
+fn exit_quietly_on_closed_stdout() {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if is_closed_stdout(info) {
+            std::process::exit(0);
+        }
+        default_hook(info);
+    }));
+}
+
 fn main() {
+    exit_quietly_on_closed_stdout();
     let cli = Cli::parse();
     let filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,nandi_proxmox_mcp=info"));
@@ -27,6 +65,7 @@ fn main() {
         .with_env_filter(filter)
         .finish()
         .with(filter_fn(not_a_protocol_dump))
+        .with(filter_fn(not_a_repeated_tls_failure))
         .init();
 
     let runtime = match tokio::runtime::Builder::new_multi_thread()

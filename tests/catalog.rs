@@ -4,48 +4,10 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
 
 use nandi_proxmox_mcp::catalog::{self, Backend, Location, ParamKind, Tier};
 use regex::Regex;
 use serde_json::Value;
-
-fn load_gz_json(relative: &str) -> Option<Value> {
-    let path = common::shared_dir().join(relative);
-    let Ok(file) = std::fs::File::open(&path) else {
-        assert!(
-            !common::shared_required(),
-            "{} is missing under CI",
-            path.display()
-        );
-        eprintln!(
-            "SKIP: {} not found (needs ../shared beside the project)",
-            path.display()
-        );
-        return None;
-    };
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(file)
-        .read_to_string(&mut text)
-        .expect("gzip JSON");
-    Some(serde_json::from_str(&text).expect("valid JSON"))
-}
-
-fn load_json(relative: &str) -> Option<Value> {
-    let path = common::shared_dir().join(relative);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => Some(serde_json::from_str(&text).expect("valid JSON")),
-        Err(_) => {
-            assert!(
-                !common::shared_required(),
-                "{} is missing under CI",
-                path.display()
-            );
-            eprintln!("SKIP: {} not found", path.display());
-            None
-        }
-    }
-}
 
 #[test]
 fn wire_names_are_unique() {
@@ -195,10 +157,9 @@ fn concrete_paths(spec: &catalog::ToolSpec, template: &str) -> Vec<(String, Vec<
 }
 
 #[test]
+#[cfg_attr(no_pve_api, ignore = "needs ../shared/pve-api beside the project")]
 fn every_rest_row_exists_in_the_pve_schema() {
-    let Some(endpoints) = load_gz_json("pve-api/endpoints-pve-9.1.json.gz") else {
-        return;
-    };
+    let endpoints = common::pve_api_endpoints();
     let mut failures = Vec::new();
     for spec in catalog::all() {
         let Some((method, template)) = spec.backend.method_and_path() else {
@@ -318,10 +279,9 @@ const DELIBERATE: &[(&str, &str)] = &[
 /// Flags the reference users rely on (names, aliases, tier, module, category, flags,
 /// method, path) stay as they were, except the deliberate differences listed above.
 #[test]
+#[cfg_attr(no_reference_tools, ignore = "needs ../shared/spec beside the project")]
 fn rows_keep_the_reference_flags() {
-    let Some(reference) = load_json("spec/reference-tools.json") else {
-        return;
-    };
+    let reference = common::reference_tools();
     let by_name: BTreeMap<&str, &Value> = reference
         .as_array()
         .unwrap()

@@ -356,15 +356,104 @@ fn guide_commands_run() {
     }
 }
 
-/// The tool count the README states is the catalog's.
+const COUNT_BEGIN: &str = "<!-- tool-count -->";
+const COUNT_END: &str = "<!-- /tool-count -->";
+
+/// The README's claim about how many tools there are, from the catalog and the default
+/// registry (what a server with no policy variables exposes).
+fn tool_count_claim() -> String {
+    use nandi_proxmox_mcp::policy::Settings;
+    use nandi_proxmox_mcp::registry::{Capabilities, Registry};
+    let total = nandi_proxmox_mcp::catalog::all().count();
+    let defaults = Registry::build_for(&Settings::default(), Capabilities { ssh: false });
+    format!(
+        "up to {total} Proxmox tools ({} with the defaults: read-only tier, core module)",
+        defaults.canonical_count()
+    )
+}
+
+/// Issue 12.9: the README's tool counts come from the registry (`UPDATE_DOCS=1` rewrites them
+/// when tools are added), and no guide states another number of tools.
 #[test]
-fn readme_states_the_catalog_tool_count() {
+fn tool_counts_in_the_docs_come_from_the_registry() {
+    let path = root().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (Some(start), Some(end)) = (readme.find(COUNT_BEGIN), readme.find(COUNT_END)) else {
+        panic!("README.md lacks the {COUNT_BEGIN}…{COUNT_END} claim");
+    };
+    let claimed = &readme[start + COUNT_BEGIN.len()..end];
+    let expected = tool_count_claim();
+    if claimed != expected && updating() {
+        let text = format!(
+            "{}{expected}{}",
+            &readme[..start + COUNT_BEGIN.len()],
+            &readme[end..]
+        );
+        std::fs::write(&path, text).unwrap();
+    } else {
+        assert_eq!(
+            claimed, expected,
+            "README.md's tool count (UPDATE_DOCS=1 to rewrite)"
+        );
+    }
+    let stated = regex::Regex::new(r"\b\d+ (?:[A-Za-z]+ )?(?:tools|herramientas)\b").unwrap();
+    for guide in ["README.md", "docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
+        let text = std::fs::read_to_string(root().join(guide)).unwrap();
+        let outside_claim = match (text.find(COUNT_BEGIN), text.find(COUNT_END)) {
+            (Some(a), Some(b)) => format!("{}{}", &text[..a], &text[b..]),
+            _ => text,
+        };
+        let found: Vec<&str> = stated
+            .find_iter(&outside_claim)
+            .map(|m| m.as_str())
+            .collect();
+        assert!(
+            found.is_empty(),
+            "{guide} states a number of tools outside the generated claim: {found:?}"
+        );
+    }
+}
+
+/// Issue 12.6: the guides never tell people to keep the token secret in a file of their
+/// project; their `setup` lines read it from standard input.
+#[test]
+fn guides_keep_the_token_secret_out_of_the_project() {
+    for guide in ["docs/QUICKSTART.md", "docs/EMPEZAR.md", "README.md"] {
+        let text = std::fs::read_to_string(root().join(guide)).unwrap();
+        assert!(!text.contains("token.txt"), "{guide} mentions token.txt");
+    }
+    for guide in ["docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
+        let setups = guide_commands(guide, "setup");
+        assert!(!setups.is_empty(), "{guide} shows no setup line");
+        for words in setups {
+            assert!(
+                words.iter().any(|w| w == "--token-secret-stdin"),
+                "{guide}: {words:?}"
+            );
+            assert!(
+                !words.iter().any(|w| w.starts_with("--token-secret-file")),
+                "{guide}: {words:?}"
+            );
+        }
+    }
+}
+
+/// Issue 12.9: the guides say how to set up before the cluster is reachable, and name every
+/// guest of the demo (the template VM 9000 included).
+#[test]
+fn guides_cover_skip_connectivity_and_the_demo_guests() {
+    for guide in ["docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
+        let text = std::fs::read_to_string(root().join(guide)).unwrap();
+        assert!(text.contains("--skip-connectivity"), "{guide}");
+        for guest in ["101", "102", "9000", "201–203"] {
+            assert!(
+                text.contains(guest),
+                "{guide} does not name demo guest {guest}"
+            );
+        }
+    }
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let count = nandi_proxmox_mcp::catalog::all().count();
-    assert!(
-        readme.contains(&format!("{count} Proxmox tools")),
-        "README.md must say \"{count} Proxmox tools\""
-    );
+    assert!(readme.contains("template VM 9000"), "README.md");
 }
 
 /// The shell lines of a guide that run `nandi-proxmox-mcp <command>` (continuations joined).
@@ -407,11 +496,7 @@ async fn guide_setup_sequence_runs_against_the_emulator() {
     let opts = nandi_proxmox_mcp::emulator::EmulatorOptions::default();
     for guide in ["docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
         let dirs = common::CliDirs::new();
-        std::fs::write(
-            dirs.cwd.path().join("token.txt"),
-            format!("{}\n", opts.token_secret),
-        )
-        .unwrap();
+        let secret = format!("{}\n", opts.token_secret);
         for command in ["bootstrap", "setup", "doctor", "harden"] {
             let found = guide_commands(guide, command);
             assert!(!found.is_empty(), "{guide} shows no `{command}` line");
@@ -441,7 +526,10 @@ async fn guide_setup_sequence_runs_against_the_emulator() {
                     ]);
                 }
                 let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-                let out = dirs.run(&argv, &[], None).await;
+                let stdin = argv
+                    .contains(&"--token-secret-stdin")
+                    .then_some(secret.as_str());
+                let out = dirs.run(&argv, &[], stdin).await;
                 assert!(
                     out.status.success(),
                     "{guide}: {argv:?}\n{}",

@@ -20,16 +20,6 @@ use serde_json::Value;
 
 type Needs = BTreeSet<(String, String)>;
 
-fn load_endpoints() -> Option<Value> {
-    let path = common::shared_dir().join("pve-api/endpoints-pve-9.1.json.gz");
-    let Ok(file) = std::fs::File::open(&path) else {
-        assert!(!common::in_ci(), "{} missing under CI", path.display());
-        eprintln!("skipping: {} not found", path.display());
-        return None;
-    };
-    Some(serde_json::from_reader(flate2::read::GzDecoder::new(file)).expect("gzip JSON"))
-}
-
 fn privs_of(list: &Value) -> Vec<String> {
     match list {
         Value::Array(a) => a
@@ -257,10 +247,9 @@ fn render_doc(rows: &[Row]) -> String {
 }
 
 #[test]
+#[cfg_attr(no_pve_api, ignore = "needs ../shared/pve-api beside the project")]
 fn privileges_table_and_doc_are_current() {
-    let Some(endpoints) = load_endpoints() else {
-        return;
-    };
+    let endpoints = common::pve_api_endpoints();
     let rows = rows(&endpoints);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let source_path = root.join("src/cli/privileges.rs");

@@ -2,7 +2,8 @@
 //! entry looks there, and merging it in without disturbing anything else.
 //!
 //! Invariants: only our entry (under the instance's server key) is added or updated — every other
-//! server and key, and in TOML every comment, stays as it was; fields a person added to our entry
+//! server and key, and in TOML and VS Code's JSONC every comment, stays as it was (a change that
+//! would drop a comment writes nothing and says so); fields a person added to our entry
 //! by hand survive a re-run; a file that cannot be parsed is refused untouched.
 
 use std::collections::BTreeMap;
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use super::files::{self, FileError};
+use super::jsonc;
 use crate::config::{Paths, Scope};
 
 /// The clients `setup` can configure.
@@ -70,6 +72,12 @@ impl ClientId {
             ClientId::Codex => "mcp_servers",
             _ => "mcpServers",
         }
+    }
+
+    /// Whether the client reads its file as JSON with comments (JSONC): VS Code does, so
+    /// comments and trailing commas there are read and kept; the others want plain JSON.
+    pub fn reads_comments(self) -> bool {
+        matches!(self, ClientId::Vscode)
     }
 
     /// Whether this client only has a user-level file.
@@ -267,9 +275,37 @@ fn merge_json(
     key: &str,
     entry: &ServerEntry,
 ) -> Result<String, FileError> {
-    let mut root = files::read_json_object(path)?;
     let root_key = client.root_key();
-    if client == ClientId::Vscode && !root.contains_key(root_key) {
+    let mut doc = None;
+    let mut root = if client.reads_comments() {
+        let parsed =
+            jsonc::parse(&read_text(path)?).map_err(|e| files::malformed(path, &e.to_string()))?;
+        let root = parsed.root.clone();
+        doc = Some(parsed).filter(|d| d.has_comments);
+        root
+    } else {
+        files::read_json_object(path)?
+    };
+    let legacy = client == ClientId::Vscode && !root.contains_key(root_key);
+    if let Some(doc) = doc.as_mut() {
+        // Comments (or trailing commas): edit the text in place so every one of them stays.
+        let kept = |reason: &str| FileError::CommentsWouldBeLost {
+            path: path.to_path_buf(),
+            reason: reason.to_owned(),
+        };
+        if legacy && root.get("mcp").is_some_and(|m| m.get("servers").is_some()) {
+            return Err(kept("its servers are in the legacy `mcp.servers` layout"));
+        }
+        let merged = merged_entry(client, path, &mut root, key, entry)?;
+        let edit = if doc.root.contains_key(root_key) {
+            doc.set(&[root_key], key, &merged)
+        } else {
+            doc.set(&[], root_key, &json!({ key: merged }))
+        };
+        edit.map_err(|e| kept(&e.to_string()))?;
+        return Ok(doc.text().to_owned());
+    }
+    if legacy {
         // Legacy VS Code layout {"mcp": {"servers": {...}}}: move the servers to the root.
         if let Some(Value::Object(mcp)) = root.get_mut("mcp")
             && let Some(servers) = mcp.remove("servers")
@@ -280,6 +316,23 @@ fn merge_json(
             root.insert(root_key.to_owned(), servers);
         }
     }
+    let merged = merged_entry(client, path, &mut root, key, entry)?;
+    if let Some(Value::Object(servers)) = root.get_mut(root_key) {
+        servers.insert(key.to_owned(), merged);
+    }
+    Ok(files::pretty(&Value::Object(root)))
+}
+
+/// Our entry merged over the existing one under `root[root_key][key]` (creating an empty
+/// `root_key` object when absent): fields we do not set are kept, `env` merged key by key.
+fn merged_entry(
+    client: ClientId,
+    path: &Path,
+    root: &mut Map<String, Value>,
+    key: &str,
+    entry: &ServerEntry,
+) -> Result<Value, FileError> {
+    let root_key = client.root_key();
     let servers = root
         .entry(root_key.to_owned())
         .or_insert_with(|| Value::Object(Map::new()));
@@ -289,8 +342,8 @@ fn merge_json(
             &format!("`{root_key}` must be an object"),
         ));
     };
-    let mut merged = match servers.remove(key) {
-        Some(Value::Object(existing)) => existing,
+    let mut merged = match servers.get(key) {
+        Some(Value::Object(existing)) => existing.clone(),
         Some(_) => {
             return Err(files::malformed(
                 path,
@@ -314,8 +367,7 @@ fn merge_json(
         env.insert(k.clone(), json!(v));
     }
     merged.insert("env".into(), Value::Object(env));
-    servers.insert(key.to_owned(), Value::Object(merged));
-    Ok(files::pretty(&Value::Object(root)))
+    Ok(Value::Object(merged))
 }
 
 fn read_text(path: &Path) -> Result<String, FileError> {
@@ -385,7 +437,13 @@ pub fn read_entry(client: ClientId, path: &Path, key: &str) -> Result<Option<Ser
             .map(Some)
             .ok_or_else(|| "the entry needs `command`, string `args` and string `env`".into());
     }
-    let root = files::read_json_object(path).map_err(|e| e.to_string())?;
+    let root = if client.reads_comments() {
+        jsonc::parse(&read_text(path).map_err(|e| e.to_string())?)
+            .map_err(|e| format!("{} is not valid: {e}", path.display()))?
+            .root
+    } else {
+        files::read_json_object(path).map_err(|e| e.to_string())?
+    };
     let servers = root.get(client.root_key()).or_else(|| {
         (client == ClientId::Vscode)
             .then(|| root.get("mcp").and_then(|m| m.get("servers")))

@@ -13,14 +13,17 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-/// Prints the completion script to stdout.
+/// Prints the completion script to stdout. The script is rendered in memory first because
+/// `clap_complete` panics on a write error; a reader that closed the pipe early (`| head`)
+/// ends the command quietly.
 pub fn run(args: CompletionsArgs) -> Result<(), CliError> {
     let mut command = Cli::command();
+    let mut script = Vec::new();
     clap_complete::generate(
         args.shell,
         &mut command,
         env!("CARGO_PKG_NAME"),
-        &mut std::io::stdout(),
+        &mut script,
     );
-    Ok(())
+    super::write_stdout(&script)
 }

@@ -22,6 +22,18 @@ pub enum FileError {
         /// What is wrong (never the file's content).
         reason: String,
     },
+    /// The file is valid but its comments cannot be kept through the change.
+    #[error(
+        "{} was left as it is: {reason}, and its comments cannot be kept; add the entry by hand \
+         (`nandi-proxmox-mcp setup --print-config` prints it)",
+        path.display()
+    )]
+    CommentsWouldBeLost {
+        /// The file left untouched.
+        path: PathBuf,
+        /// What would have dropped comments.
+        reason: String,
+    },
     /// An I/O failure.
     #[error("{}: {source}", path.display())]
     Io {
@@ -177,6 +189,48 @@ pub fn ensure_gitignore(dir: &Path, entry: &str) -> Result<bool, FileError> {
     text.push('\n');
     write_atomic(&path, &text, false)?;
     Ok(true)
+}
+
+/// Why a file may be committed by mistake: it lies inside a git work tree and git does not
+/// ignore it (or git could not say).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unignored {
+    /// The work tree's top folder (the one holding `.git`).
+    pub work_tree: PathBuf,
+    /// `false` when `git check-ignore` could not run (git not installed, …): not confirmed.
+    pub confirmed: bool,
+}
+
+/// `Some` when `path` lies inside a git work tree and `git check-ignore` does not report it
+/// ignored — `git status` would show it, ready to commit. `None` outside any work tree or when
+/// it is ignored. Reads folder names and runs `git check-ignore` only; never reads the file.
+pub fn unignored_in_git_work_tree(path: &Path) -> Option<Unignored> {
+    let path = fs::canonicalize(path).ok()?;
+    let work_tree = path
+        .ancestors()
+        .skip(1)
+        .find(|dir| dir.join(".git").exists())?
+        .to_path_buf();
+    let status = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&work_tree)
+        .args(["check-ignore", "-q", "--"])
+        .arg(&path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    match status.map(|s| s.code()) {
+        Ok(Some(0)) => None,
+        Ok(Some(1)) => Some(Unignored {
+            work_tree,
+            confirmed: true,
+        }),
+        _ => Some(Unignored {
+            work_tree,
+            confirmed: false,
+        }),
+    }
 }
 
 #[cfg(test)]

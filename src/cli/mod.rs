@@ -10,6 +10,7 @@ mod completions;
 pub mod doctor;
 pub mod files;
 pub mod harden;
+mod jsonc;
 mod list;
 pub mod privileges;
 pub mod probe;
@@ -17,7 +18,7 @@ pub mod report;
 mod run;
 pub mod setup;
 pub mod sshkey;
-mod tools;
+pub mod tools;
 
 use clap::{Parser, Subcommand};
 use thiserror::Error;
@@ -28,7 +29,7 @@ use thiserror::Error;
     name = "nandi-proxmox-mcp",
     version,
     about = "MCP server for Proxmox VE: tiered, confirm-gated tools over the Proxmox REST API",
-    after_help = "Examples:\n  nandi-proxmox-mcp run --demo        try every tool against a built-in emulator\n  PVE_ACCESS_TIER=full nandi-proxmox-mcp tools --json\n  nandi-proxmox-mcp                   same as `run`: serve MCP over stdio"
+    after_help = "Examples:\n  nandi-proxmox-mcp run --demo        try the tools against a built-in emulator (read-only by default;\n                                      PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced for all)\n  PVE_ACCESS_TIER=full nandi-proxmox-mcp tools --json\n  nandi-proxmox-mcp                   same as `run`: serve MCP over stdio"
 )]
 pub struct Cli {
     /// The command; `run` when omitted.
@@ -102,6 +103,18 @@ impl CliError {
             CliError::Config(_) => 2,
             CliError::Runtime(_) | CliError::Red(_) => 1,
         }
+    }
+}
+
+/// Writes `bytes` to stdout. A reader that has closed the pipe (`| head`) wanted no more
+/// output: that ends the command successfully, without an error line.
+pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(CliError::Runtime(format!("cannot write to stdout: {e}"))),
     }
 }
 

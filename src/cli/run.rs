@@ -44,11 +44,10 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let (pve, connection_note, ssh_config) = if args.demo {
         let (emulator, client) = start_demo().await?;
         let note = format!(
-            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; sample guests 101, 102, 201, 202, 203). Nothing real is touched.",
+            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203). Nothing real is touched.",
             emulator.base_url()
         );
         eprintln!("nandi-proxmox-mcp: {note}");
-        eprintln!("nandi-proxmox-mcp: {}", settings.summary());
         _demo = Some(emulator);
         (Some(client), note, None)
     } else {
@@ -56,6 +55,12 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     };
     let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
     let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
+    if args.demo {
+        eprintln!(
+            "nandi-proxmox-mcp: {}",
+            super::tools::exposure(&registry, &settings)
+        );
+    }
 
     tracing::info!(
         tools = registry.canonical_count(),
@@ -192,11 +197,24 @@ fn connect_from_config() -> Result<Connected, CliError> {
     Ok((Some(client), note, config.ssh))
 }
 
+/// Said on stderr when a person starts `run` at a terminal: without it the server looks hung.
+pub const WAITING_ON_A_TERMINAL: &str = "waiting for an MCP client on stdin (this is meant to be started by an MCP client; Ctrl-C to stop)";
+
+/// Serves MCP over stdin/stdout. Input that ends before an `initialize` request (Ctrl-D at a
+/// terminal, a client that gives up) is a normal exit, not a failure.
 async fn serve_stdio(server: Server) -> Result<(), CliError> {
-    let service = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| CliError::Runtime(format!("MCP initialization failed: {e}")))?;
+    use std::io::IsTerminal as _;
+    if std::io::stdin().is_terminal() {
+        eprintln!("nandi-proxmox-mcp: {WAITING_ON_A_TERMINAL}");
+    }
+    let service = match server.serve(rmcp::transport::stdio()).await {
+        Ok(service) => service,
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
+            tracing::debug!(%during, "stdin closed before the MCP handshake; nothing to serve");
+            return Ok(());
+        }
+        Err(e) => return Err(CliError::Runtime(format!("MCP initialization failed: {e}"))),
+    };
     let cancel = service.cancellation_token();
     tokio::select! {
         finished = service.waiting() => {

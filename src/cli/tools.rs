@@ -40,26 +40,70 @@ pub fn print(args: ToolsArgs) -> Result<(), CliError> {
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::Runtime(e.to_string()))?;
         println!("{text}");
     } else {
-        println!(
-            "{} tools and {} aliases registered ({})",
-            registry.canonical_count(),
-            registry.alias_count(),
-            settings.summary()
-        );
-        for entry in registry.entries().iter().filter(|e| e.alias_for.is_none()) {
+        println!("{}", exposure(&registry, &settings));
+        print!("{}", table(&registry));
+    }
+    Ok(())
+}
+
+/// The one sentence every surface (`tools`, the demo banner, the docs) uses for how many tools
+/// the settings expose out of the whole catalog, and how to see them all.
+pub fn exposure(registry: &Registry, settings: &Settings) -> String {
+    let total = crate::catalog::all().count();
+    let exposed = registry.canonical_count();
+    let aliases = match registry.alias_count() {
+        0 => String::new(),
+        1 => ", plus 1 legacy alias name".to_owned(),
+        n => format!(", plus {n} legacy alias names"),
+    };
+    let how_to_see_more = if exposed < total {
+        format!(
+            "; PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced exposes all {total} (SSH tools \
+             need SSH configured; `nandi-proxmox-mcp tools --all-backends` lists them)"
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        "{exposed} of {total} tools exposed{aliases} ({}){how_to_see_more}",
+        settings.summary()
+    )
+}
+
+/// The canonical tools as aligned columns: name, tier, module, category, method and path.
+/// Column widths come from the rows, so no long value (e.g. `monitoring`) shifts a row.
+fn table(registry: &Registry) -> String {
+    let rows: Vec<[String; 5]> = registry
+        .entries()
+        .iter()
+        .filter(|e| e.alias_for.is_none())
+        .map(|entry| {
             let spec = entry.spec;
             let (method, path) = spec.backend.summary();
             let confirm = if spec.confirm { " confirm" } else { "" };
-            println!(
-                "{:<34} {:<12} {:<8} {:<7} {method} {path}{confirm}",
-                spec.name,
-                spec.tier.as_str(),
-                spec.module.as_str(),
-                spec.category.as_str(),
-            );
+            [
+                spec.name.to_owned(),
+                spec.tier.as_str().to_owned(),
+                spec.module.as_str().to_owned(),
+                spec.category.as_str().to_owned(),
+                format!("{method} {path}{confirm}"),
+            ]
+        })
+        .collect();
+    let mut widths = [0usize; 4];
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row.iter()) {
+            *width = (*width).max(cell.chars().count());
         }
     }
-    Ok(())
+    let mut out = String::new();
+    for [name, tier, module, category, request] in &rows {
+        let [w0, w1, w2, w3] = widths;
+        out.push_str(&format!(
+            "{name:<w0$} {tier:<w1$} {module:<w2$} {category:<w3$} {request}\n"
+        ));
+    }
+    out
 }
 
 /// Whether the configuration `run` would load has SSH settings. A configuration that does not

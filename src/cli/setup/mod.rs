@@ -193,6 +193,9 @@ pub async fn run(args: SetupArgs) -> Result<(), CliError> {
              prefer --token-secret-file PATH or --token-secret-stdin"
         );
     }
+    if let Some(file) = &args.token_secret_file {
+        warn_if_committable(file);
+    }
     let scripted = args.proxmox_host.is_some()
         || args.proxmox_user.is_some()
         || args.token_name.is_some()
@@ -208,6 +211,28 @@ pub async fn run(args: SetupArgs) -> Result<(), CliError> {
         }
     };
     apply::finish(&args, &c, answers, tier).await
+}
+
+/// Warns when the token secret's file would show up in `git status`: setup has stored the
+/// secret in the git-ignored instance file, so the copy is only a risk.
+fn warn_if_committable(file: &Path) {
+    if file == Path::new("-") {
+        return;
+    }
+    if let Some(found) = super::files::unignored_in_git_work_tree(file) {
+        let how = if found.confirmed {
+            "is not git-ignored"
+        } else {
+            "may not be git-ignored (git could not tell)"
+        };
+        eprintln!(
+            "warning: the token secret file {} lies inside the git work tree {} and {how}: \
+             `git status` shows it ready to commit. Delete it once setup has stored the secret \
+             (or add it to .gitignore); next time prefer --token-secret-stdin",
+            file.display(),
+            found.work_tree.display()
+        );
+    }
 }
 
 /// What the user told us, in instance-file keys.

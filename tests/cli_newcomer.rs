@@ -1,0 +1,247 @@
+//! What a newcomer meets on the command line: one story about how many tools are exposed,
+//! an aligned `tools` table, no stray TLS error line during `setup`, secret files that are
+//! about to be committed, and VS Code's commented `mcp.json`.
+
+mod common;
+
+use common::{CliDirs, setup_flags, text_of};
+use serde_json::Value;
+
+const SECRET: &str = "emulator-secret-token\n";
+const FULL: &[(&str, &str)] = &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")];
+
+fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Issue 12.9: the `tools` header, `tools --json` and the catalog agree, and the header says
+/// how to see the rest.
+#[tokio::test]
+async fn the_tools_header_counts_exposed_of_all_and_says_how_to_see_more() {
+    let d = CliDirs::new();
+    let total = nandi_proxmox_mcp::catalog::all().count();
+    let json = d.run(&["tools", "--json"], &[], None).await;
+    let doc: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let exposed = doc["toolCount"].as_u64().expect("count");
+    let aliases = doc["aliasCount"].as_u64().expect("count");
+    let table = stdout_of(&d.run(&["tools"], &[], None).await);
+    let header = table.lines().next().expect("header");
+    assert!(
+        header.starts_with(&format!(
+            "{exposed} of {total} tools exposed, plus {aliases} legacy alias names (access tier read-only, module mode core)"
+        )),
+        "{header}"
+    );
+    assert!(
+        header.contains(&format!(
+            "PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced exposes all {total}"
+        )),
+        "{header}"
+    );
+    assert_eq!(
+        table.lines().count() as u64,
+        exposed + 1,
+        "one row per tool"
+    );
+    let all = stdout_of(&d.run(&["tools", "--all-backends"], FULL, None).await);
+    assert!(
+        all.starts_with(&format!("{total} of {total} tools exposed")),
+        "{all}"
+    );
+}
+
+/// Issue 12.9: `--help` does not promise every tool from a default (read-only) demo.
+#[tokio::test]
+async fn help_says_the_demo_is_read_only_by_default() {
+    let help = stdout_of(&CliDirs::new().run(&["--help"], &[], None).await);
+    assert!(!help.contains("every tool"), "{help}");
+    assert!(help.contains("read-only by default"), "{help}");
+}
+
+/// Issue 12.9: every column of the `tools` table starts at the same place on every row,
+/// `monitoring` rows included.
+#[tokio::test]
+async fn the_tools_table_is_aligned() {
+    let out = CliDirs::new()
+        .run(&["tools", "--all-backends"], FULL, None)
+        .await;
+    let table = stdout_of(&out);
+    let rows: Vec<&str> = table.lines().skip(1).collect();
+    assert!(rows.iter().any(|r| r.contains(" monitoring ")), "{table}");
+    let column_starts = |row: &str| -> Vec<usize> {
+        let mut starts = Vec::new();
+        let mut previous = ' ';
+        for (i, c) in row.char_indices() {
+            if c != ' ' && previous == ' ' {
+                starts.push(i);
+            }
+            previous = c;
+        }
+        starts.truncate(5);
+        starts
+    };
+    let first = column_starts(rows[0]);
+    assert_eq!(first.len(), 5, "{}", rows[0]);
+    for row in &rows {
+        assert_eq!(column_starts(row), first, "misaligned: {row}");
+    }
+}
+
+/// Issue 12.9: the demo banner tells the same story as `tools`, and names the template VM.
+#[tokio::test]
+async fn the_demo_banner_matches_the_tools_header() {
+    let d = CliDirs::new();
+    let header = stdout_of(&d.run(&["tools"], &[], None).await)
+        .lines()
+        .next()
+        .expect("header")
+        .to_owned();
+    let demo = d.run(&["run", "--demo"], &[], None).await;
+    let stderr = String::from_utf8_lossy(&demo.stderr);
+    assert!(stderr.contains(&header), "{stderr}");
+    assert!(stderr.contains("template VM 9000"), "{stderr}");
+}
+
+/// Issue 12.9: an untrusted certificate during `setup` is reported once, as the RED item with
+/// the fingerprint to pin — not also as a stray `ERROR rustls_platform_verifier` log line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untrusted_certificate_leaves_no_stray_error_line() {
+    let emu = common::emulator().await;
+    let fingerprint = emu.cert_fingerprint().expect("https");
+    let flags: Vec<String> = setup_flags(&emu)
+        .into_iter()
+        .filter(|f| f != "--tls-fingerprint" && *f != fingerprint)
+        .collect();
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--clients", "cursor"]);
+    for rust_log in ["warn", "info"] {
+        let d = CliDirs::new();
+        let out = d.run(&args, &[("RUST_LOG", rust_log)], Some(SECRET)).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stdout_of(&out).contains("[RED] listNodes: TLS failed"),
+            "{}",
+            text_of(&out)
+        );
+        assert!(!stderr.contains("rustls_platform_verifier"), "{stderr}");
+        assert!(!stderr.contains("ERROR"), "{stderr}");
+    }
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let status = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("git runs");
+    assert!(status.success(), "git {args:?}");
+}
+
+/// Issue 12.6: a token secret file inside a git work tree that git does not ignore is
+/// called out (it would be committed); once ignored, or outside any work tree, no warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_file_git_would_commit_is_called_out() {
+    let emu = common::emulator().await;
+    let flags: Vec<String> = setup_flags(&emu)
+        .into_iter()
+        .map(|f| {
+            if f == "--token-secret-stdin" {
+                "--token-secret-file=./token.txt".to_owned()
+            } else {
+                f
+            }
+        })
+        .collect();
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--clients", "cursor", "--skip-connectivity"]);
+    let warning = "lies inside the git work tree";
+
+    let d = CliDirs::new();
+    std::fs::write(d.cwd.path().join("token.txt"), SECRET).unwrap();
+    let outside = d.run(&args, &[], None).await;
+    assert!(outside.status.success(), "{}", text_of(&outside));
+    assert!(!String::from_utf8_lossy(&outside.stderr).contains(warning));
+
+    git(d.cwd.path(), &["init", "-q"]);
+    let inside = d.run(&args, &[], None).await;
+    assert!(inside.status.success(), "{}", text_of(&inside));
+    let stderr = String::from_utf8_lossy(&inside.stderr);
+    assert!(stderr.contains(warning), "{stderr}");
+    assert!(stderr.contains("token.txt"), "{stderr}");
+    assert!(stderr.contains("--token-secret-stdin"), "{stderr}");
+    assert!(
+        !stderr.contains(SECRET.trim()),
+        "the secret itself is never shown"
+    );
+
+    let ignore = d.cwd.path().join(".gitignore");
+    let mut text = std::fs::read_to_string(&ignore).unwrap_or_default();
+    text.push_str("token.txt\n");
+    std::fs::write(&ignore, text).unwrap();
+    let ignored = d.run(&args, &[], None).await;
+    assert!(ignored.status.success(), "{}", text_of(&ignored));
+    assert!(!String::from_utf8_lossy(&ignored.stderr).contains(warning));
+}
+
+/// Issue 12.7: VS Code's `.vscode/mcp.json` may hold comments and trailing commas (JSONC);
+/// `setup` merges its entry and keeps every comment, and a re-run updates the entry in place.
+/// When a comment sits inside our own entry it cannot be kept: nothing is written, and the
+/// report says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vscode_jsonc_keeps_its_comments() {
+    use nandi_proxmox_mcp::cli::clients::{ClientId, read_entry};
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let file = d.cwd.path().join(".vscode/mcp.json");
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    let original = r#"{
+  // My servers. Keep this note.
+  "servers": {
+    "other": {
+      "command": "other-server", /* why: pinned */
+    },
+  },
+  "inputs": [], // prompts go here
+}
+"#;
+    std::fs::write(&file, original).unwrap();
+    let flags = setup_flags(&emu);
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--clients", "vscode", "--skip-connectivity"]);
+    let comments = [
+        "// My servers. Keep this note.",
+        "/* why: pinned */",
+        "// prompts go here",
+    ];
+    for run in 0..2 {
+        let out = d.run(&args, &[], Some(SECRET)).await;
+        assert!(out.status.success(), "run {run}: {}", text_of(&out));
+        let text = std::fs::read_to_string(&file).unwrap();
+        for comment in comments {
+            assert!(text.contains(comment), "run {run}: {comment} lost:\n{text}");
+        }
+        assert_eq!(text.matches("\"proxmox\"").count(), 1, "{text}");
+        let ours = read_entry(ClientId::Vscode, &file, "proxmox")
+            .expect("readable")
+            .expect("our entry");
+        assert!(ours.args.contains(&"run".to_owned()), "{ours:?}");
+        let other = read_entry(ClientId::Vscode, &file, "other")
+            .unwrap()
+            .unwrap();
+        assert_eq!(other.command, "other-server");
+    }
+
+    let inside = r#"{"servers": {"proxmox": {"command": "x", "args": [], "env": {} /* mine */}}}"#;
+    std::fs::write(&file, inside).unwrap();
+    let out = d.run(&args, &[], Some(SECRET)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(
+        stdout_of(&out).contains("its comments cannot be kept"),
+        "{}",
+        text_of(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), inside);
+}
