@@ -38,7 +38,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_run_remote_diagnostic",
         title: "Run a diagnostic command in a container",
-        description: "Run one of five fixed diagnostics in a container (pct exec). `command` must be exactly one of: \"uname -a\", \"uptime\", \"df -h\", \"free -m\", \"docker ps --format '{{.Names}} {{.Status}}'\" (names and status of running Docker containers). Anything else is refused; free-form commands are pve_exec_in_container (full tier). Returns {stdout, node, route}.",
+        description: "Run one fixed diagnostic in a container (pct exec); command is exactly one of: uname -a, uptime, df -h, free -m, docker ps --format '{{.Names}} {{.Status}}'. Returns {stdout, node, route}.",
         category: Category::Remote,
         tier: Tier::ReadExecute,
         effect: INSPECT,
