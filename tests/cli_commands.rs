@@ -145,6 +145,96 @@ async fn harden_is_idempotent_and_refuses_malformed_settings() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn harden_writes_rules_only_for_tools_the_instance_tier_lists() {
+    let d = CliDirs::new();
+    let settings = d.cwd.path().join(".claude/settings.json");
+    let ask = |path: &std::path::Path| -> Vec<String> {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v["permissions"]["ask"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect()
+    };
+    // The Claude Code entry of `lab` starts the server at read-execute.
+    std::fs::write(
+        d.cwd.path().join(".mcp.json"),
+        r#"{"mcpServers":{"lab":{"command":"nandi-proxmox-mcp","args":["run"],"env":{"PVE_ACCESS_TIER":"read-execute"}}}}"#,
+    )
+    .unwrap();
+    let out = d.run(&["harden", "--name", "lab"], &[], None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        stdout(&out).contains("tier read-execute from its Claude Code entry"),
+        "{}",
+        stdout(&out)
+    );
+    let rules = ask(&settings);
+    assert!(rules.iter().any(|r| r == "mcp__lab__pve_stop_qemu_vm"));
+    assert!(
+        rules.iter().any(|r| r == "mcp__lab__stopVM"),
+        "aliases covered"
+    );
+    for full_only in [
+        "pve_qemu_delete",
+        "pve_exec_in_container",
+        "pve_create_user",
+    ] {
+        assert!(
+            !rules.iter().any(|r| r == &format!("mcp__lab__{full_only}")),
+            "{full_only} is not listed at read-execute: {rules:?}"
+        );
+    }
+    // The flag wins over the entry; read-only lists no gated tool, so nothing is added.
+    let before = std::fs::read_to_string(&settings).unwrap();
+    let out = d
+        .run(
+            &["harden", "--name", "lab", "--access-tier", "read-only"],
+            &[],
+            None,
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        stdout(&out).contains("0 gated tool name(s)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), before);
+    let out = d
+        .run(
+            &["harden", "--name", "lab", "--access-tier", "full"],
+            &[],
+            None,
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        ask(&settings)
+            .iter()
+            .any(|r| r == "mcp__lab__pve_qemu_delete")
+    );
+    let out = d
+        .run(
+            &["harden", "--name", "lab", "--access-tier", "admin"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    // An entry with an invalid tier is reported, not guessed.
+    std::fs::write(
+        d.cwd.path().join(".mcp.json"),
+        r#"{"mcpServers":{"bad":{"command":"x","env":{"PVE_ACCESS_TIER":"root"}}}}"#,
+    )
+    .unwrap();
+    let out = d.run(&["harden", "--name", "bad"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(stdout(&out).contains("FAILED"), "{}", stdout(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_completions_and_help() {
     let d = CliDirs::new();
     let out = d.run(&["list"], &[], None).await;

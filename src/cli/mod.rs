@@ -15,6 +15,7 @@ pub mod privileges;
 pub mod probe;
 pub mod report;
 mod run;
+mod scope_flag;
 pub mod setup;
 pub mod sshkey;
 mod tools;
