@@ -12,6 +12,7 @@ pub mod files;
 pub mod harden;
 mod list;
 pub mod privileges;
+pub mod privileges_keys;
 pub mod probe;
 pub mod report;
 mod run;
