@@ -5,6 +5,7 @@ mod common;
 use common::{CliDirs, text_of};
 use nandi_proxmox_mcp::catalog::Tier;
 use nandi_proxmox_mcp::cli::bootstrap::{privileges_for, role_name};
+use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use serde_json::Value;
 
 fn stdout(out: &std::process::Output) -> String {
@@ -53,6 +54,141 @@ async fn bootstrap_prints_a_least_privilege_role_per_tier() {
     assert_eq!(out.status.code(), Some(2));
     let out = d.run(&["bootstrap", "--user", "-x"], &[], None).await;
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_grants_the_role_on_a_validated_acl_path() {
+    let d = CliDirs::new();
+    let out = d
+        .run(
+            &["bootstrap", "--tier", "full", "--acl-path", "/pool/lab"],
+            &[],
+            None,
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("pveum acl modify /pool/lab --users mcp@pve --roles NandiMcpFull"),
+        "{text}"
+    );
+    assert!(!text.contains("pveum acl modify / "), "{text}");
+    // A pool holds guests and storages only: node, cluster and SDN checks are named.
+    assert!(text.contains("does not reach these checks"), "{text}");
+    assert!(text.contains("Sys.Audit on /nodes/{node}"), "{text}");
+    assert!(
+        text.contains("SDN.Use on /sdn/zones/localnetwork/{bridge}"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("VM.Config.CPU on"),
+        "guests are in the pool: {text}"
+    );
+    // The default grants on / and needs no note.
+    let text = stdout(&d.run(&["bootstrap", "--tier", "full"], &[], None).await);
+    assert!(text.contains("pveum acl modify / --users mcp@pve --roles NandiMcpFull"));
+    assert!(!text.contains("does not reach"), "{text}");
+    for bad in [
+        "pool/lab",
+        "/pool",
+        "/pool/lab;id",
+        "/pool/../x",
+        "/bogus/x",
+    ] {
+        let out = d.run(&["bootstrap", "--acl-path", bad], &[], None).await;
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text_of(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--acl-path"),
+            "{bad}: {}",
+            text_of(&out)
+        );
+        assert!(stdout(&out).is_empty(), "{bad}: nothing printed");
+    }
+}
+
+fn doctor_env(emu: &Emulator) -> Vec<(String, String)> {
+    let mut env = common::env_for(emu);
+    env.push(("PVE_ACCESS_TIER".into(), "full".into()));
+    env
+}
+
+async fn doctor_permissions(d: &CliDirs, emu: &Emulator) -> (Option<i32>, Value) {
+    let env = doctor_env(emu);
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = d
+        .run(
+            &["doctor", "--check", "permissions", "--json"],
+            &pairs,
+            None,
+        )
+        .await;
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text_of(&out)));
+    let item = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["check"] == "permissions")
+        .cloned()
+        .unwrap_or_else(|| panic!("no permissions item: {report:#}"));
+    (out.status.code(), item)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_names_a_missing_per_key_privilege_and_the_full_role_is_green() {
+    let d = CliDirs::new();
+    // The full role minus the per-key privileges CPU and cloud-init.
+    let granted: Vec<String> = privileges_for(Tier::Full)
+        .into_iter()
+        .filter(|p| !["VM.Config.CPU", "VM.Config.Cloudinit"].contains(p))
+        .map(str::to_owned)
+        .collect();
+    let emu = Emulator::start(EmulatorOptions {
+        privileges: Some(granted),
+        ..EmulatorOptions::default()
+    })
+    .await
+    .unwrap();
+    let (code, item) = doctor_permissions(&d, &emu).await;
+    assert_eq!(code, Some(1), "{item:#}");
+    assert_eq!(item["status"], "RED", "{item:#}");
+    let detail = item["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("pve_set_qemu_cloudinit (VM.Config.Cloudinit)"),
+        "{detail}"
+    );
+    let update = detail
+        .split("; ")
+        .find(|t| t.contains("pve_qemu_update_config ("))
+        .unwrap_or_else(|| panic!("{detail}"));
+    assert!(
+        update.contains("VM.Config.CPU") && update.contains("VM.Config.Cloudinit"),
+        "{update}"
+    );
+    assert!(
+        detail.contains("pve_lxc_update_config (VM.Config.CPU)"),
+        "{detail}"
+    );
+    let fix = item["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("VM.Config.CPU") && fix.contains("bootstrap --tier full"),
+        "{fix}"
+    );
+    // Exactly the privileges bootstrap's full role holds: every registered tool is covered.
+    let emu = Emulator::start(EmulatorOptions {
+        privileges: Some(
+            privileges_for(Tier::Full)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
+        ..EmulatorOptions::default()
+    })
+    .await
+    .unwrap();
+    let (code, item) = doctor_permissions(&d, &emu).await;
+    assert_eq!(item["status"], "GREEN", "{item:#}");
+    assert_eq!(code, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
