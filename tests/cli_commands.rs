@@ -5,6 +5,7 @@ mod common;
 use common::{CliDirs, text_of};
 use nandi_proxmox_mcp::catalog::Tier;
 use nandi_proxmox_mcp::cli::bootstrap::{privileges_for, role_name};
+use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use serde_json::Value;
 
 fn stdout(out: &std::process::Output) -> String {
@@ -53,6 +54,141 @@ async fn bootstrap_prints_a_least_privilege_role_per_tier() {
     assert_eq!(out.status.code(), Some(2));
     let out = d.run(&["bootstrap", "--user", "-x"], &[], None).await;
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_grants_the_role_on_a_validated_acl_path() {
+    let d = CliDirs::new();
+    let out = d
+        .run(
+            &["bootstrap", "--tier", "full", "--acl-path", "/pool/lab"],
+            &[],
+            None,
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("pveum acl modify /pool/lab --users mcp@pve --roles NandiMcpFull"),
+        "{text}"
+    );
+    assert!(!text.contains("pveum acl modify / "), "{text}");
+    // A pool holds guests and storages only: node, cluster and SDN checks are named.
+    assert!(text.contains("does not reach these checks"), "{text}");
+    assert!(text.contains("Sys.Audit on /nodes/{node}"), "{text}");
+    assert!(
+        text.contains("SDN.Use on /sdn/zones/localnetwork/{bridge}"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("VM.Config.CPU on"),
+        "guests are in the pool: {text}"
+    );
+    // The default grants on / and needs no note.
+    let text = stdout(&d.run(&["bootstrap", "--tier", "full"], &[], None).await);
+    assert!(text.contains("pveum acl modify / --users mcp@pve --roles NandiMcpFull"));
+    assert!(!text.contains("does not reach"), "{text}");
+    for bad in [
+        "pool/lab",
+        "/pool",
+        "/pool/lab;id",
+        "/pool/../x",
+        "/bogus/x",
+    ] {
+        let out = d.run(&["bootstrap", "--acl-path", bad], &[], None).await;
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text_of(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("--acl-path"),
+            "{bad}: {}",
+            text_of(&out)
+        );
+        assert!(stdout(&out).is_empty(), "{bad}: nothing printed");
+    }
+}
+
+fn doctor_env(emu: &Emulator) -> Vec<(String, String)> {
+    let mut env = common::env_for(emu);
+    env.push(("PVE_ACCESS_TIER".into(), "full".into()));
+    env
+}
+
+async fn doctor_permissions(d: &CliDirs, emu: &Emulator) -> (Option<i32>, Value) {
+    let env = doctor_env(emu);
+    let pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = d
+        .run(
+            &["doctor", "--check", "permissions", "--json"],
+            &pairs,
+            None,
+        )
+        .await;
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text_of(&out)));
+    let item = report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["check"] == "permissions")
+        .cloned()
+        .unwrap_or_else(|| panic!("no permissions item: {report:#}"));
+    (out.status.code(), item)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_names_a_missing_per_key_privilege_and_the_full_role_is_green() {
+    let d = CliDirs::new();
+    // The full role minus the per-key privileges CPU and cloud-init.
+    let granted: Vec<String> = privileges_for(Tier::Full)
+        .into_iter()
+        .filter(|p| !["VM.Config.CPU", "VM.Config.Cloudinit"].contains(p))
+        .map(str::to_owned)
+        .collect();
+    let emu = Emulator::start(EmulatorOptions {
+        privileges: Some(granted),
+        ..EmulatorOptions::default()
+    })
+    .await
+    .unwrap();
+    let (code, item) = doctor_permissions(&d, &emu).await;
+    assert_eq!(code, Some(1), "{item:#}");
+    assert_eq!(item["status"], "RED", "{item:#}");
+    let detail = item["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("pve_set_qemu_cloudinit (VM.Config.Cloudinit)"),
+        "{detail}"
+    );
+    let update = detail
+        .split("; ")
+        .find(|t| t.contains("pve_qemu_update_config ("))
+        .unwrap_or_else(|| panic!("{detail}"));
+    assert!(
+        update.contains("VM.Config.CPU") && update.contains("VM.Config.Cloudinit"),
+        "{update}"
+    );
+    assert!(
+        detail.contains("pve_lxc_update_config (VM.Config.CPU)"),
+        "{detail}"
+    );
+    let fix = item["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("VM.Config.CPU") && fix.contains("bootstrap --tier full"),
+        "{fix}"
+    );
+    // Exactly the privileges bootstrap's full role holds: every registered tool is covered.
+    let emu = Emulator::start(EmulatorOptions {
+        privileges: Some(
+            privileges_for(Tier::Full)
+                .into_iter()
+                .map(str::to_owned)
+                .collect(),
+        ),
+        ..EmulatorOptions::default()
+    })
+    .await
+    .unwrap();
+    let (code, item) = doctor_permissions(&d, &emu).await;
+    assert_eq!(item["status"], "GREEN", "{item:#}");
+    assert_eq!(code, Some(0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,6 +278,96 @@ async fn harden_is_idempotent_and_refuses_malformed_settings() {
         std::fs::read_to_string(&settings).unwrap(),
         r#"{"permissions":{"ask":"no"}}"#
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn harden_writes_rules_only_for_tools_the_instance_tier_lists() {
+    let d = CliDirs::new();
+    let settings = d.cwd.path().join(".claude/settings.json");
+    let ask = |path: &std::path::Path| -> Vec<String> {
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        v["permissions"]["ask"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_owned())
+            .collect()
+    };
+    // The Claude Code entry of `lab` starts the server at read-execute.
+    std::fs::write(
+        d.cwd.path().join(".mcp.json"),
+        r#"{"mcpServers":{"lab":{"command":"nandi-proxmox-mcp","args":["run"],"env":{"PVE_ACCESS_TIER":"read-execute"}}}}"#,
+    )
+    .unwrap();
+    let out = d.run(&["harden", "--name", "lab"], &[], None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        stdout(&out).contains("tier read-execute from its Claude Code entry"),
+        "{}",
+        stdout(&out)
+    );
+    let rules = ask(&settings);
+    assert!(rules.iter().any(|r| r == "mcp__lab__pve_stop_qemu_vm"));
+    assert!(
+        rules.iter().any(|r| r == "mcp__lab__stopVM"),
+        "aliases covered"
+    );
+    for full_only in [
+        "pve_qemu_delete",
+        "pve_exec_in_container",
+        "pve_create_user",
+    ] {
+        assert!(
+            !rules.iter().any(|r| r == &format!("mcp__lab__{full_only}")),
+            "{full_only} is not listed at read-execute: {rules:?}"
+        );
+    }
+    // The flag wins over the entry; read-only lists no gated tool, so nothing is added.
+    let before = std::fs::read_to_string(&settings).unwrap();
+    let out = d
+        .run(
+            &["harden", "--name", "lab", "--access-tier", "read-only"],
+            &[],
+            None,
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        stdout(&out).contains("0 gated tool name(s)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), before);
+    let out = d
+        .run(
+            &["harden", "--name", "lab", "--access-tier", "full"],
+            &[],
+            None,
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        ask(&settings)
+            .iter()
+            .any(|r| r == "mcp__lab__pve_qemu_delete")
+    );
+    let out = d
+        .run(
+            &["harden", "--name", "lab", "--access-tier", "admin"],
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    // An entry with an invalid tier is reported, not guessed.
+    std::fs::write(
+        d.cwd.path().join(".mcp.json"),
+        r#"{"mcpServers":{"bad":{"command":"x","env":{"PVE_ACCESS_TIER":"root"}}}}"#,
+    )
+    .unwrap();
+    let out = d.run(&["harden", "--name", "bad"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(stdout(&out).contains("FAILED"), "{}", stdout(&out));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -92,14 +92,9 @@ async fn scripted_setup_writes_every_client_and_doctor_is_green() {
     }
     let vscode = read_json(&d.cwd.path().join(".vscode/mcp.json"));
     assert_eq!(vscode["servers"]["lab-cluster"]["type"], "stdio");
-    let rules = read_json(&d.cwd.path().join(".claude/settings.json"));
-    assert!(
-        rules["permissions"]["ask"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r == "mcp__lab-cluster__pve_stop_qemu_vm")
-    );
+    // Read-only lists no confirm-gated tool, so no ask rule is written for it.
+    let rules = d.cwd.path().join(".claude/settings.json");
+    assert!(!std::fs::read_to_string(&rules).is_ok_and(|r| r.contains("pve_stop_qemu_vm")));
 
     let out = d
         .run(&["doctor", "--name", "lab-cluster", "--json"], &[], None)
@@ -461,6 +456,8 @@ async fn user_scope_writes_user_files_only() {
                 "claude-code,vscode,cursor",
                 "--name",
                 "home-lab",
+                "--access-tier",
+                "full",
             ],
             &[],
             Some(SECRET),

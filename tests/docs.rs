@@ -489,7 +489,7 @@ fn guide_commands(guide: &str, command: &str) -> Vec<Vec<String>> {
 
 /// The guides' own `bootstrap`, `setup`, `doctor` and `harden` lines, run as written except
 /// that the connection values point at the emulator: bootstrap prints a script, setup writes
-/// the files, doctor is all GREEN, harden adds the ask-rules.
+/// the files, doctor is all GREEN, harden reads the instance's tier (read-only: nothing to gate).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guide_setup_sequence_runs_against_the_emulator() {
     let emu = common::emulator().await;
@@ -540,15 +540,23 @@ async fn guide_setup_sequence_runs_against_the_emulator() {
                     assert!(!stdout.contains("[RED]"), "{guide}: {stdout}");
                     assert!(stdout.contains("[GREEN]"), "{guide}: {stdout}");
                 }
+                if args[0] == "harden" {
+                    assert!(
+                        stdout.contains("tier read-only from its Claude Code entry"),
+                        "{guide}: {stdout}"
+                    );
+                }
             }
         }
         assert!(
             dirs.cwd.path().join(".mcp.json").is_file(),
             "{guide}: no .mcp.json"
         );
+        // A read-only instance lists no confirm-gated tool: no ask rule is written.
         assert!(
-            dirs.cwd.path().join(".claude/settings.json").is_file(),
-            "{guide}: no ask-rules"
+            !std::fs::read_to_string(dirs.cwd.path().join(".claude/settings.json"))
+                .is_ok_and(|s| s.contains("mcp__")),
+            "{guide}: ask-rules for tools a read-only server does not list"
         );
     }
 }

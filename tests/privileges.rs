@@ -3,11 +3,14 @@
 //! drift. `UPDATE_PRIVILEGES=1 cargo test --test privileges` rewrites them.
 //!
 //! Derivation: `check: ['perm', path, [privs]]` needs every listed privilege (with `'any', 1`,
-//! the first — the least powerful); `and` joins, `or` takes the alternative needing least;
+//! one of them: one the tool's parameters need anyway, else the first — the least powerful);
+//! `and` joins, `or` takes the alternative needing least;
 //! `perm-modify` needs `Permissions.Modify`; `userid-param`/`userid-group` need the named
 //! privileges on `/access/…`. `user: all` needs nothing — except that the endpoint's description
 //! names what filters the answer (a GET lists only objects with `*.Audit`) or what it needs for its
-//! plain use (a write, ignoring sentences about optional parameters/settings).
+//! plain use (a write, ignoring sentences about optional parameters/settings). On top of the
+//! endpoint's gate come the per-key checks Proxmox runs on guest configuration keys
+//! (`cli::privileges_keys`): a tool needs the union of both.
 
 mod common;
 
@@ -16,6 +19,7 @@ use std::fmt::Write as _;
 
 use nandi_proxmox_mcp::catalog::{self, Tier};
 use nandi_proxmox_mcp::cli::bootstrap::{privileges_for, role_name};
+use nandi_proxmox_mcp::cli::privileges_keys;
 use serde_json::Value;
 
 type Needs = BTreeSet<(String, String)>;
@@ -31,7 +35,9 @@ fn privs_of(list: &Value) -> Vec<String> {
     }
 }
 
-fn walk(check: &Value) -> Needs {
+/// What `check` requires, given `wanted` — the privileges the tool needs anyway (an `any` list
+/// is satisfied by one of them).
+fn walk(check: &Value, wanted: &Needs) -> Needs {
     let Some(items) = check.as_array() else {
         return Needs::new();
     };
@@ -46,17 +52,24 @@ fn walk(check: &Value) -> Needs {
             let privs = items.get(2).map(privs_of).unwrap_or_default();
             let any = items.iter().skip(3).any(|o| o == "any");
             let chosen: Vec<String> = if any {
-                privs.into_iter().take(1).collect()
+                if privs
+                    .iter()
+                    .any(|p| wanted.contains(&(path.clone(), p.clone())))
+                {
+                    Vec::new()
+                } else {
+                    privs.into_iter().take(1).collect()
+                }
             } else {
                 privs
             };
             chosen.into_iter().map(|p| (path.clone(), p)).collect()
         }
-        "and" => items.iter().skip(1).flat_map(walk).collect(),
+        "and" => items.iter().skip(1).flat_map(|c| walk(c, wanted)).collect(),
         "or" => items
             .iter()
             .skip(1)
-            .map(walk)
+            .map(|c| walk(c, wanted))
             .min_by_key(BTreeSet::len)
             .unwrap_or_default(),
         "perm-modify" => {
@@ -140,13 +153,17 @@ fn rows(endpoints: &Value) -> Vec<Row> {
             };
             let method = method.as_str();
             let perms = &endpoints[path][method]["permissions"];
+            let per_key: Needs = privileges_keys::parameter_needs(spec)
+                .into_iter()
+                .map(|(p, v)| (p.to_owned(), v.to_owned()))
+                .collect();
             let (needs, note) = if perms.is_null() {
                 (
                     Needs::new(),
                     "endpoint not in the PVE 9.1 schema".to_owned(),
                 )
             } else if let Some(check) = perms.get("check") {
-                (walk(check), String::new())
+                (walk(check, &per_key), String::new())
             } else {
                 let desc = perms["description"].as_str().unwrap_or_default();
                 let user = perms["user"].as_str().unwrap_or_default();
@@ -157,6 +174,16 @@ fn rows(endpoints: &Value) -> Vec<Row> {
                     "from the endpoint's description".to_owned()
                 };
                 (needs, note)
+            };
+            let (needs, note) = if per_key.is_empty() {
+                (needs, note)
+            } else {
+                let joined = if note.is_empty() {
+                    "plus the per-key checks of its parameters".to_owned()
+                } else {
+                    format!("{note}; plus the per-key checks of its parameters")
+                };
+                (needs.union(&per_key).cloned().collect(), joined)
             };
             Row {
                 tool: spec.name,
@@ -199,7 +226,14 @@ fn render_doc(rows: &[Row]) -> String {
          official PVE 9.1 API schema (the `permissions` of each tool's endpoint); do not edit by hand.\n\n\
          `nandi-proxmox-mcp bootstrap --tier <tier>` creates one role per tier holding exactly the\n\
          privileges below and grants it to the API user on `/` (privileges propagate to every\n\
-         guest, storage and node). Each tier includes the tools of the tiers below it.\n\n\
+         guest, storage and node), or on a narrower ACL path with `--acl-path` (e.g.\n\
+         `/pool/NAME`: only the guests and storages of that pool). Each tier includes the tools of\n\
+         the tiers below it.\n\n\
+         A tool needs the privileges its endpoint checks plus those Proxmox checks per\n\
+         configuration key (`cores` → VM.Config.CPU, `net0` → VM.Config.Network and SDN.Use on the\n\
+         bridge, `ciuser` → VM.Config.Cloudinit, a new disk → Datastore.AllocateSpace on its\n\
+         storage…; `src/cli/privileges_keys.rs`). `doctor --check permissions` runs the same\n\
+         table against the token.\n\n\
          ## Roles\n\n| tier | role | privileges |\n|---|---|---|\n",
     );
     for tier in Tier::ALL {
@@ -296,7 +330,7 @@ fn privileges_table_and_doc_are_current() {
 fn derivation_examples() {
     let stop: Value = serde_json::json!(["perm", "/vms/{vmid}", ["VM.PowerMgmt"]]);
     assert_eq!(
-        walk(&stop),
+        walk(&stop, &Needs::new()),
         [("/vms/{vmid}".to_owned(), "VM.PowerMgmt".to_owned())].into()
     );
     let any: Value = serde_json::json!([
@@ -306,10 +340,17 @@ fn derivation_examples() {
         "any",
         1
     ]);
-    assert_eq!(walk(&any).len(), 1);
+    assert_eq!(walk(&any, &Needs::new()).len(), 1);
+    // An `any` gate is met by a privilege the parameters need anyway: nothing extra.
+    let wanted: Needs = [(
+        "/storage/{storage}".to_owned(),
+        "Datastore.AllocateSpace".to_owned(),
+    )]
+    .into();
+    assert!(walk(&any, &wanted).is_empty());
     let or: Value =
         serde_json::json!(["or", ["userid-param", "self"], ["perm", "/", ["Sys.Audit"]]]);
-    assert!(walk(&or).is_empty());
+    assert!(walk(&or, &Needs::new()).is_empty());
     let d = from_description(
         "GET",
         "Only list VMs where you have VM.Audit permissions on /vms/<vmid>.",
@@ -355,4 +396,101 @@ fn read_only_role_grants_only_what_read_only_tools_need() {
     }
     assert!(privileges_for(Tier::ReadExecute).is_superset(&read_only));
     assert!(privileges_for(Tier::Full).is_superset(&privileges_for(Tier::ReadExecute)));
+}
+
+fn table_privileges(tool: &str) -> BTreeSet<&'static str> {
+    nandi_proxmox_mcp::cli::privileges::TOOL_PRIVILEGES
+        .iter()
+        .find(|(t, _)| *t == tool)
+        .map(|(_, needs)| needs.iter().map(|(_, p)| *p).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn guest_config_tools_need_every_per_key_privilege_of_their_parameters() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "pve_qemu_update_config",
+            &[
+                "VM.Config.CPU",
+                "VM.Config.Memory",
+                "VM.Config.Network",
+                "VM.Config.Cloudinit",
+                "VM.Config.Disk",
+                "VM.Config.CDROM",
+                "VM.Config.HWType",
+                "VM.Config.Options",
+                "SDN.Use",
+                "Datastore.AllocateSpace",
+            ],
+        ),
+        (
+            "pve_qemu_create",
+            &[
+                "VM.Allocate",
+                "VM.Config.CPU",
+                "VM.Config.Memory",
+                "VM.Config.Network",
+                "VM.Config.Cloudinit",
+                "VM.Config.HWType",
+                "VM.Config.Options",
+                "Datastore.AllocateSpace",
+                "SDN.Use",
+            ],
+        ),
+        ("pve_set_qemu_cloudinit", &["VM.Config.Cloudinit"]),
+        (
+            "pve_lxc_update_config",
+            &[
+                "VM.Config.CPU",
+                "VM.Config.Memory",
+                "VM.Config.Network",
+                "VM.Config.Disk",
+                "VM.Config.Options",
+                "SDN.Use",
+            ],
+        ),
+        (
+            "pve_lxc_create",
+            &[
+                "VM.Allocate",
+                "VM.Config.CPU",
+                "VM.Config.Memory",
+                "VM.Config.Network",
+                "VM.Config.Disk",
+                "VM.Config.Options",
+                "Datastore.AllocateSpace",
+                "Datastore.Audit",
+            ],
+        ),
+        (
+            "pve_restore_qemu_backup",
+            &["VM.Backup", "Datastore.AllocateSpace"],
+        ),
+    ];
+    let full = privileges_for(Tier::Full);
+    for (tool, expected) in cases {
+        let table = table_privileges(tool);
+        for privilege in *expected {
+            assert!(
+                table.contains(privilege),
+                "{tool} lacks {privilege}: {table:?}"
+            );
+            assert!(full.contains(privilege), "full role lacks {privilege}");
+        }
+    }
+    // Cloud-init alone meets the config endpoint's "any" gate: no disk privilege for it.
+    assert!(!table_privileges("pve_set_qemu_cloudinit").contains("VM.Config.Disk"));
+}
+
+#[test]
+fn no_tool_sends_a_key_only_root_may_set() {
+    for spec in catalog::all() {
+        assert_eq!(
+            privileges_keys::root_only_parameters(spec),
+            Vec::<&str>::new(),
+            "{} sends keys a token can never set",
+            spec.name
+        );
+    }
 }

@@ -310,7 +310,8 @@ async fn the_five_tools_work_through_the_binary() {
         json!({"ctid": 201, "command": "uptime; id"}),
     )
     .await;
-    assert_eq!(error["code"], "DIAGNOSTIC_COMMAND_NOT_ALLOWED");
+    // The command is an enum: validation refuses it before anything reaches SSH.
+    assert_eq!(error["code"], "TOOL_INPUT_REJECTED");
 
     let data = ok_data(&mut mcp, "pve_docker_ps_in_container", json!({"ctid": 201})).await;
     assert!(

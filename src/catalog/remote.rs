@@ -14,6 +14,16 @@ const INSPECT: Effect = Effect::Write {
     idempotent: true,
 };
 
+/// The commands `pve_run_remote_diagnostic` accepts, exactly (no trimming): its `command`
+/// enum, so clients and scanners see the closed set and validation refuses anything else.
+pub(super) const DIAGNOSTIC_COMMANDS: &[&str] = &[
+    "uname -a",
+    "uptime",
+    "df -h",
+    "free -m",
+    "docker ps --format '{{.Names}} {{.Status}}'",
+];
+
 /// SSH commands get the reference's 20 s.
 const SSH_TIMEOUT_MS: u64 = 20_000;
 
@@ -30,7 +40,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_run_remote_diagnostic",
         title: "Run a diagnostic command in a container",
-        description: "Run one of five fixed diagnostics in a container (pct exec): uname -a, uptime, df -h, free -m, docker ps. Returns {stdout, node, route}.",
+        description: "Run one fixed diagnostic in a container (pct exec); command is exactly one of: uname -a, uptime, df -h, free -m, docker ps --format '{{.Names}} {{.Status}}'. Returns {stdout, node, route}.",
         category: Category::Remote,
         legs: Legs::UNTRUSTED,
         tier: Tier::ReadExecute,
@@ -41,9 +51,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg(
                 "command",
                 ParamKind::String,
-                "One of the fixed diagnostic commands.",
+                "The diagnostic to run, exactly as listed.",
             )
-            .required(),
+            .required()
+            .one_of(DIAGNOSTIC_COMMANDS),
         ],
         backend: Backend::Ssh(SshOp::RemoteDiagnostic),
         timeout_ms: SSH_TIMEOUT_MS,
@@ -134,3 +145,32 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         ..ToolSpec::BASE
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::DIAGNOSTIC_COMMANDS;
+
+    #[test]
+    fn the_diagnostic_command_is_a_closed_enum_and_described_as_accepted() {
+        let spec = crate::catalog::find("pve_run_remote_diagnostic").unwrap();
+        let schema = crate::schema::input_schema(spec);
+        assert_eq!(
+            schema["properties"]["command"]["enum"],
+            json!(DIAGNOSTIC_COMMANDS)
+        );
+        for command in DIAGNOSTIC_COMMANDS {
+            assert!(spec.description.contains(command), "{command}");
+        }
+        let args = |command: &str| {
+            let Value::Object(map) = json!({"ctid": 201, "command": command}) else {
+                unreachable!()
+            };
+            map
+        };
+        let refused = crate::schema::validate(spec, Some(&args("docker ps"))).unwrap_err();
+        assert!(refused.errors["command"].contains("must be one of"));
+        assert!(crate::schema::validate(spec, Some(&args("uptime"))).is_ok());
+    }
+}

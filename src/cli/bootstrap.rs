@@ -2,9 +2,11 @@
 //! and a token — contacting nothing.
 //!
 //! Invariants: the role of a tier holds exactly the privileges that tier's tools need (the union
-//! of [`super::privileges::TOOL_PRIVILEGES`] rows, generated from the official API schema); the
-//! printed script runs in `bash -e` and stops at the first real failure (no `|| echo` masking); a private key
-//! is never printed or authorised.
+//! of [`super::privileges::TOOL_PRIVILEGES`] rows, generated from the official API schema and
+//! the per-key checks of `privileges_keys`); the role is granted on `--acl-path` (default `/`),
+//! validated as a Proxmox ACL path before anything is printed, and privileges that path cannot
+//! cover are named; the printed script runs in `bash -e` and stops at the first real failure
+//! (no `|| echo` masking); a private key is never printed or authorised.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -39,6 +41,82 @@ pub struct BootstrapArgs {
     /// also setup's default).
     #[arg(long)]
     pub new_ssh_key: bool,
+    /// ACL path the role is granted on: `/` (everything), or narrower, e.g. `/pool/NAME` (only
+    /// the guests and storages of that pool).
+    #[arg(long, value_name = "PATH", default_value = "/")]
+    pub acl_path: String,
+}
+
+/// First segments of the ACL paths Proxmox knows.
+const ACL_ROOTS: &[&str] = &[
+    "access", "mapping", "nodes", "pool", "sdn", "storage", "vms",
+];
+
+/// Checks `--acl-path`: `/`, or `/<root>/<segment>…` with a root Proxmox knows and segments of
+/// `[A-Za-z0-9][A-Za-z0-9._-]*` (no empty, `.` or `..` segment, no trailing `/`).
+pub fn check_acl_path(raw: &str) -> Result<String, CliError> {
+    let path = raw.trim();
+    if path == "/" {
+        return Ok(path.to_owned());
+    }
+    let invalid = |why: &str| {
+        CliError::Config(format!(
+            "--acl-path `{raw}` {why}; use / or a Proxmox ACL path such as /pool/NAME, /vms/100 or \
+             /storage/local"
+        ))
+    };
+    let Some(rest) = path.strip_prefix('/') else {
+        return Err(invalid("must start with /"));
+    };
+    let segments: Vec<&str> = rest.split('/').collect();
+    let segment_ok = |s: &str| {
+        let mut chars = s.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+            && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+    };
+    if !segments.iter().all(|s| segment_ok(s)) {
+        return Err(invalid(
+            "has an empty or invalid segment (allowed: letters, digits, . _ -)",
+        ));
+    }
+    if !ACL_ROOTS.contains(&segments[0]) {
+        return Err(invalid(&format!(
+            "does not start with one of /{}",
+            ACL_ROOTS.join(", /")
+        )));
+    }
+    if segments[0] == "pool" && segments.len() < 2 {
+        return Err(invalid("names no pool"));
+    }
+    Ok(path.to_owned())
+}
+
+/// Whether a grant on `acl_path` reaches a privilege checked on `need_path` (a template such as
+/// `/vms/{vmid}`): `/` reaches everything; a pool reaches its guests and storages; any other
+/// path only the objects below its own root.
+pub fn acl_path_covers(acl_path: &str, need_path: &str) -> bool {
+    if acl_path == "/" {
+        return true;
+    }
+    let root = |p: &str| p.split('/').nth(1).unwrap_or_default().to_owned();
+    if acl_path.starts_with("/pool/") {
+        return need_path.starts_with("/vms/")
+            || need_path.starts_with("/storage/")
+            || need_path.starts_with("/pool/");
+    }
+    let acl_root = root(acl_path);
+    need_path != "/" && root(need_path) == acl_root
+}
+
+/// The `(privilege, path)` pairs the tools of `tier` need that a grant on `acl_path` misses.
+fn uncovered(tier: Tier, acl_path: &str) -> BTreeSet<(&'static str, &'static str)> {
+    TOOL_PRIVILEGES
+        .iter()
+        .filter(|(tool, _)| catalog::find(tool).is_some_and(|spec| spec.tier <= tier))
+        .flat_map(|(_, needs)| needs.iter())
+        .filter(|(path, _)| !acl_path_covers(acl_path, path))
+        .map(|(path, privilege)| (*privilege, *path))
+        .collect()
 }
 
 /// The dedicated role of a tier.
@@ -50,21 +128,11 @@ pub fn role_name(tier: Tier) -> &'static str {
     }
 }
 
-fn tier_rank(t: Tier) -> u8 {
-    match t {
-        Tier::ReadOnly => 0,
-        Tier::ReadExecute => 1,
-        Tier::Full => 2,
-    }
-}
-
 /// Privileges the tools of `tier` (and the tiers below it) need, sorted.
 pub fn privileges_for(tier: Tier) -> BTreeSet<&'static str> {
     TOOL_PRIVILEGES
         .iter()
-        .filter(|(tool, _)| {
-            catalog::find(tool).is_some_and(|spec| tier_rank(spec.tier) <= tier_rank(tier))
-        })
+        .filter(|(tool, _)| catalog::find(tool).is_some_and(|spec| spec.tier <= tier))
         .flat_map(|(_, needs)| needs.iter().map(|(_, privilege)| *privilege))
         .collect()
 }
@@ -129,6 +197,7 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
             args.tier
         ))
     })?;
+    let acl_path = check_acl_path(&args.acl_path)?;
     let account = format!("{user}@{realm}");
     let role = role_name(tier);
     let privs: Vec<&str> = privileges_for(tier).into_iter().collect();
@@ -190,7 +259,21 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
     println!(
         "if pveum role list --output-format json | grep -q '\"roleid\":\"{role}\"'; then pveum role modify {role} --privs \"{privs_arg}\"; else pveum role add {role} --privs \"{privs_arg}\"; fi"
     );
-    println!("pveum acl modify / --users {account} --roles {role}");
+    println!("pveum acl modify {acl_path} --users {account} --roles {role}");
+    let missed = uncovered(tier, &acl_path);
+    if !missed.is_empty() {
+        println!(
+            "#    Note: a grant on {acl_path} does not reach these checks; the tools needing them"
+        );
+        println!("#    get 403 unless the role is also granted where they apply:");
+        let listed: Vec<String> = missed
+            .iter()
+            .map(|(privilege, path)| format!("{privilege} on {path}"))
+            .collect();
+        for chunk in listed.chunks(4) {
+            println!("#      {}", chunk.join(", "));
+        }
+    }
     println!("# 3. The token. --privsep 0: the token acts with the user's role (a token with");
     println!("#    privilege separation starts with no permissions and every call fails).");
     println!("#    The secret is shown ONCE: copy the \"value\" field. This fails if the token");
@@ -218,4 +301,57 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn acl_paths_are_checked() {
+        for ok in [
+            "/",
+            "/pool/lab",
+            "/pool/team.a/web-1",
+            "/vms/100",
+            "/storage/local",
+        ] {
+            assert_eq!(check_acl_path(ok).unwrap(), ok);
+        }
+        for bad in [
+            "",
+            "pool/lab",
+            "/pool",
+            "/pool/",
+            "/pool//lab",
+            "/pool/../x",
+            "/pool/lab;id",
+            "/pool/lab space",
+            "/bogus/x",
+            "//",
+        ] {
+            assert!(check_acl_path(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_pool_reaches_its_guests_and_storages_only() {
+        assert!(acl_path_covers("/", "/nodes/{node}"));
+        assert!(acl_path_covers("/pool/lab", "/vms/{vmid}"));
+        assert!(acl_path_covers("/pool/lab", "/storage/{storage}"));
+        assert!(!acl_path_covers("/pool/lab", "/"));
+        assert!(!acl_path_covers("/pool/lab", "/nodes/{node}"));
+        assert!(!acl_path_covers(
+            "/pool/lab",
+            "/sdn/zones/localnetwork/{bridge}"
+        ));
+        assert!(acl_path_covers("/vms/100", "/vms/{vmid}"));
+        assert!(!acl_path_covers("/vms/100", "/storage/{storage}"));
+        assert!(uncovered(Tier::Full, "/").is_empty());
+        assert!(
+            uncovered(Tier::ReadOnly, "/pool/lab")
+                .iter()
+                .any(|(p, path)| *p == "Sys.Audit" && *path == "/nodes/{node}")
+        );
+    }
 }

@@ -1,20 +1,25 @@
 //! `harden`: Claude Code `permissions.ask` rules so that every confirm-gated tool (and each of
-//! its aliases) needs a person's approval, whatever the model sends.
+//! its aliases) the instance can list needs a person's approval, whatever the model sends.
 //!
 //! Invariants: the rule list comes from the catalog (a new confirm tool is covered with no edit
-//! here); merging keeps every other setting, appends only missing rules and is idempotent; a
-//! settings file of the wrong shape is refused untouched.
+//! here) and holds only tools at or below the instance's tier — `--access-tier`, else the tier
+//! its Claude Code entry starts the server with, else (nothing says) every tier; merging keeps
+//! every other setting, appends only missing rules and is idempotent; a settings file of the
+//! wrong shape is refused untouched.
 
 use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{Map, Value, json};
 
+use super::CliError;
+use super::clients::{self, ClientId};
 use super::files::{self, FileError};
-use super::{CliError, setup};
-use crate::catalog;
+use super::scope_flag::parse_scope;
+use crate::catalog::{self, Tier};
 use crate::config::instances::{self, Instance};
 use crate::config::{Paths, ProcessEnv, Scope};
+use crate::policy::Settings;
 
 /// Flags of `harden`.
 #[derive(Debug, Args, Default)]
@@ -25,6 +30,10 @@ pub struct HardenArgs {
     /// Settings file scope used when the named instance is not configured: project or user.
     #[arg(long)]
     pub scope: Option<String>,
+    /// Tier the instance runs with: read-only, read-execute or full [default: the tier of its
+    /// Claude Code entry; every tier when it has none].
+    #[arg(long, value_name = "TIER")]
+    pub access_tier: Option<String>,
 }
 
 /// Outcome of one merge.
@@ -40,10 +49,11 @@ pub struct HardenResult {
     pub total: usize,
 }
 
-/// Every tool name that needs a person: each confirm tool followed by its aliases.
-pub fn gated_tool_names() -> Vec<&'static str> {
+/// Every tool name that needs a person and that a server at `tier` lists: each confirm tool
+/// of that tier or below, followed by its aliases.
+pub fn gated_tool_names(tier: Tier) -> Vec<&'static str> {
     catalog::all()
-        .filter(|t| t.confirm)
+        .filter(|t| t.confirm && t.tier <= tier)
         .flat_map(|t| std::iter::once(t.name).chain(t.aliases.iter().copied()))
         .collect()
 }
@@ -65,10 +75,10 @@ pub fn rule_prefix(server_key: &str) -> String {
     format!("mcp__{normalized}__")
 }
 
-/// The rules for one server key.
-pub fn rules_for(server_key: &str) -> Vec<String> {
+/// The rules for one server key running at `tier`.
+pub fn rules_for(server_key: &str, tier: Tier) -> Vec<String> {
     let prefix = rule_prefix(server_key);
-    gated_tool_names()
+    gated_tool_names(tier)
         .into_iter()
         .map(|t| format!("{prefix}{t}"))
         .collect()
@@ -86,10 +96,30 @@ pub fn settings_path(paths: &Paths, scope: Scope) -> Result<PathBuf, String> {
     }
 }
 
-/// Merges the rules for `server_key` into the settings file of `scope`.
-pub fn apply(paths: &Paths, scope: Scope, server_key: &str) -> Result<HardenResult, String> {
+/// Merges the rules for `server_key` running at `tier` into the settings file of `scope`.
+pub fn apply(
+    paths: &Paths,
+    scope: Scope,
+    server_key: &str,
+    tier: Tier,
+) -> Result<HardenResult, String> {
     let path = settings_path(paths, scope)?;
-    merge_rules(&path, &rules_for(server_key)).map_err(|e| e.to_string())
+    merge_rules(&path, &rules_for(server_key, tier)).map_err(|e| e.to_string())
+}
+
+/// The tier the Claude Code entry `server_key` of `scope` starts the server with (its
+/// `PVE_ACCESS_TIER`, read the way the server reads it); `None` without such an entry.
+fn entry_tier(paths: &Paths, scope: Scope, server_key: &str) -> Result<Option<Tier>, String> {
+    let path = ClientId::ClaudeCode.config_path(paths, scope)?;
+    if !path.exists() {
+        return Ok(None);
+    }
+    let Some(entry) = clients::read_entry(ClientId::ClaudeCode, &path, server_key)? else {
+        return Ok(None);
+    };
+    Settings::from_lookup(|key| entry.env.get(key).cloned())
+        .map(|settings| Some(settings.tier))
+        .map_err(|e| format!("entry `{server_key}` in {}: {e}", path.display()))
 }
 
 fn merge_rules(path: &std::path::Path, rules: &[String]) -> Result<HardenResult, FileError> {
@@ -128,7 +158,15 @@ fn merge_rules(path: &std::path::Path, rules: &[String]) -> Result<HardenResult,
 
 /// Runs `harden`.
 pub fn run(args: HardenArgs) -> Result<(), CliError> {
-    let scope = setup::parse_scope(args.scope.as_deref())?;
+    let scope = parse_scope(args.scope.as_deref())?;
+    let tier_flag = match args.access_tier.as_deref() {
+        None => None,
+        Some(raw) => Some(Tier::parse(raw.trim()).ok_or_else(|| {
+            CliError::Config(format!(
+                "--access-tier `{raw}` is not a tier; valid tiers: read-only, read-execute, full"
+            ))
+        })?),
+    };
     let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
     let targets: Vec<(String, Scope)> = match &args.name {
         Some(raw) => {
@@ -152,15 +190,31 @@ pub fn run(args: HardenArgs) -> Result<(), CliError> {
             all.into_iter().map(|i| (i.server_key, i.scope)).collect()
         }
     };
-    let names = gated_tool_names();
-    println!(
-        "Requiring human approval for {} destructive tools.",
-        names.len()
-    );
+    println!("Requiring human approval for the confirm-gated tools each instance can list.");
     let mut failed = false;
     for (key, scope) in targets {
-        println!("\n{key} ({scope})");
-        match apply(&paths, scope, &key) {
+        let tier = match tier_flag {
+            Some(tier) => Ok((tier, "--access-tier")),
+            None => match entry_tier(&paths, scope, &key) {
+                Ok(Some(tier)) => Ok((tier, "its Claude Code entry")),
+                Ok(None) => Ok((Tier::Full, "no client entry found: every tier")),
+                Err(e) => Err(e),
+            },
+        };
+        let (tier, source) = match tier {
+            Ok(found) => found,
+            Err(e) => {
+                println!("\n{key} ({scope})\n  FAILED: {e}");
+                failed = true;
+                continue;
+            }
+        };
+        println!(
+            "\n{key} ({scope}, tier {} from {source}): {} gated tool name(s)",
+            tier.as_str(),
+            gated_tool_names(tier).len()
+        );
+        match apply(&paths, scope, &key, tier) {
             Ok(r) => {
                 println!("  {}", r.path.display());
                 if r.added == 0 {
@@ -201,7 +255,7 @@ mod tests {
             r#"{"permissions":{"allow":["Bash(ls)"],"ask":["x"]},"env":{"A":"1"}}"#,
         )
         .unwrap();
-        let rules = rules_for("lab.01");
+        let rules = rules_for("lab.01", Tier::Full);
         assert!(rules.iter().all(|r| r.starts_with("mcp__lab_01__")));
         let first = merge_rules(&p, &rules).unwrap();
         assert_eq!(first.added, rules.len());
@@ -211,5 +265,21 @@ mod tests {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v["env"]["A"], "1");
         assert_eq!(v["permissions"]["allow"][0], "Bash(ls)");
+    }
+
+    #[test]
+    fn rules_cover_only_the_tools_a_tier_lists() {
+        assert!(gated_tool_names(Tier::ReadOnly).is_empty());
+        let read_execute = gated_tool_names(Tier::ReadExecute);
+        assert!(read_execute.contains(&"pve_stop_qemu_vm"));
+        assert!(!read_execute.contains(&"pve_qemu_delete"));
+        let full = gated_tool_names(Tier::Full);
+        assert!(full.contains(&"pve_qemu_delete") && full.contains(&"pve_exec_in_container"));
+        for name in &full {
+            let spec = catalog::find(name)
+                .or_else(|| catalog::all().find(|s| s.aliases.contains(name)))
+                .unwrap();
+            assert!(spec.confirm);
+        }
     }
 }

@@ -1,5 +1,5 @@
-//! Route types and the dispatcher that matches a request against the
-//! route table (`routes.rs`).
+//! The dispatcher that matches a request against the route table
+//! (`routes.rs`; the route types live in `route.rs`).
 //!
 //! Invariant: a request reaches a handler only if a route with that method
 //! and path pattern exists (else 501, as pveproxy answers), the `{node}` in
@@ -14,106 +14,11 @@ use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use serde_json::{Map, Value};
 
-use super::api::{self, ApiError, Call, Param};
+use super::api::{self, ApiError, Call};
 use super::lock;
+use super::route::Route;
 use super::routes;
 use super::state::EmuState;
-
-/// A route handler: runs with the state locked, returns the `data` value.
-pub(super) type Handler = fn(&mut Call<'_>) -> Result<Value, ApiError>;
-
-/// HTTP methods the API uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Method {
-    /// GET: read; parameters in the query string.
-    Get,
-    /// POST: create/act; parameters in the form body.
-    Post,
-    /// PUT: update; parameters in the form body.
-    Put,
-    /// DELETE: remove; parameters in the query string.
-    Delete,
-}
-
-impl Method {
-    fn name(self) -> &'static str {
-        match self {
-            Method::Get => "GET",
-            Method::Post => "POST",
-            Method::Put => "PUT",
-            Method::Delete => "DELETE",
-        }
-    }
-}
-
-/// One API endpoint.
-pub(super) struct Route {
-    /// HTTP method.
-    pub method: Method,
-    /// Path after `/api2/json`, with `{name}` captures for whole segments.
-    pub pattern: &'static str,
-    /// Parameters the Proxmox schema accepts besides the path captures.
-    pub params: &'static [Param],
-    /// What answers it.
-    pub handler: Handler,
-}
-
-/// A `GET` route.
-pub(super) const fn get(
-    pattern: &'static str,
-    params: &'static [Param],
-    handler: Handler,
-) -> Route {
-    Route {
-        method: Method::Get,
-        pattern,
-        params,
-        handler,
-    }
-}
-
-/// A `POST` route.
-pub(super) const fn post(
-    pattern: &'static str,
-    params: &'static [Param],
-    handler: Handler,
-) -> Route {
-    Route {
-        method: Method::Post,
-        pattern,
-        params,
-        handler,
-    }
-}
-
-/// A `PUT` route.
-#[allow(dead_code)] // No PUT route yet; kept so adding one stays a one-liner.
-pub(super) const fn put(
-    pattern: &'static str,
-    params: &'static [Param],
-    handler: Handler,
-) -> Route {
-    Route {
-        method: Method::Put,
-        pattern,
-        params,
-        handler,
-    }
-}
-
-/// A `DELETE` route.
-pub(super) const fn delete(
-    pattern: &'static str,
-    params: &'static [Param],
-    handler: Handler,
-) -> Route {
-    Route {
-        method: Method::Delete,
-        pattern,
-        params,
-        handler,
-    }
-}
 
 /// Matches a pattern against decoded path segments, returning the captures.
 fn match_pattern(

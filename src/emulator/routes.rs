@@ -7,42 +7,8 @@
 //! `get("/nodes/{node}/foo", &[s("bar"), int("limit")], module::handler)`.
 
 use super::api::{Param, bool, int, one_of, s};
-use super::dispatch::{Route, delete, get, post};
 use super::handlers::{cluster, guests, nodes, tasks};
-
-pub(super) const NETWORK_TYPES: &[&str] = &[
-    "bridge",
-    "bond",
-    "eth",
-    "alias",
-    "vlan",
-    "fabric",
-    "OVSBridge",
-    "OVSBond",
-    "OVSPort",
-    "OVSIntPort",
-    "vnet",
-    "any_bridge",
-    "any_local_bridge",
-    "include_sdn",
-];
-
-pub(super) const STORAGE_TYPES: &[&str] = &[
-    "btrfs",
-    "cephfs",
-    "cifs",
-    "dir",
-    "esxi",
-    "iscsi",
-    "iscsidirect",
-    "lvm",
-    "lvmthin",
-    "nfs",
-    "pbs",
-    "rbd",
-    "zfs",
-    "zfspool",
-];
+use super::route::{NETWORK_TYPES, Route, STORAGE_TYPES, delete, get, post};
 
 const CONFIG: &[Param] = &[bool("current"), s("snapshot")];
 const QM_START: &[Param] = &[

@@ -4,9 +4,9 @@
 //! Invariant: each route declares exactly the parameters Proxmox's schema accepts for
 //! it, so a tool that sends anything else is refused with a 400 like pveproxy does.
 
-use super::dispatch::{Route, delete, get, post, put};
 use super::guest_params::*;
 use super::handlers::{agent, guest_config, lifecycle, snapshots};
+use super::route::{Route, delete, get, post, put};
 
 /// Routes of this table (see `routes::TABLES`).
 pub(super) static ROUTES: &[Route] = &[

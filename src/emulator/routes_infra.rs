@@ -7,9 +7,8 @@
 //! this file compares every route of this table with it.
 
 use super::api::{Param, bool, int, one_of, s};
-use super::dispatch::{Route, delete, get, post, put};
 use super::handlers::{backup, cluster_infra, monitoring, network, pools, storage};
-use super::routes::STORAGE_TYPES;
+use super::route::{Route, STORAGE_TYPES, delete, get, post, put};
 
 /// Values of `format` (PVE 9.1 schema), shared by the routes that take it.
 const FORMAT_VALUES: &[&str] = &["raw", "qcow2", "subvol", "vmdk"];

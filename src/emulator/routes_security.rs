@@ -6,8 +6,8 @@
 //! (checked against the official schema by the test below).
 
 use super::api::{Param, bool, int, one_of, s};
-use super::dispatch::{Route, delete, get, post, put};
 use super::handlers::{access, firewall};
+use super::route::{Route, delete, get, post, put};
 
 const USER_CREATE: &[Param] = &[
     s("userid").required(),

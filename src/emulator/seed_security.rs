@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::state::digest_of;
+use super::stamps::digest_of;
 use super::state_security::{Acl, Group, Realm, Role, Ruleset, SecurityState, Token, UgKind, User};
 
 const AUDIT: &[&str] = &[

@@ -6,26 +6,12 @@
 //! current mode (standalone drops guests of absent nodes), and vmids are
 //! unique across QEMU and LXC as they are in a real cluster.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
-use super::task::Task;
-
-/// Seconds since the Unix epoch, as Proxmox timestamps are.
-pub(super) fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-/// A 40-hex-digit digest of a configuration text, the length Proxmox's
-/// SHA-1 digests have.
-pub(super) fn digest_of(text: &str) -> String {
-    let full = hex::encode(Sha256::digest(text.as_bytes()));
-    full[..40].to_string()
-}
+use super::stamps::{digest_of, unix_now};
+use super::task::{Task, Upid};
 
 /// A cluster member.
 #[derive(Debug, Clone)]
@@ -339,5 +325,46 @@ impl EmuState {
     pub fn storage_digest(&self) -> String {
         let ids: Vec<&str> = self.storages.iter().map(|s| s.id.as_str()).collect();
         digest_of(&ids.join(","))
+    }
+}
+
+impl EmuState {
+    /// Starts a task on `node` and returns its UPID string.
+    pub fn spawn_task(&mut self, node: &str, kind: &str, id: &str, description: &str) -> String {
+        self.last_pid = self
+            .last_pid
+            .wrapping_add(1 + u32::from(rand::random::<u8>() % 16));
+        let starttime = u32::try_from(unix_now()).unwrap_or(u32::MAX);
+        let uptime = self
+            .node(node)
+            .map_or(0, |n| n.uptime_at_start + self.started.elapsed().as_secs());
+        let upid = Upid {
+            node: node.to_string(),
+            pid: self.last_pid,
+            // Clock ticks (100 Hz) since boot, as /proc/<pid>/stat reports.
+            pstart: u32::try_from(uptime.saturating_mul(100)).unwrap_or(u32::MAX),
+            starttime,
+            kind: kind.to_string(),
+            id: id.to_string(),
+            user: format!("{}!{}", self.user, self.token_name),
+        };
+        let upid_text = upid.render();
+        tracing::debug!(upid = %upid_text, "emulator task started");
+        self.tasks.push(Task {
+            upid,
+            upid_text: upid_text.clone(),
+            created: Instant::now(),
+            duration: self.task_duration,
+            stopped: None,
+            description: description.to_string(),
+        });
+        upid_text
+    }
+
+    /// The task with that UPID on that node.
+    pub fn task_mut(&mut self, node: &str, upid: &str) -> Option<&mut Task> {
+        self.tasks
+            .iter_mut()
+            .find(|t| t.upid_text == upid && t.upid.node == node)
     }
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::state::digest_of;
+use super::stamps::digest_of;
 
 /// An API token of a user (metadata only).
 #[derive(Debug, Clone)]

@@ -10,8 +10,6 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
-use super::state::{EmuState, unix_now};
-
 /// The decoded fields of a UPID.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Upid {
@@ -190,47 +188,6 @@ impl Task {
             Some(status) => lines.push(format!("TASK ERROR: {status}")),
         }
         lines
-    }
-}
-
-impl EmuState {
-    /// Starts a task on `node` and returns its UPID string.
-    pub fn spawn_task(&mut self, node: &str, kind: &str, id: &str, description: &str) -> String {
-        self.last_pid = self
-            .last_pid
-            .wrapping_add(1 + u32::from(rand::random::<u8>() % 16));
-        let starttime = u32::try_from(unix_now()).unwrap_or(u32::MAX);
-        let uptime = self
-            .node(node)
-            .map_or(0, |n| n.uptime_at_start + self.started.elapsed().as_secs());
-        let upid = Upid {
-            node: node.to_string(),
-            pid: self.last_pid,
-            // Clock ticks (100 Hz) since boot, as /proc/<pid>/stat reports.
-            pstart: u32::try_from(uptime.saturating_mul(100)).unwrap_or(u32::MAX),
-            starttime,
-            kind: kind.to_string(),
-            id: id.to_string(),
-            user: format!("{}!{}", self.user, self.token_name),
-        };
-        let upid_text = upid.render();
-        tracing::debug!(upid = %upid_text, "emulator task started");
-        self.tasks.push(Task {
-            upid,
-            upid_text: upid_text.clone(),
-            created: Instant::now(),
-            duration: self.task_duration,
-            stopped: None,
-            description: description.to_string(),
-        });
-        upid_text
-    }
-
-    /// The task with that UPID on that node.
-    pub fn task_mut(&mut self, node: &str, upid: &str) -> Option<&mut Task> {
-        self.tasks
-            .iter_mut()
-            .find(|t| t.upid_text == upid && t.upid.node == node)
     }
 }
 

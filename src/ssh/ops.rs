@@ -24,14 +24,14 @@ use crate::envelope::{ToolFailure, codes as envelope_codes};
 use crate::pve;
 use crate::schema::{ArgValue, ValidArgs};
 
-/// The commands `pve_run_remote_diagnostic` accepts, exactly (no trimming).
-pub const DIAGNOSTIC_ALLOW_LIST: &[&str] = &[
-    "uname -a",
-    "uptime",
-    "df -h",
-    "free -m",
-    "docker ps --format '{{.Names}} {{.Status}}'",
-];
+/// The commands `pve_run_remote_diagnostic` accepts, exactly (no trimming): the `command`
+/// enum of its catalog row, the one place they are listed. Empty (everything refused) if the
+/// row were ever missing.
+pub fn diagnostic_allow_list() -> &'static [&'static str] {
+    crate::catalog::find("pve_run_remote_diagnostic")
+        .and_then(|spec| spec.param("command"))
+        .map_or(&[], |param| param.one_of)
+}
 
 /// Docker container names as Docker accepts them (the reference's rule).
 pub const CONTAINER_NAME_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$";
@@ -110,14 +110,14 @@ pub fn container_argv(op: SshOp, args: &ValidArgs) -> Result<Option<Vec<String>>
         SshOp::BatchDiagnostics => return Ok(None),
         SshOp::RemoteDiagnostic => {
             let command = args.str("command").unwrap_or_default();
-            if !DIAGNOSTIC_ALLOW_LIST.contains(&command) {
+            if !diagnostic_allow_list().contains(&command) {
                 return Err(ToolFailure::new(
                     codes::DIAGNOSTIC_COMMAND_NOT_ALLOWED,
                     format!("Diagnostic command {command:?} is not allowed."),
                 )
                 .with_hint(format!(
                     "Use exactly one of: {}. For anything else use pve_exec_in_container (full tier, confirmation required). Nothing was run.",
-                    DIAGNOSTIC_ALLOW_LIST
+                    diagnostic_allow_list()
                         .iter()
                         .map(|c| format!("{c:?}"))
                         .collect::<Vec<_>>()
@@ -322,7 +322,7 @@ mod tests {
 
     #[test]
     fn the_allow_list_is_exact() {
-        for command in DIAGNOSTIC_ALLOW_LIST {
+        for command in diagnostic_allow_list() {
             let a = args(&[
                 ("ctid", ArgValue::Int(201)),
                 ("command", ArgValue::Str((*command).into())),

@@ -1,7 +1,8 @@
 //! The `permissions`, `tls` and `remote-op` checks of `doctor`.
 //!
 //! Invariants: `permissions` compares the token's own `/access/permissions` with the generated
-//! per-tool privilege table for exactly the tools the policy registers; `tls` reads the
+//! per-tool privilege table — the same table `bootstrap` builds its roles from, endpoint gates
+//! plus per-key checks — for exactly the tools the policy registers; `tls` reads the
 //! certificate without trusting it; `remote-op` never reports RED on a REST-only installation.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,20 +19,33 @@ use crate::pve;
 use crate::registry::Registry;
 use crate::ssh;
 
-/// Privileges the token holds on `/` and on each object type's root.
-fn granted(perms: &Value, acl_path: &str) -> BTreeSet<String> {
+/// Privileges the token holds where a check on `need_path` (a template such as `/vms/{vmid}`)
+/// can be met: on `/`, on the object type's root (`/vms`), on any object below it (`/vms/100`)
+/// and, for guests and storages, on any pool (a grant on `/pool/NAME` reaches its members —
+/// `bootstrap --acl-path`).
+fn granted(perms: &Value, need_path: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    let root = acl_path
+    let root = need_path
         .split('/')
         .nth(1)
         .filter(|s| !s.is_empty() && !s.starts_with('{'))
         .map(|s| format!("/{s}"));
-    for path in std::iter::once("/".to_owned()).chain(root) {
-        if let Some(map) = perms.get(&path).and_then(Value::as_object) {
-            for (p, v) in map {
-                if v.as_i64().unwrap_or(0) != 0 || v.as_bool() == Some(true) {
-                    out.insert(p.clone());
-                }
+    let pools_reach = matches!(root.as_deref(), Some("/vms" | "/storage"));
+    let Some(paths) = perms.as_object() else {
+        return out;
+    };
+    for (path, map) in paths {
+        let applies = path == "/"
+            || root
+                .as_deref()
+                .is_some_and(|root| path == root || path.starts_with(&format!("{root}/")))
+            || (pools_reach && path.starts_with("/pool/"));
+        if !applies {
+            continue;
+        }
+        for (p, v) in map.as_object().into_iter().flatten() {
+            if v.as_i64().unwrap_or(0) != 0 || v.as_bool() == Some(true) {
+                out.insert(p.clone());
             }
         }
     }
@@ -95,7 +109,7 @@ pub(super) async fn permissions(
             failing.join("; ")
         ),
         Some(format!(
-            "grant {} on /: run the commands of `nandi-proxmox-mcp bootstrap --tier {tier}` (docs/PERMISSIONS.md lists each tool's privileges)",
+            "grant {} on / (or on the --acl-path the role was given): run the commands of `nandi-proxmox-mcp bootstrap --tier {tier}` (docs/PERMISSIONS.md lists each tool's privileges)",
             missing_all.into_iter().collect::<Vec<_>>().join(",")
         )),
     )
@@ -231,5 +245,36 @@ pub(super) async fn remote(
             Some("check that the container runs and the SSH user may run pct".into()),
         )),
         Err(e) => report.push(Item::red("pctExec", e.to_string(), None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::granted;
+
+    #[test]
+    fn grants_count_where_the_check_can_be_met() {
+        let perms = json!({
+            "/pool/lab": {"VM.Config.CPU": 1, "Datastore.AllocateSpace": 1},
+            "/vms/100": {"VM.Config.Memory": 1},
+            "/nodes": {"Sys.Audit": 1},
+            "/sdn/zones/localnetwork/vmbr0": {"SDN.Use": 1},
+            "/": {"VM.Audit": 1, "Sys.Modify": 0}
+        });
+        let vm = granted(&perms, "/vms/{vmid}");
+        for p in ["VM.Config.CPU", "VM.Config.Memory", "VM.Audit"] {
+            assert!(vm.contains(p), "{p}: {vm:?}");
+        }
+        assert!(!vm.contains("Sys.Audit") && !vm.contains("Sys.Modify"));
+        assert!(granted(&perms, "/storage/{storage}").contains("Datastore.AllocateSpace"));
+        let node = granted(&perms, "/nodes/{node}");
+        assert!(node.contains("Sys.Audit") && !node.contains("VM.Config.CPU"));
+        assert!(granted(&perms, "/sdn/zones/localnetwork/{bridge}").contains("SDN.Use"));
+        assert!(
+            !granted(&perms, "/").contains("VM.Config.CPU"),
+            "a pool does not reach /"
+        );
     }
 }

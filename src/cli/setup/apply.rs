@@ -151,7 +151,7 @@ pub(super) async fn finish(
         report.push(item);
     }
     if c.clients.contains(&ClientId::ClaudeCode) {
-        match harden::apply(&c.paths, c.scope, &name) {
+        match harden::apply(&c.paths, c.scope, &name, tier) {
             Ok(result) => report.push(Item::green(
                 "humanGate",
                 format!(

@@ -20,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 use super::CliError;
 use super::clients::{self, ClientId, DEFAULT_CLIENTS, ServerEntry};
+use super::scope_flag::parse_scope;
 use crate::catalog::{Module, Tier};
 use crate::config::instances::{self, DEFAULT_INSTANCE_NAME};
 use crate::config::{CONFIG_ENV_VAR, Paths, ProcessEnv, Scope};
@@ -151,16 +152,6 @@ fn common(args: &SetupArgs) -> Result<Common, CliError> {
         scope,
         paths,
     })
-}
-
-/// `project` or `user`; anything else is an error (the reference silently meant project).
-pub(crate) fn parse_scope(raw: Option<&str>) -> Result<Scope, CliError> {
-    match raw {
-        None => Ok(Scope::Project),
-        Some(s) => Scope::parse(s).ok_or_else(|| {
-            config_err(format!("--scope `{s}` is not a scope; use project or user"))
-        }),
-    }
 }
 
 /// The client entry that launches this binary for the instance file at `config_path`.

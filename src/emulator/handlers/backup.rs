@@ -7,7 +7,8 @@
 use serde_json::{Map, Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{GuestKind, unix_now};
+use super::super::stamps::unix_now;
+use super::super::state::GuestKind;
 use super::super::state_infra::Volume;
 
 /// Job keys stored as given; booleans are stored as 1/0 like Proxmox does.

@@ -30,7 +30,7 @@ pub(in super::super) fn log(call: &mut Call<'_>) -> Result<Value, ApiError> {
             })
         })
         .collect();
-    let started = super::super::state::unix_now() - st.started.elapsed().as_secs();
+    let started = super::super::stamps::unix_now() - st.started.elapsed().as_secs();
     rows.extend(st.nodes.iter().enumerate().map(|(i, n)| {
         json!({
             "uid": i + 1,
@@ -83,7 +83,7 @@ pub(in super::super) fn ha_status(call: &mut Call<'_>) -> Result<Value, ApiError
     let Some(first) = st.nodes.first() else {
         return Ok(json!([]));
     };
-    let now = super::super::state::unix_now();
+    let now = super::super::stamps::unix_now();
     let mut rows = vec![
         json!({ "id": "quorum", "type": "quorum", "node": first.name, "status": "OK", "quorate": 1 }),
         json!({

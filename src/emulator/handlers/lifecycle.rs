@@ -10,7 +10,8 @@ use std::time::Instant;
 use serde_json::{Map, Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{Guest, GuestKind, Power, unix_now};
+use super::super::stamps::unix_now;
+use super::super::state::{Guest, GuestKind, Power};
 use super::guest;
 use super::guest_config::{apply_params, mac_for};
 

@@ -9,7 +9,8 @@
 use serde_json::{Map, Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{GuestKind, unix_now};
+use super::super::stamps::unix_now;
+use super::super::state::GuestKind;
 use super::guest;
 
 /// Points per RRD answer, as Proxmox returns about 70.

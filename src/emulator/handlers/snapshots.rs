@@ -8,7 +8,8 @@
 use serde_json::{Map, Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{GuestKind, Power, Snapshot, unix_now};
+use super::super::stamps::unix_now;
+use super::super::state::{GuestKind, Power, Snapshot};
 use super::guest;
 
 fn task_word(kind: GuestKind, what: &str) -> String {

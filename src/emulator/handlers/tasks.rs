@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::super::api::{ApiError, Call, RawBody};
-use super::super::state::unix_now;
+use super::super::stamps::unix_now;
 use super::super::task::{Task, Upid};
 
 /// Proxmox's default page size for task lists and logs.
