@@ -122,6 +122,31 @@ impl Registry {
             .count()
     }
 
+    /// The one sentence every surface (`tools`, the demo banner, the server instructions, the
+    /// docs) uses for how many tools the settings expose out of the whole catalog, and how to
+    /// see them all.
+    pub fn exposure(&self, settings: &Settings) -> String {
+        let total = catalog::all().count();
+        let exposed = self.canonical_count();
+        let aliases = match self.alias_count() {
+            0 => String::new(),
+            1 => ", plus 1 legacy alias name".to_owned(),
+            n => format!(", plus {n} legacy alias names"),
+        };
+        let how_to_see_more = if exposed < total {
+            format!(
+                "; PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced exposes all {total} (SSH tools \
+                 need SSH configured; `nandi-proxmox-mcp tools --all-backends` lists them)"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{exposed} of {total} tools exposed{aliases} ({}){how_to_see_more}",
+            settings.summary()
+        )
+    }
+
     /// Number of aliases exposed.
     pub fn alias_count(&self) -> usize {
         self.entries.len() - self.canonical_count()

@@ -56,10 +56,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
     let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
     if args.demo {
-        eprintln!(
-            "nandi-proxmox-mcp: {}",
-            super::tools::exposure(&registry, &settings)
-        );
+        eprintln!("nandi-proxmox-mcp: {}", registry.exposure(&settings));
     }
 
     tracing::info!(

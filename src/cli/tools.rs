@@ -40,34 +40,10 @@ pub fn print(args: ToolsArgs) -> Result<(), CliError> {
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::Runtime(e.to_string()))?;
         println!("{text}");
     } else {
-        println!("{}", exposure(&registry, &settings));
+        println!("{}", registry.exposure(&settings));
         print!("{}", table(&registry));
     }
     Ok(())
-}
-
-/// The one sentence every surface (`tools`, the demo banner, the docs) uses for how many tools
-/// the settings expose out of the whole catalog, and how to see them all.
-pub fn exposure(registry: &Registry, settings: &Settings) -> String {
-    let total = crate::catalog::all().count();
-    let exposed = registry.canonical_count();
-    let aliases = match registry.alias_count() {
-        0 => String::new(),
-        1 => ", plus 1 legacy alias name".to_owned(),
-        n => format!(", plus {n} legacy alias names"),
-    };
-    let how_to_see_more = if exposed < total {
-        format!(
-            "; PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced exposes all {total} (SSH tools \
-             need SSH configured; `nandi-proxmox-mcp tools --all-backends` lists them)"
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "{exposed} of {total} tools exposed{aliases} ({}){how_to_see_more}",
-        settings.summary()
-    )
 }
 
 /// The canonical tools as aligned columns: name, tier, module, category, method and path.
