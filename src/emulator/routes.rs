@@ -230,11 +230,6 @@ static BASE: &[Route] = &[
         &[one_of("type", STORAGE_TYPES)],
         cluster::storage,
     ),
-    get(
-        "/pools",
-        &[s("poolid"), one_of("type", &["qemu", "lxc", "storage"])],
-        cluster::pools,
-    ),
 ];
 
 #[cfg(test)]

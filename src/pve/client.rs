@@ -185,7 +185,10 @@ impl Client {
             let in_time = Instant::now() + delay < deadline;
             let retry = attempts < max_attempts
                 && in_time
-                && !matches!(failed.error, PveError::Saturated { .. } | PveError::Cancelled)
+                && !matches!(
+                    failed.error,
+                    PveError::Saturated { .. } | PveError::Cancelled
+                )
                 && failed.error.is_retryable(failed.sent);
             tracing::debug!(
                 method = %req.method,

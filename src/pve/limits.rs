@@ -92,7 +92,10 @@ fn number(
     var: &'static str,
     ceiling: u64,
 ) -> Result<Option<u64>, LimitsError> {
-    let Some(raw) = lookup(var).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) else {
+    let Some(raw) = lookup(var)
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+    else {
         return Ok(None);
     };
     match raw.parse::<u64>() {
