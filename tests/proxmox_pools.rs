@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::guests::{assert_request, call, fails, ok, start, wait_task};
+use common::guests::{assert_request, fails, ok, start, wait_task};
 use nandi_proxmox_mcp::emulator::EmulatorOptions;
 use nandi_proxmox_mcp::pve::{ApiRequest, Client, Connection, TlsMode};
 use serde_json::json;
@@ -171,9 +171,8 @@ async fn nested_pools_travel_as_a_parameter_and_guests_can_join_them() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn validation_accepts_what_proxmox_accepts() {
+async fn vm_names_follow_proxmox_dns_name() {
     let (emu, mut mcp) = start().await;
-
     // VM names: Proxmox's dns-name has no 63-character cap...
     let long_name = format!("{}.example", "a".repeat(80));
     let (upid, _) = ok(
@@ -200,7 +199,11 @@ async fn validation_accepts_what_proxmox_accepts() {
             "{bad}: {error}"
         );
     }
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn vmid_lists_take_commas_semicolons_and_spaces() {
+    let (emu, mut mcp) = start().await;
     // vmid lists: commas, semicolons and spaces, as Proxmox splits them.
     let backups_of_201 = async |mcp: &mut common::McpProcess| {
         let (backups, _) = ok(
@@ -232,7 +235,11 @@ async fn validation_accepts_what_proxmox_accepts() {
         before + 3,
         "every list form backs up 201"
     );
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_offers_sdn() {
+    let (emu, mut mcp) = start().await;
     // The overview offers every kind /cluster/resources knows, SDN included.
     let (_, req) = ok(
         &mut mcp,
@@ -242,7 +249,11 @@ async fn validation_accepts_what_proxmox_accepts() {
     )
     .await;
     assert_request(&req, "GET", "/cluster/resources", &[("type", "sdn")], &[]);
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn task_and_log_page_sizes_have_no_made_up_maximum() {
+    let (emu, mut mcp) = start().await;
     // Page sizes: Proxmox sets no maximum.
     let (_, req) = ok(
         &mut mcp,
@@ -252,17 +263,15 @@ async fn validation_accepts_what_proxmox_accepts() {
     )
     .await;
     assert_request(&req, "GET", "/nodes/pve01/tasks", &[("limit", "1000")], &[]);
-    let (tasks, _) = call(
+    let (upid, _) = ok(
         &mut mcp,
         &emu,
-        "pve_list_tasks",
-        json!({"node": "pve01", "limit": 1}),
+        "pve_run_backup",
+        json!({"node": "pve01", "vmid": "101", "storage": "local"}),
     )
     .await;
-    let upid = tasks["data"][0]["upid"]
-        .as_str()
-        .expect("a task")
-        .to_owned();
+    wait_task(&mut mcp, &upid).await;
+    let upid = upid.as_str().expect("a UPID").to_owned();
     ok(
         &mut mcp,
         &emu,
