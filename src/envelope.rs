@@ -225,6 +225,7 @@ mod tests {
             duration: Duration::from_millis(5),
             attempts: 2,
             retries: 1,
+            approval: None,
         };
         let json = meta.to_json();
         assert_eq!(json["attempts"], 2);

@@ -10,7 +10,10 @@ use approval_common::{Answer, Person, call, changes, code, connect_stdio, envelo
 use common::{emulator, env_for, with_policy};
 use serde_json::json;
 
-fn env(emu: &nandi_proxmox_mcp::emulator::Emulator, vars: &[(&str, &str)]) -> Vec<(String, String)> {
+fn env(
+    emu: &nandi_proxmox_mcp::emulator::Emulator,
+    vars: &[(&str, &str)],
+) -> Vec<(String, String)> {
     with_policy(env_for(emu), vars)
 }
 
@@ -21,7 +24,12 @@ async fn a_persons_accept_runs_the_call_and_the_question_names_the_target() {
     let emu = emulator().await;
     let person = Person::new(Answer::Accept);
     let (client, _home) = connect_stdio(person.clone(), &env(&emu, FULL)).await;
-    let result = call(&client, "pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101})).await;
+    let result = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(envelope(&result)["meta"]["approval"], "person");
     let sent = changes(&emu);
@@ -61,10 +69,18 @@ async fn decline_cancel_and_an_unticked_box_send_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nobody_answering_times_out_and_sends_nothing() {
     let emu = emulator().await;
-    let vars = &[("PVE_ACCESS_TIER", "full"), ("PVE_APPROVAL_TIMEOUT_SECS", "1")];
+    let vars = &[
+        ("PVE_ACCESS_TIER", "full"),
+        ("PVE_APPROVAL_TIMEOUT_SECS", "1"),
+    ];
     let (client, _home) = connect_stdio(Person::new(Answer::Silence), &env(&emu, vars)).await;
     let started = std::time::Instant::now();
-    let result = call(&client, "pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101})).await;
+    let result = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
     assert_eq!(code(&result), "CONFIRMATION_TIMEOUT");
     assert!(started.elapsed() < std::time::Duration::from_secs(15));
     assert!(changes(&emu).is_empty());
@@ -75,7 +91,12 @@ async fn nobody_answering_times_out_and_sends_nothing() {
 async fn a_client_that_cannot_ask_keeps_the_confirm_flag_in_auto_mode() {
     let emu = emulator().await;
     let (client, _home) = connect_stdio(Person::unable(), &env(&emu, FULL)).await;
-    let result = call(&client, "pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101})).await;
+    let result = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
     assert_eq!(code(&result), "CONFIRMATION_REQUIRED");
     let error = &envelope(&result)["error"];
     assert_eq!(
@@ -83,7 +104,10 @@ async fn a_client_that_cannot_ask_keeps_the_confirm_flag_in_auto_mode() {
         "Tool 'pve_stop_qemu_vm' requires explicit confirmation."
     );
     assert!(
-        error["hint"].as_str().unwrap_or("").contains("cannot ask a person"),
+        error["hint"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cannot ask a person"),
         "{error}"
     );
     assert!(changes(&emu).is_empty());
@@ -102,7 +126,10 @@ async fn a_client_that_cannot_ask_keeps_the_confirm_flag_in_auto_mode() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn elicit_mode_refuses_clients_that_cannot_ask_even_with_confirm() {
     let emu = emulator().await;
-    let vars = &[("PVE_ACCESS_TIER", "full"), ("PVE_HUMAN_APPROVAL", "elicit")];
+    let vars = &[
+        ("PVE_ACCESS_TIER", "full"),
+        ("PVE_HUMAN_APPROVAL", "elicit"),
+    ];
     let (client, _home) = connect_stdio(Person::unable(), &env(&emu, vars)).await;
     let result = call(
         &client,
@@ -118,7 +145,10 @@ async fn elicit_mode_refuses_clients_that_cannot_ask_even_with_confirm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn confirm_mode_never_asks_a_person() {
     let emu = emulator().await;
-    let vars = &[("PVE_ACCESS_TIER", "full"), ("PVE_HUMAN_APPROVAL", "confirm")];
+    let vars = &[
+        ("PVE_ACCESS_TIER", "full"),
+        ("PVE_HUMAN_APPROVAL", "confirm"),
+    ];
     let person = Person::new(Answer::Decline);
     let (client, _home) = connect_stdio(person.clone(), &env(&emu, vars)).await;
     let result = call(
@@ -159,7 +189,10 @@ async fn backup_mail_to_an_outside_address_needs_a_person() {
     assert_eq!(code(&result), "CONFIRMATION_DECLINED");
     assert!(changes(&emu).is_empty());
     let question = &person.questions()[0];
-    assert!(question.contains("mailto=c2VjcmV0@exfil.example"), "{question}");
+    assert!(
+        question.contains("mailto=c2VjcmV0@exfil.example"),
+        "{question}"
+    );
     assert!(question.contains("outside the cluster"), "{question}");
 
     // Stopping guests or backing up everything is gated too.
@@ -202,7 +235,10 @@ async fn a_config_update_question_shows_each_key_old_and_new() {
     let question = &person.questions()[0];
     assert!(question.contains("cores: 2 → 4"), "{question}");
     assert!(question.contains("cipassword"), "{question}");
-    assert!(!question.contains("hunter2-secret"), "secret shown: {question}");
+    assert!(
+        !question.contains("hunter2-secret"),
+        "secret shown: {question}"
+    );
     assert!(changes(&emu).is_empty());
     client.cancel().await.ok();
 }

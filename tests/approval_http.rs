@@ -15,11 +15,11 @@ use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
 use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
+use rmcp::RoleClient;
 use rmcp::ServiceExt;
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::RoleClient;
 use serde_json::json;
 
 async fn serve(emu: &nandi_proxmox_mcp::emulator::Emulator) -> HttpServer {
@@ -42,11 +42,9 @@ async fn serve(emu: &nandi_proxmox_mcp::emulator::Emulator) -> HttpServer {
 
 async fn connect(http: &HttpServer, person: Person) -> RunningService<RoleClient, Person> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let config = StreamableHttpClientTransportConfig::with_uri(format!(
-        "http://{}/mcp",
-        http.local_addr()
-    ))
-    .auth_header(TOKEN);
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(format!("http://{}/mcp", http.local_addr()))
+            .auth_header(TOKEN);
     person
         .serve(StreamableHttpClientTransport::from_config(config))
         .await
@@ -60,7 +58,12 @@ async fn a_person_is_asked_over_http_and_decides() {
 
     let person = Person::new(Answer::Decline);
     let client = connect(&http, person.clone()).await;
-    let result = call(&client, "pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101})).await;
+    let result = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
     assert_eq!(code(&result), "CONFIRMATION_DECLINED");
     assert_eq!(person.questions().len(), 1);
     assert!(changes(&emu).is_empty());
@@ -68,7 +71,12 @@ async fn a_person_is_asked_over_http_and_decides() {
 
     let person = Person::new(Answer::Accept);
     let client = connect(&http, person.clone()).await;
-    let result = call(&client, "pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101})).await;
+    let result = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(envelope(&result)["meta"]["approval"], "person");
     assert_eq!(changes(&emu).len(), 1);

@@ -7,10 +7,10 @@ mod common;
 
 use approval_common::{Answer, Person, args, changes, envelope};
 use common::{emulator, env_for, with_policy};
+use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::RoleClient;
 use serde_json::{Value, json};
 
 async fn connect(
@@ -45,7 +45,10 @@ fn stop(vmid: u64) -> CallToolRequestParams {
         .with_arguments(args(json!({"node": "pve01", "vmid": vmid})))
 }
 
-async fn once(client: &RunningService<RoleClient, Person>, params: CallToolRequestParams) -> CallToolResponse {
+async fn once(
+    client: &RunningService<RoleClient, Person>,
+    params: CallToolRequestParams,
+) -> CallToolResponse {
     client.call_tool_once(params).await.expect("answered")
 }
 
@@ -58,7 +61,10 @@ fn complete(response: CallToolResponse) -> CallToolResult {
 
 fn error_code(result: &CallToolResult) -> String {
     assert_eq!(result.is_error, Some(true), "{result:?}");
-    envelope(result)["error"]["code"].as_str().unwrap_or("").to_owned()
+    envelope(result)["error"]["code"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
 }
 
 fn accepted() -> Value {
@@ -109,43 +115,75 @@ async fn tampered_replayed_and_swapped_states_are_refused() {
     bytes[mid] = if bytes[mid] == b'A' { b'B' } else { b'A' };
     let tampered = String::from_utf8(bytes).expect("ascii");
     let result = complete(
-        once(&client, stop(101).with_request_state(tampered).with_input_responses(answer())).await,
+        once(
+            &client,
+            stop(101)
+                .with_request_state(tampered)
+                .with_input_responses(answer()),
+        )
+        .await,
     );
     assert_eq!(error_code(&result), "APPROVAL_STATE_INVALID");
 
     // Approved for VM 101, replayed against VM 102.
     let result = complete(
-        once(&client, stop(102).with_request_state(state.clone()).with_input_responses(answer()))
-            .await,
+        once(
+            &client,
+            stop(102)
+                .with_request_state(state.clone())
+                .with_input_responses(answer()),
+        )
+        .await,
     );
     assert_eq!(error_code(&result), "APPROVAL_STATE_INVALID");
     // Approved for the stop, replayed against a delete of the same VM.
     let delete = CallToolRequestParams::new("pve_qemu_delete")
         .with_arguments(args(json!({"node": "pve01", "vmid": 101})));
     let result = complete(
-        once(&client, delete.with_request_state(state.clone()).with_input_responses(answer()))
-            .await,
+        once(
+            &client,
+            delete
+                .with_request_state(state.clone())
+                .with_input_responses(answer()),
+        )
+        .await,
     );
     assert_eq!(error_code(&result), "APPROVAL_STATE_INVALID");
     assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
 
     // The genuine retry runs once; the same state again is a replay.
     let result = complete(
-        once(&client, stop(101).with_request_state(state.clone()).with_input_responses(answer()))
-            .await,
+        once(
+            &client,
+            stop(101)
+                .with_request_state(state.clone())
+                .with_input_responses(answer()),
+        )
+        .await,
     );
     assert_ne!(result.is_error, Some(true), "{result:?}");
     assert_eq!(changes(&emu).len(), 1);
     let result = complete(
-        once(&client, stop(101).with_request_state(state).with_input_responses(answer())).await,
+        once(
+            &client,
+            stop(101)
+                .with_request_state(state)
+                .with_input_responses(answer()),
+        )
+        .await,
     );
     assert_eq!(error_code(&result), "APPROVAL_STATE_INVALID");
     assert_eq!(changes(&emu).len(), 1);
 
     // A state made up by the client.
     let result = complete(
-        once(&client, stop(101).with_request_state("rs2.forged.state").with_input_responses(answer()))
-            .await,
+        once(
+            &client,
+            stop(101)
+                .with_request_state("rs2.forged.state")
+                .with_input_responses(answer()),
+        )
+        .await,
     );
     assert_eq!(error_code(&result), "APPROVAL_STATE_INVALID");
 
@@ -153,7 +191,9 @@ async fn tampered_replayed_and_swapped_states_are_refused() {
     let CallToolResponse::InputRequired(asked) = once(&client, stop(101)).await else {
         panic!("asks again");
     };
-    let declined = [("approval".to_owned(), json!({"action": "decline"}))].into_iter().collect();
+    let declined = [("approval".to_owned(), json!({"action": "decline"}))]
+        .into_iter()
+        .collect();
     let result = complete(
         once(
             &client,

@@ -49,7 +49,10 @@ fn accepts(param: &Param, value: &str) -> bool {
     if !param.one_of.is_empty() {
         return param.one_of.contains(&value);
     }
-    if param.max_length.is_some_and(|max| value.chars().count() > max as usize) {
+    if param
+        .max_length
+        .is_some_and(|max| value.chars().count() > max as usize)
+    {
         return false;
     }
     param
@@ -61,7 +64,11 @@ fn sample(param: &Param) -> Value {
     match param.kind {
         ParamKind::Integer => {
             let lo = param.minimum.unwrap_or(0);
-            let preferred = if param.name == "vmid" || param.name == "newid" { 9100 } else { lo.max(1) };
+            let preferred = if param.name == "vmid" || param.name == "newid" {
+                9100
+            } else {
+                lo.max(1)
+            };
             json!(preferred.clamp(lo, param.maximum.unwrap_or(i64::MAX)))
         }
         ParamKind::Number => json!(param.minimum.unwrap_or(1)),
@@ -114,7 +121,8 @@ async fn every_mutating_tool_previews_without_sending_a_change() {
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .collect();
     let mut previewed = 0;
-    for spec in catalog::all().filter(|s| !s.effect.is_read() && listed.iter().any(|n| n == s.name)) {
+    for spec in catalog::all().filter(|s| !s.effect.is_read() && listed.iter().any(|n| n == s.name))
+    {
         let mut args = minimal_args(spec);
         schema::validate(spec, Some(&args))
             .unwrap_or_else(|e| panic!("{}: sample arguments invalid: {:?}", spec.name, e.errors));
@@ -127,14 +135,19 @@ async fn every_mutating_tool_previews_without_sending_a_change() {
         assert_eq!(data["sent"], false);
         assert_eq!(data["decision"]["tier"], spec.tier.as_str());
         assert_eq!(
-            data["decision"]["needsApproval"], spec.confirm || data["decision"]["gate"] == "arguments",
+            data["decision"]["needsApproval"],
+            spec.confirm || data["decision"]["gate"] == "arguments",
             "{}: {data}",
             spec.name
         );
         if let Some((method, _)) = spec.backend.method_and_path() {
             assert_eq!(data["request"]["method"], method.as_str(), "{}", spec.name);
         }
-        let changes: Vec<_> = emu.requests().into_iter().filter(|r| r.method != "GET").collect();
+        let changes: Vec<_> = emu
+            .requests()
+            .into_iter()
+            .filter(|r| r.method != "GET")
+            .collect();
         assert!(changes.is_empty(), "{} sent {changes:?}", spec.name);
         previewed += 1;
     }
@@ -157,7 +170,10 @@ async fn an_update_preview_shows_current_values_and_the_digest_guards_stale_writ
     assert_eq!(data["current"]["cores"], "2", "{data}");
     assert_eq!(data["target"]["name"], "vm-web");
     let digest = data["digest"].as_str().expect("digest read").to_owned();
-    assert!(!result.to_string().contains("s3cret-value"), "secret echoed: {result}");
+    assert!(
+        !result.to_string().contains("s3cret-value"),
+        "secret echoed: {result}"
+    );
     assert_eq!(data["decision"]["needsApproval"], true);
 
     // The digest makes Proxmox refuse a change made against a stale read.

@@ -86,8 +86,9 @@ impl ClientHandler for Person {
             Answer::Accept => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
             }
-            Answer::AcceptUnticked => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(json!({"approve": false})),
+            Answer::AcceptUnticked => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": false}))
+            }
             Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
             Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
             Answer::Silence => {
