@@ -356,13 +356,6 @@ fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
         }
     }
     if let ArgValue::Str(s) = value {
-        if param.location == Location::Path && s.contains('/') {
-            return Err(
-                "must not contain '/': Proxmox decodes it before routing, so the \
-                        request would reach another endpoint"
-                    .into(),
-            );
-        }
         if s.chars().any(char::is_control) && param.pattern.is_some() {
             return Err("must not contain control characters".into());
         }
@@ -377,6 +370,14 @@ fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
         }
         if let Some(pattern) = param.pattern.filter(|p| !pattern_matches(p, s)) {
             return Err(format!("must match the pattern {pattern}"));
+        }
+        // After the pattern, so a value the pattern already refuses keeps that reason.
+        if param.location == Location::Path && s.contains('/') {
+            return Err(
+                "must not contain '/': Proxmox decodes it before routing, so the \
+                        request would reach another endpoint"
+                    .into(),
+            );
         }
     }
     Ok(())
