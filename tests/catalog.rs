@@ -274,6 +274,10 @@ const DELIBERATE: &[(&str, &str)] = &[
     ("pve_get_storage_config", "tier"),
     // Runs commands on the hypervisor, so it is not a read-only tool.
     ("pve_ssh_batch_diagnostics", "tier"),
+    // PVE 9's `/pools?poolid=` form: pveproxy cannot route a nested id (`a/b`) in the path.
+    ("pve_get_pool", "path"),
+    ("pve_update_pool", "path"),
+    ("pve_delete_pool", "path"),
 ];
 
 /// Flags the reference users rely on (names, aliases, tier, module, category, flags,

@@ -242,6 +242,9 @@ async fn pool_round_trip() {
     )
     .await;
     let pool = ok(&mut mcp, "pve_get_pool", json!({"poolid": "lab"})).await;
+    // PVE 9's `GET /pools?poolid=` answers a one-entry list.
+    let pool = &pool[0];
+    assert_eq!(pool["poolid"], "lab");
     assert_eq!(pool["comment"], "Lab guests");
     let members = ids(&pool["members"], "id");
     assert!(
@@ -259,7 +262,7 @@ async fn pool_round_trip() {
     )
     .await;
     assert!(
-        only_storage["members"]
+        only_storage[0]["members"]
             .as_array()
             .unwrap()
             .iter()

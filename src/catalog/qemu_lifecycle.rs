@@ -141,7 +141,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 "Name of the copy, e.g. \"web-02\".",
             )
-            .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$"),
+            .matching(super::qemu_params::DNS_NAME_PATTERN),
             TARGET_NODE,
             Param::body(
                 "full",

@@ -238,7 +238,7 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_update_guest_firewall_rule", &[]),
     ("pve_delete_guest_firewall_rule", &[]),
     ("pve_list_pools", &[("/", "Pool.Audit")]),
-    ("pve_get_pool", &[("/pool/{poolid}", "Pool.Audit")]),
+    ("pve_get_pool", &[("/", "Pool.Audit")]),
     ("pve_create_pool", &[("/pool/{poolid}", "Pool.Allocate")]),
     ("pve_update_pool", &[("/pool/{poolid}", "Pool.Allocate")]),
     ("pve_delete_pool", &[("/pool/{poolid}", "Pool.Allocate")]),

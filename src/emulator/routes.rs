@@ -196,11 +196,6 @@ static BASE: &[Route] = &[
         &[one_of("type", STORAGE_TYPES)],
         cluster::storage,
     ),
-    get(
-        "/pools",
-        &[s("poolid"), one_of("type", &["qemu", "lxc", "storage"])],
-        cluster::pools,
-    ),
 ];
 
 #[cfg(test)]
