@@ -133,6 +133,15 @@ pub(crate) fn any_core_var_set(env: &dyn EnvSource) -> bool {
         .any(|k| env.var(k).is_some_and(|v| !v.trim().is_empty()))
 }
 
+/// Whether the environment is a complete configuration on its own: every required variable set.
+/// A complete environment beats discovered instance files (it is what the user chose for this
+/// process; a file in the working directory may come from a cloned repository).
+pub(crate) fn all_core_vars_set(env: &dyn EnvSource) -> bool {
+    REQUIRED
+        .iter()
+        .all(|k| env.var(k).is_some_and(|v| !v.trim().is_empty()))
+}
+
 /// Typed, located access to variables. Blank values count as unset, so `PORT=` in a compose
 /// file means "default" rather than an error.
 struct Vars<'a>(&'a dyn EnvSource);
