@@ -432,7 +432,6 @@ fn announce(config: &Config, shadowed: Option<&str>) {
     });
     let host = config.proxmox.as_ref().map(|p| p.host.as_str());
     tracing::warn!(
-        source = %config.source,
         proxmox_host = host.unwrap_or("-"),
         ssh = ssh.as_deref().unwrap_or("off"),
         ignored = shadowed.unwrap_or("-"),
