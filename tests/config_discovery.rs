@@ -155,7 +155,8 @@ async fn a_discovered_file_without_a_key_never_uses_the_users_ssh_keys() {
     let env = [("PROXMOX_SSH_KEY_PATH", "~/.ssh/id_ed25519")];
     // RED overall only because no MCP client entry names `lab`; the checks below matter.
     let out = d.run(&["doctor", "--json"], &env, None).await;
-    let report: Value = serde_json::from_slice(&out.stdout).expect(&text_of(&out));
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text_of(&out)));
     let config = item(&report, "config")["detail"]
         .as_str()
         .unwrap()

@@ -194,7 +194,7 @@ fn connect_from_config() -> Result<Connected, CliError> {
 
 async fn serve_stdio(server: Server) -> Result<(), CliError> {
     let service = server
-        .serve(rmcp::transport::stdio())
+        .serve(crate::transport::stdio::stdio())
         .await
         .map_err(|e| CliError::Runtime(format!("MCP initialization failed: {e}")))?;
     let cancel = service.cancellation_token();
