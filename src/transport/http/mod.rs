@@ -278,11 +278,11 @@ fn spawn_sweeper(
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => {
-                    refusals.flush();
+                    refusals.flush(true);
                     return;
                 }
                 _ = forget.tick() => rate.forget_idle_clients(),
-                _ = summary.tick() => refusals.flush(),
+                _ = summary.tick() => refusals.flush(false),
             }
         }
     });

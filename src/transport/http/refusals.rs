@@ -80,14 +80,16 @@ impl RefusalLog {
         }
     }
 
-    /// Writes the pending summary if an interval has passed (called periodically).
-    pub fn flush(&self) {
+    /// Writes the pending summary if an interval has passed (called periodically), or at once
+    /// when `now` (at shutdown, so no count is lost).
+    pub fn flush(&self, now: bool) {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        let due = state
-            .last_line
-            .is_none_or(|at| at.elapsed() >= self.interval);
+        let due = now
+            || state
+                .last_line
+                .is_none_or(|at| at.elapsed() >= self.interval);
         if due && !state.pending.by_reason.is_empty() {
             Self::summarise(&mut state);
         }
@@ -134,8 +136,14 @@ mod tests {
         for _ in 0..1000 {
             log.note("unauthorized", peer, "POST", "/mcp");
         }
-        let state = log.state.lock().unwrap();
-        assert_eq!(state.pending.by_reason["unauthorized"], 1000);
-        assert_eq!(state.pending.peers.len(), 1);
+        {
+            let state = log.state.lock().unwrap();
+            assert_eq!(state.pending.by_reason["unauthorized"], 1000);
+            assert_eq!(state.pending.peers.len(), 1);
+        }
+        log.flush(false);
+        assert!(!log.state.lock().unwrap().pending.by_reason.is_empty());
+        log.flush(true);
+        assert!(log.state.lock().unwrap().pending.by_reason.is_empty());
     }
 }
