@@ -43,7 +43,7 @@ pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
     ),
     doc(
         HOST,
-        "Proxmox host name or IP address (environment mode applies when no instance file is found)",
+        "Proxmox host name or IP address (a complete PROXMOX_* set beats discovered instance files)",
         "–",
         false,
     ),

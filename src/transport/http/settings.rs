@@ -107,7 +107,11 @@ pub const VARS: &[EnvVarDoc] = &[
     var("MCP_TRANSPORT", "stdio", "`http` serves Streamable HTTP"),
     var("MCP_HOST", DEFAULT_HOST, "bind address"),
     var("MCP_PORT", "3000", "port; 0 picks a free one"),
-    var("MCP_AUTH_TOKEN", "–", "bearer token required on /mcp"),
+    var(
+        "MCP_AUTH_TOKEN",
+        "–",
+        "bearer token required on /mcp (off loopback: ≥ 128 bits, e.g. `openssl rand -hex 32`)",
+    ),
     var("MCP_AUTH_TOKEN_FILE", "–", "file holding the bearer token"),
     var(
         "MCP_ALLOW_NO_AUTH",
@@ -128,7 +132,7 @@ pub const VARS: &[EnvVarDoc] = &[
     var(
         "MCP_RATE_LIMIT_MAX",
         "120",
-        "requests per window per client IP",
+        "requests per window per token (failed authentication: per client IP, separately)",
     ),
     var("MCP_MAX_BODY_SIZE_BYTES", "262144", "request body limit"),
     var("MCP_HEADERS_TIMEOUT_MS", "15000", "time to send headers"),
@@ -143,7 +147,11 @@ pub const VARS: &[EnvVarDoc] = &[
         "idle keep-alive connection",
     ),
     var("MCP_MAX_HEADERS_COUNT", "64", "most request headers"),
-    var("MCP_MAX_SESSIONS", "100", "most live MCP sessions"),
+    var(
+        "MCP_MAX_SESSIONS",
+        "100",
+        "most live MCP sessions (the least recently used idle one makes room)",
+    ),
     var(
         "MCP_SESSION_IDLE_TIMEOUT_MS",
         "1800000",
