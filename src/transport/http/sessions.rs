@@ -8,7 +8,7 @@
 //! closed by rmcp's session worker. Creation is serialized so concurrent `initialize` requests
 //! cannot overshoot the bound.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -77,16 +77,16 @@ impl BoundedSessions {
     /// Makes room for one new session: `true` when there is room (after closing the least
     /// recently used idle session if the bound was reached), `false` when every session is busy.
     pub async fn make_room(&self) -> bool {
-        let live: Vec<SessionId> = self.inner.sessions.read().await.keys().cloned().collect();
-        if live.len() < self.max {
-            return true;
-        }
+        let live: HashSet<SessionId> = self.inner.sessions.read().await.keys().cloned().collect();
         let victim = {
             let Ok(mut usage) = self.usage.lock() else {
                 return false;
             };
-            // Forget sessions rmcp has already closed (idle expiry).
+            // Forget sessions rmcp has closed on its own (idle expiry), so this map stays bounded.
             usage.retain(|id, _| live.contains(id));
+            if live.len() < self.max {
+                return true;
+            }
             live.iter()
                 .filter(|id| {
                     usage
