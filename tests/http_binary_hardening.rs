@@ -52,6 +52,15 @@ async fn a_flood_of_refusals_is_logged_in_a_few_lines() {
             break rest.split_whitespace().next().unwrap().to_owned();
         }
     };
+    // Drain the log while the flood runs: a per-request log would otherwise fill the pipe.
+    let drain = tokio::spawn(async move {
+        let mut log = String::new();
+        while let Ok(Some(line)) = stderr.next_line().await {
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
     let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder().no_proxy().build().unwrap();
     let flood = 600;
@@ -96,13 +105,10 @@ async fn a_flood_of_refusals_is_logged_in_a_few_lines() {
             .unwrap()
             .success()
     );
-    let mut log = String::new();
-    while let Ok(Ok(Some(line))) =
-        tokio::time::timeout(Duration::from_secs(15), stderr.next_line()).await
-    {
-        log.push_str(&line);
-        log.push('\n');
-    }
+    let log = tokio::time::timeout(Duration::from_secs(15), drain)
+        .await
+        .expect("the server stops after SIGTERM")
+        .unwrap();
     let _ = child.wait().await;
     let refusal_lines = log.lines().filter(|l| l.contains("refused")).count();
     eprintln!("{refusal_lines} refusal log lines for {flood} refused requests");
@@ -116,11 +122,13 @@ async fn a_flood_of_refusals_is_logged_in_a_few_lines() {
 #[tokio::test]
 async fn a_weak_token_is_refused_off_loopback() {
     let home = tempfile::tempdir().unwrap();
-    let out = http_command(home.path())
+    let run = http_command(home.path())
         .env("MCP_HOST", "0.0.0.0")
         .env("MCP_AUTH_TOKEN", "aaaaaaaaaaaaaaaa")
-        .output()
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(20), run)
         .await
+        .expect("refuses to start instead of serving")
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
