@@ -207,7 +207,7 @@ async fn serve_stdio(server: Server) -> Result<(), CliError> {
     if std::io::stdin().is_terminal() {
         eprintln!("nandi-proxmox-mcp: {WAITING_ON_A_TERMINAL}");
     }
-    let service = match server.serve(rmcp::transport::stdio()).await {
+    let service = match server.serve(crate::transport::stdio::stdio()).await {
         Ok(service) => service,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
             tracing::debug!(%during, "stdin closed before the MCP handshake; nothing to serve");
