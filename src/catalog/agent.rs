@@ -123,7 +123,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_agent_file_read",
         title: "Read guest file",
-        description: needs_agent!("Read a file inside a VM via the guest agent: content (up to 16 MiB), truncated."),
+        description: needs_agent!(
+            "Read a file inside a VM via the guest agent: content (up to 16 MiB), truncated."
+        ),
         category: Category::Qemu,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -150,10 +152,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body("file", ParamKind::String, "Absolute path inside the guest.")
                 .pattern("^/[^\\x00]*$", 4096)
                 .required(),
-            Param::body("content", ParamKind::String, "File content (at most 61440 characters).")
-                .pattern("^[\\s\\S]*$", 61_440)
-                .required(),
-            Param::body("encode", ParamKind::Boolean, "Base64-encode the content before sending (default true); false if already base64."),
+            Param::body(
+                "content",
+                ParamKind::String,
+                "File content (at most 61440 characters).",
+            )
+            .pattern("^[\\s\\S]*$", 61_440)
+            .required(),
+            Param::body(
+                "encode",
+                ParamKind::Boolean,
+                "Base64-encode the content before sending (default true); false if already base64.",
+            ),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/agent/file-write"),
         ..ToolSpec::BASE

@@ -6,8 +6,7 @@
 
 use super::params::{NODE, STORAGE};
 use super::types::{
-    Backend, Category, CompositeOp, Effect, Location, Module, Param, ParamKind, Tier, ToolSpec,
-    get,
+    Backend, Category, CompositeOp, Effect, Location, Module, Param, ParamKind, Tier, ToolSpec, get,
 };
 
 /// Rows of the snippet and download part of the `storage` category.
@@ -45,28 +44,60 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         confirm: true,
         open_world: true,
         params: &[
-            Param::arg("node", ParamKind::String, "Node that downloads (pve_list_nodes).")
-                .matching(super::params::NODE_PATTERN)
-                .required(),
-            Param::arg("storage", ParamKind::String, "Target storage ID, e.g. \"local\".")
-                .matching(super::params::STORAGE_PATTERN)
-                .required(),
-            Param::arg("url", ParamKind::String, "http:// or https:// URL of a public host.")
-                .pattern("^https?://[^\\s]+$", 2048)
-                .required(),
-            Param::arg("filename", ParamKind::String, "File name on the storage, e.g. \"debian-13.iso\".")
-                .matching("^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$")
-                .required(),
+            Param::arg(
+                "node",
+                ParamKind::String,
+                "Node that downloads (pve_list_nodes).",
+            )
+            .matching(super::params::NODE_PATTERN)
+            .required(),
+            Param::arg(
+                "storage",
+                ParamKind::String,
+                "Target storage ID, e.g. \"local\".",
+            )
+            .matching(super::params::STORAGE_PATTERN)
+            .required(),
+            Param::arg(
+                "url",
+                ParamKind::String,
+                "http:// or https:// URL of a public host.",
+            )
+            .pattern("^https?://[^\\s]+$", 2048)
+            .required(),
+            Param::arg(
+                "filename",
+                ParamKind::String,
+                "File name on the storage, e.g. \"debian-13.iso\".",
+            )
+            .matching("^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$")
+            .required(),
             Param::arg("content", ParamKind::String, "`iso`, `vztmpl` or `import`.")
                 .one_of(&["iso", "vztmpl", "import"])
                 .required(),
-            Param::arg("checksum", ParamKind::String, "Expected checksum (hex) of the file.")
-                .matching("^[0-9A-Fa-f]{32,128}$"),
-            Param::arg("checksum-algorithm", ParamKind::String, "Algorithm of `checksum`.")
-                .one_of(&["md5", "sha1", "sha224", "sha256", "sha384", "sha512"]),
-            Param::arg("compression", ParamKind::String, "Decompress with: `gz`, `lzo`, `zst`, `bz2`.")
-                .one_of(&["gz", "lzo", "zst", "bz2"]),
-            Param::arg("verify-certificates", ParamKind::Boolean, "Verify the server's TLS certificate (default true)."),
+            Param::arg(
+                "checksum",
+                ParamKind::String,
+                "Expected checksum (hex) of the file.",
+            )
+            .matching("^[0-9A-Fa-f]{32,128}$"),
+            Param::arg(
+                "checksum-algorithm",
+                ParamKind::String,
+                "Algorithm of `checksum`.",
+            )
+            .one_of(&["md5", "sha1", "sha224", "sha256", "sha384", "sha512"]),
+            Param::arg(
+                "compression",
+                ParamKind::String,
+                "Decompress with: `gz`, `lzo`, `zst`, `bz2`.",
+            )
+            .one_of(&["gz", "lzo", "zst", "bz2"]),
+            Param::arg(
+                "verify-certificates",
+                ParamKind::Boolean,
+                "Verify the server's TLS certificate (default true).",
+            ),
         ],
         backend: Backend::Composite(CompositeOp::DownloadToStorage),
         timeout_ms: 30_000,

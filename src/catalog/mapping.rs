@@ -5,14 +5,13 @@
 //! confirm-gated because a changed or removed mapping detaches devices from guests.
 
 use super::params::DIGEST;
-use super::types::{
-    Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
-};
+use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put};
 
 /// A mapping id (`pve-configid`).
 const ID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]{0,63}$";
 
-const ID: Param = Param::path("id", ParamKind::String, "Mapping ID, e.g. \"gpu0\".").matching(ID_PATTERN);
+const ID: Param =
+    Param::path("id", ParamKind::String, "Mapping ID, e.g. \"gpu0\".").matching(ID_PATTERN);
 
 const MAP: Param = Param::body(
     "map",
@@ -20,8 +19,8 @@ const MAP: Param = Param::body(
     "Per node: \"node=pve01,path=0000:01:00.0,id=10de:1eb8\".",
 );
 
-const DESCRIPTION: Param =
-    Param::body("description", ParamKind::String, "Free-text description.").pattern("^[^\\x00]*$", 4096);
+const DESCRIPTION: Param = Param::body("description", ParamKind::String, "Free-text description.")
+    .pattern("^[^\\x00]*$", 4096);
 
 const CHANGE: Effect = Effect::Write {
     destructive: true,
@@ -35,8 +34,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "List PCI mappings",
         description: "Cluster PCI mappings: id, description, map (node, path, id per node). Use in hostpciN as mapping=<id>.",
         category: Category::Cluster,
-        params: &[Param::query("check-node", ParamKind::String, "Also report problems of the mapping on this node.")
-            .matching(super::params::NODE_PATTERN)],
+        params: &[Param::query(
+            "check-node",
+            ParamKind::String,
+            "Also report problems of the mapping on this node.",
+        )
+        .matching(super::params::NODE_PATTERN)],
         backend: get("/cluster/mapping/pci"),
         ..ToolSpec::BASE
     },
@@ -65,7 +68,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .required(),
             MAP.required(),
             DESCRIPTION,
-            Param::body("mdev", ParamKind::Boolean, "Devices support mediated devices."),
+            Param::body(
+                "mdev",
+                ParamKind::Boolean,
+                "Devices support mediated devices.",
+            ),
             Param::body(
                 "live-migration-capable",
                 ParamKind::Boolean,
@@ -87,7 +94,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ID,
             MAP,
             DESCRIPTION,
-            Param::body("mdev", ParamKind::Boolean, "Devices support mediated devices."),
+            Param::body(
+                "mdev",
+                ParamKind::Boolean,
+                "Devices support mediated devices.",
+            ),
             Param::body(
                 "live-migration-capable",
                 ParamKind::Boolean,
@@ -97,7 +108,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .pattern("^[A-Za-z0-9_-]+(,[A-Za-z0-9_-]+)*$", 4096),
             DIGEST,
         ],
-        at_least_one_of: &["map", "description", "mdev", "live-migration-capable", "delete"],
+        at_least_one_of: &[
+            "map",
+            "description",
+            "mdev",
+            "live-migration-capable",
+            "delete",
+        ],
         backend: put("/cluster/mapping/pci/{id}"),
         ..ToolSpec::BASE
     },

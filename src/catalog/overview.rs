@@ -37,8 +37,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "List SDN zones",
         description: "SDN zones: zone, type (simple, vlan, vxlan, evpn, qinq), bridge, nodes, state.",
         category: Category::Network,
-        params: &[Param::query("type", ParamKind::String, "Only zones of this type.")
-            .one_of(&["evpn", "faucet", "qinq", "simple", "vlan", "vxlan"])],
+        params: &[
+            Param::query("type", ParamKind::String, "Only zones of this type.")
+                .one_of(&["evpn", "faucet", "qinq", "simple", "vlan", "vxlan"]),
+        ],
         backend: get("/cluster/sdn/zones"),
         ..ToolSpec::BASE
     },

@@ -6,8 +6,8 @@
 //! starts a Proxmox worker says it returns a UPID to follow with pve_get_task_status.
 
 use super::params::{
-    GUEST, NEW_VMID, NODE, NODE_PATTERN, POOL_BODY, SNAPNAME_PATTERN, SNAPSHOT, STORAGE_BODY, STORAGE_PATTERN,
-    TARGET_NODE, join, total,
+    GUEST, NEW_VMID, NODE, NODE_PATTERN, POOL_BODY, SNAPNAME_PATTERN, SNAPSHOT, STORAGE_BODY,
+    STORAGE_PATTERN, TARGET_NODE, join, total,
 };
 use super::qemu_params::{CLOUDINIT, HARDWARE, UPDATABLE, UPDATE_ONLY};
 use super::types::{

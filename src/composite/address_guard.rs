@@ -251,7 +251,9 @@ pub fn ipv6_class(ip: Ipv6Addr) -> Option<&'static str> {
     } else {
         None
     };
-    embedded.and_then(ipv4_class).map(|_| "IPv6 embedding a refused IPv4 address")
+    embedded
+        .and_then(ipv4_class)
+        .map(|_| "IPv6 embedding a refused IPv4 address")
 }
 
 /// The refused class of an address, if any.

@@ -123,17 +123,28 @@ pub(super) async fn boot(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Valu
     let base = qemu_path(args)?;
     let config = calls.get(format!("{base}/config")).await?;
     let status = calls.get(format!("{base}/status/current")).await?;
-    let state = status.get("status").and_then(Value::as_str).unwrap_or("unknown");
+    let state = status
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     let running = state == "running";
     let mut findings = Vec::new();
     if config.get("template").is_some_and(|t| t == 1 || t == "1") {
-        findings.push(finding("error", "The VM is a template; templates do not boot.", "Clone it (pve_qemu_clone) and start the clone."));
+        findings.push(finding(
+            "error",
+            "The VM is a template; templates do not boot.",
+            "Clone it (pve_qemu_clone) and start the clone.",
+        ));
     }
     if let Some(lock) = config.get("lock").and_then(Value::as_str) {
         findings.push(finding("error", format!("The VM is locked ({lock})."), "Wait for the running operation to finish; an operator can clear a stale lock with `qm unlock`."));
     }
     if !running {
-        findings.push(finding("info", format!("The VM is {state}."), "Start it with pve_start_qemu_vm, then read the task log if it fails."));
+        findings.push(finding(
+            "info",
+            format!("The VM is {state}."),
+            "Start it with pve_start_qemu_vm, then read the task log if it fails.",
+        ));
     }
     let order: Vec<String> = config
         .get("boot")
@@ -143,32 +154,70 @@ pub(super) async fn boot(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Valu
         .unwrap_or_default();
     let devices: Vec<&str> = config
         .as_object()
-        .map(|o| o.keys().map(String::as_str).filter(|k| is_boot_device(k)).collect())
+        .map(|o| {
+            o.keys()
+                .map(String::as_str)
+                .filter(|k| is_boot_device(k))
+                .collect()
+        })
         .unwrap_or_default();
     if order.is_empty() {
-        findings.push(finding("warning", "No boot order is set (boot=order=...).", "Set boot to \"order=scsi0\" (your system disk first) with pve_qemu_update_config."));
+        findings.push(finding(
+            "warning",
+            "No boot order is set (boot=order=...).",
+            "Set boot to \"order=scsi0\" (your system disk first) with pve_qemu_update_config.",
+        ));
     }
     for device in &order {
         if !devices.contains(&device.as_str()) {
-            findings.push(finding("error", format!("The boot order names {device}, which the VM does not have."), "Remove it from boot=order=... or add the device."));
+            findings.push(finding(
+                "error",
+                format!("The boot order names {device}, which the VM does not have."),
+                "Remove it from boot=order=... or add the device.",
+            ));
         }
     }
     let first_disk = order.iter().find(|d| !d.starts_with("net"));
     if let Some(first) = first_disk {
-        let media = config.get(first.as_str()).and_then(Value::as_str).unwrap_or_default();
+        let media = config
+            .get(first.as_str())
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if media.contains("media=cdrom") && media.starts_with("none") {
-            findings.push(finding("warning", format!("{first} is an empty CD drive but comes first in the boot order."), "Put the system disk first, or insert an ISO."));
+            findings.push(finding(
+                "warning",
+                format!("{first} is an empty CD drive but comes first in the boot order."),
+                "Put the system disk first, or insert an ISO.",
+            ));
         }
     } else if !order.is_empty() {
-        findings.push(finding("warning", "The boot order names only network devices.", "Add the system disk to boot=order=... unless the VM boots over PXE."));
+        findings.push(finding(
+            "warning",
+            "The boot order names only network devices.",
+            "Add the system disk to boot=order=... unless the VM boots over PXE.",
+        ));
     }
-    if config.get("bios").and_then(Value::as_str) == Some("ovmf") && config.get("efidisk0").is_none() {
-        findings.push(finding("warning", "UEFI (ovmf) without efidisk0: boot entries are not kept across restarts.", "Add an EFI disk (efidisk0) with pve_qemu_update_config."));
+    if config.get("bios").and_then(Value::as_str) == Some("ovmf")
+        && config.get("efidisk0").is_none()
+    {
+        findings.push(finding(
+            "warning",
+            "UEFI (ovmf) without efidisk0: boot entries are not kept across restarts.",
+            "Add an EFI disk (efidisk0) with pve_qemu_update_config.",
+        ));
     }
     let agent = check_agent(calls, &base, &config, running, &mut findings).await;
     let cloudinit = cloudinit_summary(calls, &base, &config, &mut findings).await;
-    if findings.iter().all(|f| f["severity"] == "ok" || f["severity"] == "info") && running {
-        findings.push(finding("ok", "Nothing in the configuration prevents booting.", "If the guest still misbehaves, read its console."));
+    if findings
+        .iter()
+        .all(|f| f["severity"] == "ok" || f["severity"] == "info")
+        && running
+    {
+        findings.push(finding(
+            "ok",
+            "Nothing in the configuration prevents booting.",
+            "If the guest still misbehaves, read its console.",
+        ));
     }
     Ok(json!({
         "status": state,
@@ -207,7 +256,11 @@ async fn cloudinit_summary(
                 let valid = kind != "user" || text.starts_with("#cloud-config");
                 summary[kind] = json!({"lines": lines, "valid_header": valid});
                 if !valid {
-                    findings.push(finding("warning", "The cloud-init user data does not start with #cloud-config.", "Check cicustom user= snippet or the ciuser/sshkeys settings."));
+                    findings.push(finding(
+                        "warning",
+                        "The cloud-init user data does not start with #cloud-config.",
+                        "Check cicustom user= snippet or the ciuser/sshkeys settings.",
+                    ));
                 }
             }
             Ok(_) => summary[kind] = json!({"lines": 0}),

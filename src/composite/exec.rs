@@ -51,7 +51,9 @@ pub(super) async fn run(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Value
     let mut delay = FIRST_POLL;
     loop {
         let status = calls
-            .send(ApiRequest::get(format!("{base}/agent/exec-status")).param("pid", pid.to_string()))
+            .send(
+                ApiRequest::get(format!("{base}/agent/exec-status")).param("pid", pid.to_string()),
+            )
             .await
             .map_err(failure_from)?;
         if truthy(status.get("exited")) {
@@ -65,7 +67,9 @@ pub(super) async fn run(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Value
             ));
             return Ok(out);
         }
-        calls.pause(delay.min(deadline.saturating_duration_since(Instant::now()))).await;
+        calls
+            .pause(delay.min(deadline.saturating_duration_since(Instant::now())))
+            .await;
         delay = (delay * 2).min(LONGEST_POLL);
     }
 }

@@ -128,7 +128,10 @@ pub(super) async fn capabilities(
     let mut proxmox = Map::new();
     proxmox.insert("configured".into(), true.into());
     match version {
-        Ok(v) => proxmox.insert("version".into(), v.get("version").cloned().unwrap_or(Value::Null)),
+        Ok(v) => proxmox.insert(
+            "version".into(),
+            v.get("version").cloned().unwrap_or(Value::Null),
+        ),
         Err(e) => proxmox.insert("version_error".into(), e.into()),
     };
     match permissions {
