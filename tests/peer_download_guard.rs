@@ -23,9 +23,21 @@ fn inet_aton_spellings_parse_like_the_c_library() {
         ("127.0.0.1.", "127.0.0.1"),
         ("017700000001", "127.0.0.1"),
     ] {
-        assert_eq!(parse_ipv4_legacy(text).map(|a| a.to_string()).as_deref(), Some(want), "{text}");
+        assert_eq!(
+            parse_ipv4_legacy(text).map(|a| a.to_string()).as_deref(),
+            Some(want),
+            "{text}"
+        );
     }
-    for text in ["256.0.0.1", "1.2.3.4.5", "example.com", "1..2", "08.0.0.1", "4294967296", ""] {
+    for text in [
+        "256.0.0.1",
+        "1.2.3.4.5",
+        "example.com",
+        "1..2",
+        "08.0.0.1",
+        "4294967296",
+        "",
+    ] {
         assert_eq!(parse_ipv4_legacy(text), None, "{text}");
     }
 }
@@ -90,7 +102,12 @@ fn every_refused_class_in_every_spelling() {
 
 #[test]
 fn schemes_and_credentials_are_refused() {
-    for url in ["file:///etc/passwd", "ftp://example.com/x", "gopher://x/", "javascript:alert(1)"] {
+    for url in [
+        "file:///etc/passwd",
+        "ftp://example.com/x",
+        "gopher://x/",
+        "javascript:alert(1)",
+    ] {
         assert!(check_syntax(url, &none()).is_err(), "{url}");
     }
     assert_eq!(
@@ -124,8 +141,21 @@ async fn a_name_resolving_to_loopback_is_refused_after_resolution() {
         needs_resolution: true,
     };
     let err = check_resolved(&checked, &none()).await.unwrap_err();
-    assert!(matches!(err, GuardError::Address { class: "loopback", .. }), "{err}");
-    assert!(check_resolved(&checked, &AllowList::parse(["127.0.0.0/8", "::1"])).await.is_ok());
+    assert!(
+        matches!(
+            err,
+            GuardError::Address {
+                class: "loopback",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        check_resolved(&checked, &AllowList::parse(["127.0.0.0/8", "::1"]))
+            .await
+            .is_ok()
+    );
     let err = check("http://ip6-localhost/x.iso", &none()).await;
     assert!(err.is_err(), "{err:?}");
     let allow = AllowList::parse(["ip6-localhost"]);
