@@ -152,13 +152,16 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body("file", ParamKind::String, "Absolute path inside the guest.")
                 .pattern("^/[^\\x00]*$", 4096)
                 .required(),
-            Param::body(
-                "content",
-                ParamKind::String,
-                "File content (at most 61440 characters).",
-            )
-            .pattern("^[\\s\\S]*$", 61_440)
-            .required(),
+            // Multi-line text: a length cap and no pattern (patterns refuse newlines).
+            Param {
+                max_length: Some(61_440),
+                ..Param::body(
+                    "content",
+                    ParamKind::String,
+                    "File content (at most 61440 characters).",
+                )
+                .required()
+            },
             Param::body(
                 "encode",
                 ParamKind::Boolean,

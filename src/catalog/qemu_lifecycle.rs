@@ -330,12 +330,15 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "Program and arguments, one array item each (a string is split on whitespace).",
             )
             .required(),
-            Param::arg(
-                "input-data",
-                ParamKind::String,
-                "Standard input text (up to 64 KiB).",
-            )
-            .pattern("^[\\s\\S]*$", 65_536),
+            // Multi-line text: a length cap and no pattern (patterns refuse newlines).
+            Param {
+                max_length: Some(65_536),
+                ..Param::arg(
+                    "input-data",
+                    ParamKind::String,
+                    "Standard input text (up to 64 KiB).",
+                )
+            },
             Param::arg(
                 "timeout",
                 ParamKind::Integer,
