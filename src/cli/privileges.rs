@@ -26,7 +26,7 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_list_pci_mappings", &[("/", "Mapping.Audit")]),
     (
         "pve_get_pci_mapping",
-        &[("/mapping/pci/{id}", "Mapping.Use")],
+        &[("/mapping/pci/{id}", "Mapping.Audit")],
     ),
     (
         "pve_create_pci_mapping",
