@@ -6,6 +6,10 @@
 //! by the pipeline, reaches Proxmox only through the shared REST client or SSH router in
 //! [`Backends`], and returns one outcome with the number of attempts made.
 
+// Failures are the cold path and are rendered once; boxing them would only add noise
+// (as in `dispatch`).
+#![allow(clippy::result_large_err)]
+
 pub mod address_guard;
 mod calls;
 mod diagnose;

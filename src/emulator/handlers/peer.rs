@@ -259,12 +259,12 @@ pub(in super::super) fn pci_update(call: &mut Call<'_>) -> Result<Value, ApiErro
         .get(&id)
         .cloned()
         .ok_or_else(|| no_mapping(&id))?;
-    if let Some(digest) = call.str("digest") {
-        if row["digest"] != digest {
-            return Err(ApiError::server(
-                "detected modified configuration - file changed by other user? Try again.",
-            ));
-        }
+    if let Some(digest) = call.str("digest")
+        && row["digest"] != digest
+    {
+        return Err(ApiError::server(
+            "detected modified configuration - file changed by other user? Try again.",
+        ));
     }
     if let Some(keys) = call.str("delete") {
         for key in keys.split(',') {
