@@ -9,7 +9,8 @@
 
 use super::params::{GUEST, NODE, NODE_PATTERN};
 use super::types::{
-    Backend, Category, CompositeOp, Legs, Effect, Module, Param, ParamKind, Tier, ToolSpec, get, post,
+    Backend, Category, CompositeOp, Effect, Legs, Module, Param, ParamKind, Tier, ToolSpec, get,
+    post,
 };
 
 /// A guest file path: absolute, no NUL.
@@ -105,6 +106,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Diagnose guest agent",
         description: "Why the guest agent does (not) answer: config `agent` flag, VM status, ping, agent info, as findings with advice.",
         category: Category::Qemu,
+        legs: Legs::UNTRUSTED,
         params: GUEST_ARGS,
         backend: Backend::Composite(CompositeOp::QemuAgentDiagnose),
         timeout_ms: 30_000,
@@ -115,6 +117,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Diagnose VM boot",
         description: "Why a VM may not boot: status, boot order vs disks, agent, cloud-init drive and dumps, as findings with advice. Reads only.",
         category: Category::Qemu,
+        legs: Legs::UNTRUSTED,
         params: GUEST_ARGS,
         backend: Backend::Composite(CompositeOp::QemuBootDiagnose),
         timeout_ms: 30_000,
@@ -127,6 +130,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             "Read a file inside a VM via the guest agent: content (up to 16 MiB), truncated."
         ),
         category: Category::Qemu,
+        legs: Legs::SENSITIVE_UNTRUSTED,
         tier: Tier::Full,
         module: Module::Advanced,
         params: &[NODE, GUEST[1], FILE],
@@ -139,6 +143,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Write guest file",
         description: "Write (replace) a file inside a VM via the guest agent, up to 60 KiB. Needs agent=1. Returns null.",
         category: Category::Qemu,
+        legs: Legs {
+            executes: true,
+            ..Legs::NONE
+        },
         tier: Tier::Full,
         module: Module::Advanced,
         effect: Effect::Write {

@@ -6,7 +6,8 @@
 
 use super::params::{NODE, STORAGE};
 use super::types::{
-    Backend, Category, CompositeOp, Effect, Location, Module, Param, ParamKind, Tier, ToolSpec, get,
+    Backend, Category, CompositeOp, Effect, Legs, Location, Module, Param, ParamKind, Tier,
+    ToolSpec, get,
 };
 
 /// Rows of the snippet and download part of the `storage` category.
@@ -35,6 +36,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Download URL to storage",
         description: "Have a node download an ISO/template from a public http(s) URL. Private, loopback, metadata hosts refused; Proxmox resolves the name again. Returns a UPID.",
         category: Category::Storage,
+        legs: Legs::UNTRUSTED,
         tier: Tier::Full,
         module: Module::Advanced,
         effect: Effect::Write {

@@ -5,7 +5,7 @@
 //! answer is a secret that opens a console, returned on purpose.
 
 use super::params::{NODE, VMID};
-use super::types::{Category, Effect, Module, Param, ParamKind, Tier, ToolSpec, post};
+use super::types::{Category, Effect, Legs, Module, Param, ParamKind, Tier, ToolSpec, post};
 
 /// Rows of the node-operations part of the `nodes` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
@@ -34,6 +34,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Create console ticket",
         description: "Open a VNC or terminal proxy for a guest. Returns port, user and the console ticket (a secret, returned on purpose).",
         category: Category::Nodes,
+        legs: Legs::SENSITIVE,
         tier: Tier::Full,
         module: Module::Advanced,
         effect: Effect::Write {

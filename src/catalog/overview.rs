@@ -3,7 +3,7 @@
 //! Invariant: every row here only reads. The two composite rows make a fixed, small number
 //! of requests whatever the cluster's size (no per-guest request storm).
 
-use super::types::{Backend, Category, CompositeOp, Param, ParamKind, ToolSpec, get};
+use super::types::{Backend, Category, CompositeOp, Legs, Param, ParamKind, ToolSpec, get};
 
 /// Rows of the overview part of the `cluster` and `network` categories.
 pub(super) const TOOLS: &[ToolSpec] = &[
@@ -12,6 +12,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Inventory overview",
         description: "Counts of nodes, VMs, containers and storage per node, type and status, PVE version and quorum, from three cluster-wide reads.",
         category: Category::Cluster,
+        legs: Legs::UNTRUSTED,
         backend: Backend::Composite(CompositeOp::InventoryOverview),
         ..ToolSpec::BASE
     },

@@ -11,8 +11,8 @@ use super::params::{
 };
 use super::qemu_params::{CLOUDINIT, HARDWARE, UPDATABLE, UPDATE_ONLY};
 use super::types::{
-    ArgRule, Backend, Category, CompositeOp, Effect, Legs, Module, Param, ParamKind, Tier, ToolSpec,
-    delete, get, post, put,
+    ArgRule, Backend, Category, CompositeOp, Effect, Legs, Module, Param, ParamKind, Tier,
+    ToolSpec, delete, get, post, put,
 };
 
 const CREATE: Effect = Effect::Write {

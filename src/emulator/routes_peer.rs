@@ -5,8 +5,8 @@
 //! (checked by `tests/schema.rs`).
 
 use super::api::{bool, int, one_of, s};
-use super::dispatch::{Route, delete, get, post, put};
 use super::handlers::peer;
+use super::route::{Route, delete, get, post, put};
 
 const CHECKSUMS: &[&str] = &["md5", "sha1", "sha224", "sha256", "sha384", "sha512"];
 

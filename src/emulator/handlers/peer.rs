@@ -11,7 +11,8 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{GuestKind, digest_of, unix_now};
+use super::super::stamps::{digest_of, unix_now};
+use super::super::state::GuestKind;
 use super::super::state_infra::Volume;
 use super::super::state_peer::AgentProcess;
 use super::agent::agent_guest;
