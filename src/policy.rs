@@ -36,6 +36,8 @@ pub const ENV_WHITELIST: &str = "PVE_TOOL_WHITELIST";
 pub const ENV_APPROVAL: &str = "PVE_HUMAN_APPROVAL";
 /// How long a person has to answer an approval question.
 pub const ENV_APPROVAL_TIMEOUT: &str = "PVE_APPROVAL_TIMEOUT_SECS";
+/// Hosts and addresses `pve_download_to_storage` may fetch from despite the address guard.
+pub const ENV_DOWNLOAD_ALLOW: &str = "PVE_DOWNLOAD_ALLOW";
 
 /// Default time a person has to answer (seconds).
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
@@ -82,6 +84,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         name: ENV_APPROVAL_TIMEOUT,
         description: "Seconds a person has to answer an approval question before the call is refused.",
         default: "300",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_DOWNLOAD_ALLOW,
+        description: "Comma list of hosts, addresses or CIDRs `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses.",
+        default: "none",
         secret: false,
     },
 ];
@@ -190,6 +198,8 @@ pub struct Settings {
     pub approval: ApprovalMode,
     /// How long a person has to answer.
     pub approval_timeout: Duration,
+    /// Download address-guard exceptions (`PVE_DOWNLOAD_ALLOW`), lower-cased entries.
+    pub download_allow: Vec<String>,
 }
 
 impl Default for Settings {
@@ -203,6 +213,7 @@ impl Default for Settings {
             whitelist: BTreeSet::new(),
             approval: ApprovalMode::Auto,
             approval_timeout: Duration::from_secs(DEFAULT_APPROVAL_TIMEOUT_SECS),
+            download_allow: Vec::new(),
         }
     }
 }
@@ -243,6 +254,9 @@ impl Settings {
                 .filter(|s| (1..=86_400).contains(s))
                 .ok_or(PolicyError::InvalidApprovalTimeout { value })?;
             settings.approval_timeout = Duration::from_secs(seconds);
+        }
+        if let Some(value) = get(ENV_DOWNLOAD_ALLOW) {
+            settings.download_allow = split_list(&value).map(str::to_ascii_lowercase).collect();
         }
         Ok(settings)
     }

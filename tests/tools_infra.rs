@@ -26,6 +26,7 @@ fn infra_tools() -> BTreeSet<&'static str> {
     catalog::all()
         .filter(|s| CATEGORIES.contains(&s.category))
         .filter(|s| !s.name.contains("restore") && !s.name.contains("_agent_"))
+        .filter(|s| !common::peer::PEER_TOOLS.contains(&s.name))
         .map(|s| s.name)
         .collect()
 }

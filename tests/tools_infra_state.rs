@@ -196,7 +196,7 @@ async fn backup_job_and_run_round_trip() {
         .iter()
         .filter_map(|v| v["content"].as_str())
         .collect();
-    assert_eq!(contents, ["backup", "iso", "vztmpl"].into());
+    assert_eq!(contents, ["backup", "iso", "snippets", "vztmpl"].into());
     // Guest disks: only those of guests on the node asked, typed by guest kind.
     let disks = ok(
         &mut mcp,

@@ -60,6 +60,7 @@ pub(super) static TABLES: &[&[Route]] = &[
     super::routes_guests::ROUTES,
     super::routes_infra::ROUTES,
     super::routes_security::ROUTES,
+    super::routes_peer::ROUTES,
 ];
 
 /// Every implemented route, in table order.
