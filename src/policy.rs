@@ -39,6 +39,10 @@ pub const ENV_APPROVAL_TIMEOUT: &str = "PVE_APPROVAL_TIMEOUT_SECS";
 
 /// Default time a person has to answer (seconds).
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
+/// How long an MCP task id stays valid after its creation.
+pub const ENV_TASK_TTL: &str = "PVE_TASK_TTL_SECS";
+/// Default task id lifetime (seconds): a day, longer than most backups and migrations.
+pub const DEFAULT_TASK_TTL_SECS: u64 = 86_400;
 
 /// The policy variables, documented (README table and registry descriptor are checked against it).
 pub const ENV_VARS: &[EnvVarDoc] = &[
@@ -82,6 +86,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         name: ENV_APPROVAL_TIMEOUT,
         description: "Seconds a person has to answer an approval question before the call is refused.",
         default: "300",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_TASK_TTL,
+        description: "Seconds an MCP task id (a task-starting call from a client with the tasks extension) stays readable with `tasks/get`.",
+        default: "86400",
         secret: false,
     },
 ];
@@ -151,6 +161,12 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// `PVE_TASK_TTL_SECS` is not a whole number of seconds in 1..=604800.
+    #[error("{ENV_TASK_TTL}={value:?} is not valid; use whole seconds from 1 to 604800")]
+    InvalidTaskTtl {
+        /// The rejected value.
+        value: String,
+    },
     /// `PVE_CATEGORIES` names a category that does not exist.
     #[error("{ENV_CATEGORIES} names unknown categories: {unknown}; valid categories: {valid}")]
     UnknownCategories {
@@ -190,6 +206,8 @@ pub struct Settings {
     pub approval: ApprovalMode,
     /// How long a person has to answer.
     pub approval_timeout: Duration,
+    /// How long an MCP task id stays valid.
+    pub task_ttl: Duration,
 }
 
 impl Default for Settings {
@@ -203,6 +221,7 @@ impl Default for Settings {
             whitelist: BTreeSet::new(),
             approval: ApprovalMode::Auto,
             approval_timeout: Duration::from_secs(DEFAULT_APPROVAL_TIMEOUT_SECS),
+            task_ttl: Duration::from_secs(DEFAULT_TASK_TTL_SECS),
         }
     }
 }
@@ -243,6 +262,14 @@ impl Settings {
                 .filter(|s| (1..=86_400).contains(s))
                 .ok_or(PolicyError::InvalidApprovalTimeout { value })?;
             settings.approval_timeout = Duration::from_secs(seconds);
+        }
+        if let Some(value) = get(ENV_TASK_TTL) {
+            let seconds = value
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=604_800).contains(s))
+                .ok_or(PolicyError::InvalidTaskTtl { value })?;
+            settings.task_ttl = Duration::from_secs(seconds);
         }
         Ok(settings)
     }

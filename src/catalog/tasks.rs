@@ -1,7 +1,9 @@
 //! Task tools: Proxmox's record of every long-running action (start, backup, migrate, …).
 
 use super::params::{LOG_LIMIT, LOG_START, NODE, UPID};
-use super::types::{Category, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get};
+use super::types::{
+    Backend, Category, CompositeOp, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get,
+};
 
 /// Rows of the `tasks` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
@@ -50,6 +52,24 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         legs: Legs::UNTRUSTED,
         params: &[NODE, UPID, LOG_START, LOG_LIMIT],
         backend: get("/nodes/{node}/tasks/{upid}/log"),
+        ..ToolSpec::BASE
+    },
+    ToolSpec {
+        name: "pve_wait_task",
+        title: "Wait for a task",
+        description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress notifications. Returns status, exitstatus, succeeded, logTail; a failed task is an error. The task keeps running if the wait ends.",
+        category: Category::Tasks,
+        params: &[
+            NODE,
+            UPID,
+            Param::arg(
+                "timeout",
+                ParamKind::Integer,
+                "Seconds to wait (default 300).",
+            )
+            .range(1, 86_400),
+        ],
+        backend: Backend::Composite(CompositeOp::WaitTask),
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -6,6 +6,8 @@
 //! by the pipeline, reaches Proxmox only through the shared REST client or SSH router in
 //! [`Backends`], and returns one outcome with the number of attempts made.
 
+mod wait_task;
+
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -24,8 +26,10 @@ pub async fn execute(
 ) -> (Result<Value, ToolFailure>, u32) {
     // Each arm is filled in with its handler as the operation's tools are added; no row
     // uses an operation before its handler exists (tests/catalog.rs calls every row).
-    let _ = (backends, args, cancel);
-    (Err(unavailable(op, spec)), 0)
+    match op {
+        CompositeOp::WaitTask => wait_task::run(backends, args, cancel).await,
+        _ => (Err(unavailable(op, spec)), 0),
+    }
 }
 
 fn unavailable(op: CompositeOp, spec: &ToolSpec) -> ToolFailure {
