@@ -192,10 +192,9 @@ impl ServerHandler for Server {
         // Where no person can be asked, `_meta.confirm: true` plays the `confirm` argument.
         let confirmed = request
             .meta
-            .as_ref()
-            .and_then(|meta| meta.0.0.get("confirm"))
-            .and_then(serde_json::Value::as_bool)
-            .unwrap_or(false);
+            .iter()
+            .chain(std::iter::once(&context.meta))
+            .any(|meta| meta.0.0.get("confirm") == Some(&serde_json::Value::Bool(true)));
         tasks::cancel(
             &self.state,
             &self.approver,

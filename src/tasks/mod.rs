@@ -273,6 +273,7 @@ pub async fn get(
         tool,
         alias_for: None,
         duration: started.elapsed(),
+        attempts: 2,
         retries: 0,
         approval: None,
     };
