@@ -130,6 +130,7 @@ pub struct Meter {
     last_percent: Option<f64>,
     phase: u32,
     last_line: String,
+    percent_line: String,
 }
 
 impl Meter {
@@ -140,6 +141,7 @@ impl Meter {
             last_percent: None,
             phase: 0,
             last_line: String::new(),
+            percent_line: String::new(),
         }
     }
 
@@ -152,6 +154,7 @@ impl Meter {
                     self.phase += 1;
                 }
                 self.last_percent = Some(percent);
+                line.trim().clone_into(&mut self.percent_line);
             }
             if !line.trim().is_empty() {
                 self.last_line = line.trim().to_owned();
@@ -165,12 +168,12 @@ impl Meter {
             Some(percent) => {
                 let phase = f64::from(self.phase);
                 let message = if self.phase == 0 {
-                    format!("{percent:.1}% — {}", self.last_line)
+                    format!("{percent:.1}% — {}", self.percent_line)
                 } else {
                     format!(
                         "{percent:.1}% (part {}) — {}",
                         self.phase + 1,
-                        self.last_line
+                        self.percent_line
                     )
                 };
                 Reading {
@@ -304,8 +307,10 @@ mod tests {
             "create full clone of drive scsi1 (local-lvm:vm-100-disk-1)",
             "transferred 1.0 GiB of 8.0 GiB (12.50%)",
         ]);
+        meter.feed(["  Logical volume \"vm-777-disk-1\" created."]);
         let r = meter.reading(5);
         assert_eq!(r.progress, 112.5);
+        assert!(r.message.ends_with("(12.50%)"), "{}", r.message);
         assert!(r.message.contains("part 2"), "{}", r.message);
     }
 
