@@ -5,6 +5,9 @@
 //! peer going away) never stops the Proxmox task; only `tasks/cancel` or `pve_stop_task`
 //! do, after approval.
 
+// Failures are the cold path and are rendered once; boxing them would only add noise.
+#![allow(clippy::result_large_err)]
+
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 

@@ -7,6 +7,9 @@
 //! by `tasks/cancel` after the same approval `pve_stop_task` needs; following (progress,
 //! waits) only reads and never stops the task when the wait ends.
 
+// Failures are the cold path and are rendered once; boxing them would only add noise.
+#![allow(clippy::result_large_err)]
+
 pub mod follow;
 pub mod id;
 pub mod progress;

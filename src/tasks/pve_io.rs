@@ -3,6 +3,9 @@
 //! Invariant: the log is read from a cursor to its current end in pages of [`LOG_PAGE`]
 //! lines, never cut at the first page; a page shorter than asked is the end.
 
+// Failures are the cold path and are rendered once; boxing them would only add noise.
+#![allow(clippy::result_large_err)]
+
 use std::time::Duration;
 
 use serde_json::Value;
