@@ -1,6 +1,6 @@
 //! Task tools: Proxmox's record of every long-running action (start, backup, migrate, …).
 
-use super::params::{LOG_LIMIT, LOG_START, NODE, UPID};
+use super::params::{LOG_LIMIT, LOG_START, NODE, NODE_PATTERN, UPID, UPID_PATTERN};
 use super::types::{
     Backend, Category, CompositeOp, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get,
 };
@@ -57,11 +57,19 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_wait_task",
         title: "Wait for a task",
-        description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress notifications. Returns status, exitstatus, succeeded, logTail; a failed task is an error. The task keeps running if the wait ends.",
+        description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress notifications. Returns status, exitstatus, succeeded, logTail; a failed task is an error. Ending the wait never stops it.",
         category: Category::Tasks,
         params: &[
-            NODE,
-            UPID,
+            Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")
+                .required()
+                .matching(NODE_PATTERN),
+            Param::arg(
+                "upid",
+                ParamKind::String,
+                "Task ID (UPID); `node` must be the node in it.",
+            )
+            .required()
+            .pattern(UPID_PATTERN, 512),
             Param::arg(
                 "timeout",
                 ParamKind::Integer,
