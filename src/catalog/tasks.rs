@@ -78,6 +78,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             .range(1, 86_400),
         ],
         backend: Backend::Composite(CompositeOp::WaitTask),
+        legs: Legs::UNTRUSTED,
         ..ToolSpec::BASE
     },
     ToolSpec {
