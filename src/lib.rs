@@ -16,6 +16,7 @@
 //! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
 //! - [`dispatch`] — validation, request building, backend, envelope.
 //! - [`composite`] — tools made of several requests or a guarded one.
+//! - [`tasks`] — UPIDs as MCP tasks, `wait`, progress parsed from task logs.
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
@@ -42,4 +43,5 @@ pub mod registry;
 pub mod schema;
 pub mod server;
 pub mod ssh;
+pub mod tasks;
 pub mod transport;

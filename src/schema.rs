@@ -39,12 +39,32 @@ pub const DRY_RUN: &str = "dry_run";
 const DRY_RUN_DESCRIPTION: &str =
     "true: send nothing; return the exact request, the approval decision and current values.";
 
+/// Name of the control argument that follows a started Proxmox task to its end; never sent.
+pub const WAIT: &str = "wait";
+
+const WAIT_DESCRIPTION: &str = "true: follow the started Proxmox task to its end (progress notifications) and return its exit status and log tail instead of the UPID.";
+
+/// Name of the control argument bounding `wait`, in seconds; never sent.
+pub const WAIT_TIMEOUT: &str = "wait_timeout";
+
+const WAIT_TIMEOUT_DESCRIPTION: &str =
+    "Seconds `wait` follows the task (default 300); the task keeps running after it.";
+
+/// Largest `wait_timeout` (seconds).
+pub const MAX_WAIT_SECS: u64 = 86_400;
+
 /// The control arguments a row accepts besides its parameters: `confirm` where a call can
-/// need approval, `dry_run` on every tool that changes something.
+/// need approval, `dry_run` on every tool that changes something, `wait`/`wait_timeout`
+/// on the tools that start a Proxmox task.
 pub fn control_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
     let confirm = spec.can_be_gated().then_some(CONFIRM);
     let dry_run = (!spec.effect.is_read()).then_some(DRY_RUN);
-    confirm.into_iter().chain(dry_run)
+    let wait = spec
+        .starts_task
+        .then_some([WAIT, WAIT_TIMEOUT])
+        .into_iter()
+        .flatten();
+    confirm.into_iter().chain(dry_run).chain(wait)
 }
 
 /// Builds the JSON Schema of a tool's arguments.
@@ -71,6 +91,16 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
         properties.insert(
             DRY_RUN.to_owned(),
             json!({"type": "boolean", "description": DRY_RUN_DESCRIPTION}),
+        );
+    }
+    if spec.starts_task {
+        properties.insert(
+            WAIT.to_owned(),
+            json!({"type": "boolean", "description": WAIT_DESCRIPTION}),
+        );
+        properties.insert(
+            WAIT_TIMEOUT.to_owned(),
+            json!({"type": "integer", "minimum": 1, "maximum": MAX_WAIT_SECS, "description": WAIT_TIMEOUT_DESCRIPTION}),
         );
     }
     let required: Vec<Value> = spec
@@ -179,6 +209,10 @@ pub struct ValidArgs {
     pub confirmed: bool,
     /// Whether `dry_run` was exactly `true`.
     pub dry_run: bool,
+    /// Whether `wait` was exactly `true` (task-starting tools).
+    pub wait: bool,
+    /// `wait_timeout` in seconds, when given.
+    pub wait_timeout: Option<u64>,
 }
 
 impl ValidArgs {
@@ -231,6 +265,12 @@ pub fn validate(
                 _ => {
                     errors.insert(key.clone(), "must be a boolean (true to preview)".into());
                 }
+            }
+            continue;
+        }
+        if spec.starts_task && (key == WAIT || key == WAIT_TIMEOUT) {
+            if let Err(message) = wait_argument(&mut valid, key, value) {
+                errors.insert(key.clone(), message);
             }
             continue;
         }
@@ -407,6 +447,31 @@ fn pattern_matches(pattern: &str, value: &str) -> bool {
         .or_insert_with(|| Regex::new(pattern).ok())
         .as_ref()
         .is_some_and(|re| re.is_match(value))
+}
+
+/// Reads `wait` or `wait_timeout` into `valid`.
+fn wait_argument(valid: &mut ValidArgs, key: &str, value: &Value) -> Result<(), String> {
+    match (key, value) {
+        (_, Value::Null) => Ok(()),
+        (WAIT, Value::Bool(b)) => {
+            valid.wait = *b;
+            Ok(())
+        }
+        (WAIT, _) => Err("must be a boolean (true to wait for the task)".into()),
+        (_, Value::Number(n)) => match n.as_u64().filter(|s| (1..=MAX_WAIT_SECS).contains(s)) {
+            Some(seconds) => {
+                valid.wait_timeout = Some(seconds);
+                Ok(())
+            }
+            None => Err(format!(
+                "must be a whole number of seconds from 1 to {MAX_WAIT_SECS}"
+            )),
+        },
+        _ => Err(format!(
+            "must be of type integer, got {}",
+            json_type_name(value)
+        )),
+    }
 }
 
 fn json_type_name(value: &Value) -> &'static str {
