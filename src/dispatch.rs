@@ -16,10 +16,12 @@ use rmcp::model::CallToolResult;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::catalog::{Backend, HttpMethod, Location, ToolSpec};
+use crate::audit::{self, AuditLog};
+use crate::catalog::{Backend, HttpMethod, Location, Tier, ToolSpec};
 use crate::envelope::{CallMeta, ToolFailure, codes, failure_from, not_configured, render};
 use crate::policy::Settings;
 use crate::pve::{self, ApiRequest, RetryPolicy};
+use crate::redact;
 use crate::registry::{Entry, Registry};
 use crate::schema::{self, ValidArgs};
 use crate::ssh::{self, Router};
@@ -85,6 +87,55 @@ pub fn finish(
         Err(f) => tracing::info!(tool = entry.wire_name, code = f.code, "tool call failed"),
     }
     render(outcome, &meta)
+}
+
+/// What the last stages of a call need besides its outcome: the server's configured tier
+/// (what redaction may reveal), the audit trail (`None`: not recorded, e.g. a dry-run) and
+/// the client's raw arguments (masked before they are recorded or echoed).
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
+    /// `policy::Settings::tier` of the server.
+    pub tier: Tier,
+    /// Where the call is recorded, if it is.
+    pub audit: Option<&'a AuditLog>,
+    /// The arguments as the client sent them.
+    pub arguments: Option<&'a Map<String, Value>>,
+}
+
+/// The end of every call: redact → envelope → audit. `approval` is how a gated call was
+/// approved (`person`, `confirm-flag`).
+pub async fn conclude(
+    record: &Record<'_>,
+    entry: &Entry,
+    started: Instant,
+    mut outcome: Result<Value, ToolFailure>,
+    attempts: u32,
+    approval: Option<&'static str>,
+) -> CallToolResult {
+    seal(record, entry, started, &mut outcome, approval).await;
+    finish(entry, started, outcome, attempts, approval)
+}
+
+/// Redact → audit, without rendering: for callers that build the answer themselves (a task
+/// handle) after the outcome is final.
+pub async fn seal(
+    record: &Record<'_>,
+    entry: &Entry,
+    started: Instant,
+    outcome: &mut Result<Value, ToolFailure>,
+    approval: Option<&'static str>,
+) {
+    redact::redact_outcome(entry.spec, record.tier, record.arguments, outcome);
+    if let Some(log) = record.audit {
+        let call = audit::call::Call {
+            spec: entry.spec,
+            wire_name: entry.wire_name,
+            alias_for: entry.alias_for,
+            arguments: record.arguments,
+            approval,
+        };
+        audit::call::record_call(log, &call, outcome, started.elapsed()).await;
+    }
 }
 
 /// Everything that happens before the gate: validation and the cross-field guards. The

@@ -17,6 +17,8 @@
 //! - [`dispatch`] — validation, request building, backend, envelope.
 //! - [`composite`] — tools made of several requests or a guarded one.
 //! - [`tasks`] — UPIDs as MCP tasks, `wait`, progress parsed from task logs.
+//! - [`redact`] — per-field masking of secrets in results and audited arguments.
+//! - [`audit`] — the hash-chained audit trail of changes and refusals, and its verifier.
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
@@ -25,6 +27,7 @@
 //! - [`transport`] — Streamable HTTP (`MCP_TRANSPORT=http`): auth, Host/Origin guard, limits.
 
 pub mod approval;
+pub mod audit;
 pub mod catalog;
 pub mod cli;
 pub mod composite;
@@ -39,6 +42,7 @@ pub mod policy;
 pub mod preview;
 pub mod prompts;
 pub mod pve;
+pub mod redact;
 pub mod registry;
 pub mod schema;
 pub mod server;

@@ -34,9 +34,19 @@ pub async fn run(
     let started = Instant::now();
     let spec = entry.spec;
     let cancel = &context.ct;
+    // Redaction and audit (`dispatch::conclude`) see every outcome below.
+    let record = dispatch::Record {
+        tier: state.settings.tier,
+        audit: Some(&state.audit),
+        arguments: request.arguments.as_ref(),
+    };
     let args = match dispatch::preflight(entry, request.arguments.as_ref()) {
         Ok(args) => args,
-        Err(failure) => return dispatch::finish(entry, started, Err(failure), 0, None).into(),
+        Err(failure) => {
+            return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+                .await
+                .into();
+        }
     };
     let gate = gate::evaluate(spec, &args);
     let channel = Channel::of(context);
@@ -44,7 +54,19 @@ pub async fn run(
     if args.dry_run {
         let preview = preview::build(state.pve.as_ref(), spec, &args, cancel).await;
         let data = preview.dry_run(spec, gate.as_ref(), channel.describe(approver.mode()));
-        return dispatch::finish(entry, started, Ok(data), 0, None).into();
+        let preview_only = dispatch::Record {
+            audit: None,
+            ..record
+        };
+        return dispatch::conclude(&preview_only, entry, started, Ok(data), 0, None)
+            .await
+            .into();
+    }
+    // A change that could not be recorded is refused before anyone is asked (fail closed).
+    if let Err(failure) = crate::audit::call::ensure_change_recordable(&state.audit, spec).await {
+        return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+            .await
+            .into();
     }
 
     let mut approved_by = None;
@@ -67,7 +89,9 @@ pub async fn run(
             Verdict::Refused(failure) => {
                 let failure =
                     explain_refusal(failure, spec.name, gate, spec.effect.is_destructive());
-                return dispatch::finish(entry, started, Err(failure), 0, None).into();
+                return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+                    .await
+                    .into();
             }
         }
     }
@@ -78,9 +102,11 @@ pub async fn run(
         registry: &state.registry,
         settings: &state.settings,
     };
-    let (outcome, attempts) =
+    let (mut outcome, attempts) =
         crate::tasks::progress_scope(context, dispatch::execute(&backends, spec, &args, cancel))
             .await;
+    // Redact and audit here: a task-bound answer below does not come back through `conclude`.
+    dispatch::seal(&record, entry, started, &mut outcome, approved_by).await;
     // Stage: long tasks — a UPID becomes an MCP task, or is followed to its end (`wait`).
     let dispatched = crate::tasks::Dispatched {
         entry,

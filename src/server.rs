@@ -42,6 +42,8 @@ pub struct AppState {
     pub ssh: Option<Arc<ssh::Router>>,
     /// Why the SSH tools are or are not available, for the instructions.
     pub ssh_note: String,
+    /// The audit trail of changes and refusals (`PVE_AUDIT_LOG`).
+    pub audit: crate::audit::AuditLog,
 }
 
 /// The MCP handler.

@@ -32,6 +32,7 @@ async fn serve(emu: &nandi_proxmox_mcp::emulator::Emulator) -> HttpServer {
         connection_note: "test".into(),
         ssh: None,
         ssh_note: String::new(),
+        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
     });
     let vars: HashMap<&str, &str> = HashMap::from([("MCP_PORT", "0"), ("MCP_AUTH_TOKEN", TOKEN)]);
     let mut settings =

@@ -4,6 +4,7 @@
 //! `main` maps failures to exit codes in one place and nothing but MCP ever reaches stdout
 //! while serving.
 
+pub mod audit;
 pub mod bootstrap;
 pub mod clients;
 mod completions;
@@ -82,6 +83,11 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp completions bash > ~/.local/share/bash-completion/completions/nandi-proxmox-mcp\n  nandi-proxmox-mcp completions zsh > ~/.zfunc/_nandi-proxmox-mcp"
     )]
     Completions(completions::CompletionsArgs),
+    /// Check the audit trail: `audit verify [FILE]` exits 1 at the first tampered line.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp audit verify\n  nandi-proxmox-mcp audit verify ~/.local/state/nandi-proxmox-mcp/audit.jsonl"
+    )]
+    Audit(audit::AuditArgs),
 }
 
 /// A command failure, mapped to an exit status by `main`.
@@ -132,5 +138,6 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::Harden(args)) => harden::run(args),
         Some(Command::List) => list::run(),
         Some(Command::Completions(args)) => completions::run(args),
+        Some(Command::Audit(args)) => audit::run(args),
     }
 }

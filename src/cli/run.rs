@@ -40,6 +40,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Config(e.to_string()))?;
     let limits = pve::ClientLimits::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
+    let audit = crate::audit::AuditLog::from_env().map_err(|e| CliError::Config(e.to_string()))?;
 
     // Held until the server stops: dropping it stops the demo emulator.
     let mut _demo: Option<Emulator> = None;
@@ -74,6 +75,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         connection_note,
         ssh,
         ssh_note,
+        audit,
     });
     match http_settings {
         Some(settings) => serve_http(server, settings).await,

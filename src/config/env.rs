@@ -29,6 +29,8 @@ const SSH_KEY: &str = "PROXMOX_SSH_KEY_PATH";
 const SSH_STRATEGY: &str = "PROXMOX_SSH_STRATEGY";
 const SSH_KNOWN_HOSTS: &str = "PROXMOX_SSH_KNOWN_HOSTS";
 const SSH_HOST_KEY: &str = "PROXMOX_SSH_HOST_KEY_FINGERPRINT";
+const AUDIT_LOG: &str = "PVE_AUDIT_LOG";
+const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 
 /// The variables that must be set in environment mode.
 const REQUIRED: [&str; 4] = [HOST, USER, TOKEN_NAME, TOKEN_SECRET];
@@ -95,6 +97,18 @@ pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
         SSH_HOST_KEY,
         "Pinned SSH host key fingerprint, `SHA256:…` as printed by `ssh-keygen -lf`",
         "–",
+        false,
+    ),
+    doc(
+        AUDIT_LOG,
+        "Audit trail: one hash-chained JSON line per change or refusal (`nandi-proxmox-mcp audit verify` checks it); `off` disables. When it cannot be written, changes are refused",
+        "$XDG_STATE_HOME/nandi-proxmox-mcp/audit.jsonl, else ~/.local/state/nandi-proxmox-mcp/audit.jsonl",
+        false,
+    ),
+    doc(
+        XDG_STATE_HOME,
+        "Per-user state folder; holds the default audit log",
+        "~/.local/state",
         false,
     ),
     doc(
@@ -262,4 +276,39 @@ pub(crate) fn load(env: &dyn EnvSource, home: Option<&Path>) -> Result<Config, C
         ssh,
         source: ConfigSource::Env,
     })
+}
+
+/// Where the audit trail goes, from `PVE_AUDIT_LOG` (see [`ENV_VARS`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditLogSetting {
+    /// `PVE_AUDIT_LOG=off`.
+    Off,
+    /// The file to append to (`~` expanded; the default when the variable is unset).
+    File(std::path::PathBuf),
+    /// Unset, and neither `XDG_STATE_HOME` nor a home folder is known.
+    NoStateDir,
+}
+
+/// Reads `PVE_AUDIT_LOG`: `off` (any case) disables the trail; a path selects the file;
+/// unset or blank means `$XDG_STATE_HOME/nandi-proxmox-mcp/audit.jsonl`, else
+/// `~/.local/state/nandi-proxmox-mcp/audit.jsonl`. A path with control characters is an error.
+pub fn audit_log(env: &dyn EnvSource) -> Result<AuditLogSetting, ConfigError> {
+    let vars = Vars(env);
+    let home = super::home_from_env(env);
+    if vars
+        .raw(AUDIT_LOG)
+        .is_some_and(|v| v.eq_ignore_ascii_case("off"))
+    {
+        return Ok(AuditLogSetting::Off);
+    }
+    if let Some(path) = vars.path(AUDIT_LOG, home.as_deref())? {
+        return Ok(AuditLogSetting::File(path));
+    }
+    let state = vars
+        .path(XDG_STATE_HOME, home.as_deref())?
+        .filter(|p| p.is_absolute())
+        .or_else(|| home.map(|h| h.join(".local").join("state")));
+    Ok(state.map_or(AuditLogSetting::NoStateDir, |dir| {
+        AuditLogSetting::File(dir.join("nandi-proxmox-mcp").join("audit.jsonl"))
+    }))
 }

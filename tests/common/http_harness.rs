@@ -48,6 +48,7 @@ pub fn mcp_server(pve: Option<pve::Client>) -> Server {
         connection_note: "test".into(),
         ssh: None,
         ssh_note: String::new(),
+        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
     })
 }
 

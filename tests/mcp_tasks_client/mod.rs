@@ -137,6 +137,7 @@ pub fn server(emu: &Emulator, vars: &[(&str, &str)]) -> Server {
         connection_note: "test".into(),
         ssh: None,
         ssh_note: String::new(),
+        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
     })
 }
 

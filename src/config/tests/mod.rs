@@ -313,6 +313,7 @@ fn env_var_table_is_complete_and_exact() {
     Paths::from_env(&rec).unwrap();
     let rec_empty = Recorder(env(&[]), RefCell::default());
     load_env(&rec_empty).unwrap_err();
+    audit_log(&rec_empty).unwrap();
     let mut read: BTreeSet<String> = rec.1.into_inner();
     read.extend(rec_empty.1.into_inner());
     let documented: BTreeSet<String> = ENV_VARS.iter().map(|d| d.name.to_owned()).collect();
@@ -323,4 +324,26 @@ fn env_var_table_is_complete_and_exact() {
         .map(|d| d.name)
         .collect();
     assert_eq!(secrets, ["PROXMOX_TOKEN_SECRET"]);
+}
+
+#[test]
+fn audit_log_setting_off_path_and_defaults() {
+    let setting = |vars: &[(&str, &str)]| audit_log(&env(vars)).unwrap();
+    assert_eq!(setting(&[("PVE_AUDIT_LOG", "OFF")]), AuditLogSetting::Off);
+    assert_eq!(
+        setting(&[("PVE_AUDIT_LOG", "~/a.jsonl"), ("HOME", "/home/u")]),
+        AuditLogSetting::File(PathBuf::from("/home/u/a.jsonl"))
+    );
+    assert_eq!(
+        setting(&[("XDG_STATE_HOME", "/st"), ("HOME", "/home/u")]),
+        AuditLogSetting::File(PathBuf::from("/st/nandi-proxmox-mcp/audit.jsonl"))
+    );
+    assert_eq!(
+        setting(&[("HOME", "/home/u")]),
+        AuditLogSetting::File(PathBuf::from(
+            "/home/u/.local/state/nandi-proxmox-mcp/audit.jsonl"
+        ))
+    );
+    assert_eq!(setting(&[]), AuditLogSetting::NoStateDir);
+    assert!(audit_log(&env(&[("PVE_AUDIT_LOG", "a\u{7}b")])).is_err());
 }

@@ -1,0 +1,386 @@
+//! Redaction: the one place where secrets are masked out of what a call returns or records.
+//!
+//! Rules are declared once, here, and applied to every tool result (success data and failure
+//! details) just before the envelope is rendered, and to the arguments an audit line records:
+//!
+//! - **field rules** — an object key named like a secret ([`SECRET_FIELDS`], compared without
+//!   case) has its value replaced by [`REDACTED`]; so does the `value`/`pending` of a
+//!   `{key, value}` pair whose `key` is such a name (the shape of Proxmox's `pending` lists);
+//! - **response-path rules** — a key that is only secret in one tool's answer (the `value` of
+//!   a new API token) is declared with that tool in [`RESPONSE_PATHS`];
+//! - **text rules** — inside any string: PEM private-key blocks, `Authorization`-like
+//!   credentials (`PVEAPIToken=…=secret`, `Bearer …`, `PVEAuthCookie=…`) and
+//!   `password: …` lines of YAML/ini text (a cloud-init dump) are masked;
+//! - **argument echoes** — the values of the secret arguments of the call itself are masked
+//!   wherever they reappear (a Proxmox 400 quoting the rejected value, say).
+//!
+//! The tier is the configured tier of the server (`policy::Settings::tier`), passed by the
+//! caller: masking applies at every tier. The only exception is a tool whose purpose is to
+//! return a secret ([`SECRET_RETURNING_TOOLS`]): at `full` its own response-path rule is
+//! skipped, the secret is returned (once — Proxmox never shows it again) and the answer says
+//! so. Invariant: nothing declared secret here leaves the process in a result or an audit
+//! line, except that one field of those tools at `full`.
+//!
+//! Deliberately **not** secret: `sshkeys` (public keys), certificate fingerprints, digests.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::{Map, Value};
+
+use crate::catalog::{Tier, ToolSpec};
+use crate::envelope::ToolFailure;
+
+/// What a masked value is replaced with.
+pub const REDACTED: &str = "[redacted]";
+
+/// Object keys whose value is a secret wherever they appear (compared ASCII-case-insensitively).
+pub const SECRET_FIELDS: &[&str] = &[
+    // Guest and user passwords, storage passwords (CIFS, PBS), LDAP/AD bind passwords.
+    "password",
+    "cipassword",
+    "bind_password",
+    "bind-password",
+    // Session credentials from /access/ticket.
+    "ticket",
+    "CSRFPreventionToken",
+    // API token secrets under the names clients and configs use.
+    "tokenSecret",
+    "token_secret",
+    "token-secret",
+    "secret",
+    // Storage and ACME key material.
+    "encryption-key",
+    "master-key",
+    "keyring",
+    "eab-hmac-key",
+    // Header-like values.
+    "Authorization",
+];
+
+/// Keys that are secret only in one tool's answer: `(tool, top-level key of data)`.
+pub const RESPONSE_PATHS: &[(&str, &str)] = &[("pve_create_api_token", "value")];
+
+/// Tools whose purpose is to return a secret: at `full` their [`RESPONSE_PATHS`] entry is not
+/// applied and the answer carries [`SECRET_NOTICE`].
+///
+/// This belongs in the catalog row (proposed field: `reveals_secret: bool` on `ToolSpec`,
+/// default `false`); it is kept here until the row type grows it.
+pub const SECRET_RETURNING_TOOLS: &[&str] = &["pve_create_api_token"];
+
+/// The sentence added (as `secretNotice`) to the answer of a secret-returning tool.
+pub const SECRET_NOTICE: &str = "This answer contains a secret that Proxmox shows only once: store it now. It is not kept, logged or written to the audit trail by this server.";
+
+/// Whether `key` names a secret field.
+pub fn is_secret_field(key: &str) -> bool {
+    SECRET_FIELDS.iter().any(|f| f.eq_ignore_ascii_case(key))
+}
+
+/// Whether `spec` is a tool that exists to return a secret.
+pub fn returns_secret(spec: &ToolSpec) -> bool {
+    SECRET_RETURNING_TOOLS.contains(&spec.name)
+}
+
+/// Masks the secrets in a successful result of `spec`, served at the configured `tier`.
+pub fn redact_output(spec: &ToolSpec, tier: Tier, value: &mut Value) {
+    let reveal = tier == Tier::Full && returns_secret(spec);
+    if let Value::Object(map) = value {
+        for (tool, key) in RESPONSE_PATHS {
+            if *tool == spec.name && !reveal {
+                mask_present(map, key);
+            }
+        }
+    }
+    mask_tree(value);
+    if reveal && let Value::Object(map) = value {
+        map.insert("secretNotice".into(), SECRET_NOTICE.into());
+    }
+}
+
+/// A copy of the call's arguments with every secret masked, for audit lines and dry runs:
+/// the field and text rules of results, plus every parameter `spec` itself describes as a
+/// secret.
+pub fn mask_arguments(spec: &ToolSpec, args: &Map<String, Value>) -> Value {
+    let mut copy = args.clone();
+    for (key, value) in copy.iter_mut() {
+        if is_secret_argument(spec, key) && !is_blank(value) {
+            *value = Value::String(REDACTED.into());
+        }
+    }
+    let mut copy = Value::Object(copy);
+    mask_tree(&mut copy);
+    copy
+}
+
+/// Whether argument `key` of `spec` carries a secret: a secret field name, or a parameter
+/// the row describes as one ("(secret)" in its description).
+fn is_secret_argument(spec: &ToolSpec, key: &str) -> bool {
+    is_secret_field(key)
+        || spec
+            .param(key)
+            .is_some_and(|p| p.description.contains("(secret"))
+}
+
+/// Masks a call's outcome in place: the data of a success ([`redact_output`]); the message,
+/// hint, impact and details of a failure; and, in both, every echo of a secret argument.
+pub fn redact_outcome(
+    spec: &ToolSpec,
+    tier: Tier,
+    arguments: Option<&Map<String, Value>>,
+    outcome: &mut Result<Value, ToolFailure>,
+) {
+    let echoes = secret_argument_values(spec, arguments);
+    match outcome {
+        Ok(data) => {
+            redact_output(spec, tier, data);
+            scrub_tree(data, &echoes);
+        }
+        Err(failure) => {
+            for text in [
+                Some(&mut failure.message),
+                failure.hint.as_mut(),
+                failure.impact.as_mut(),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                *text = scrub(&mask_text(text), &echoes);
+            }
+            if let Some(details) = failure.details.as_mut() {
+                mask_tree(details);
+                scrub_tree(details, &echoes);
+            }
+        }
+    }
+}
+
+/// Values of secret-named arguments worth looking for (very short ones would mask noise).
+fn secret_argument_values(spec: &ToolSpec, arguments: Option<&Map<String, Value>>) -> Vec<String> {
+    let mut values: Vec<String> = arguments
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| is_secret_argument(spec, key))
+        .filter_map(|(_, value)| match value {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+        .filter(|s| s.chars().count() >= 4)
+        .collect();
+    // Longest first, so a secret that contains another is masked whole.
+    values.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    values
+}
+
+fn mask_present(map: &mut Map<String, Value>, key: &str) {
+    if let Some(value) = map.get_mut(key)
+        && !is_blank(value)
+    {
+        *value = Value::String(REDACTED.into());
+    }
+}
+
+fn is_blank(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        _ => false,
+    }
+}
+
+/// Applies the field, pair and text rules to every level of `value`.
+fn mask_tree(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            let pair_is_secret = map
+                .get("key")
+                .and_then(Value::as_str)
+                .is_some_and(is_secret_field);
+            if pair_is_secret {
+                mask_present(map, "value");
+                mask_present(map, "pending");
+            }
+            for (key, child) in map.iter_mut() {
+                if is_secret_field(key) && !is_blank(child) {
+                    *child = Value::String(REDACTED.into());
+                } else {
+                    mask_tree(child);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask_tree),
+        Value::String(text) => {
+            let masked = mask_text(text);
+            if masked != *text {
+                *text = masked;
+            }
+        }
+        _ => {}
+    }
+}
+
+fn scrub_tree(value: &mut Value, echoes: &[String]) {
+    if echoes.is_empty() {
+        return;
+    }
+    match value {
+        Value::Object(map) => map.values_mut().for_each(|v| scrub_tree(v, echoes)),
+        Value::Array(items) => items.iter_mut().for_each(|v| scrub_tree(v, echoes)),
+        Value::String(text) => *text = scrub(text, echoes),
+        _ => {}
+    }
+}
+
+fn scrub(text: &str, echoes: &[String]) -> String {
+    echoes.iter().fold(text.to_owned(), |acc, secret| {
+        acc.replace(secret.as_str(), REDACTED)
+    })
+}
+
+/// The text rules, compiled once. `None` only if a pattern failed to compile, which the unit
+/// tests rule out; text is then masked whole rather than passed through.
+fn text_rules() -> Option<&'static [(Regex, &'static str)]> {
+    static RULES: OnceLock<Option<Vec<(Regex, &'static str)>>> = OnceLock::new();
+    RULES
+        .get_or_init(|| {
+            let rules = [
+                // PEM private keys (RSA, EC, OpenSSH, PKCS#8, encrypted), whole block.
+                (
+                    r"(?s)-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+                    "-----BEGIN ${1}PRIVATE KEY-----[redacted]-----END ${1}PRIVATE KEY-----",
+                ),
+                // Proxmox API token header: keep the token id, mask the secret.
+                (r"(PVEAPIToken=[^\s=]+=)[^\s;,'\x22]+", "${1}[redacted]"),
+                (r"(PBSAPIToken=[^\s:]+:)[^\s;,'\x22]+", "${1}[redacted]"),
+                (r"(?i)(\bBearer\s+)[^\s;,'\x22]+", "${1}[redacted]"),
+                (r"(PVEAuthCookie=)[^\s;,'\x22]+", "${1}[redacted]"),
+                (r"(?i)(CSRFPreventionToken\s*[:=]\s*)[^\s;,'\x22]+", "${1}[redacted]"),
+                // `password: …` / `password=…` lines of YAML or ini text (cloud-init dumps).
+                (
+                    r"(?im)^(\s*-?\s*(?:password|passwd|cipassword|hashed_passwd|plain_text_passwd)\s*[:=][ \t]*)\S[^\r\n]*",
+                    "${1}[redacted]",
+                ),
+            ];
+            rules
+                .into_iter()
+                .map(|(pattern, with)| Regex::new(pattern).ok().map(|re| (re, with)))
+                .collect()
+        })
+        .as_deref()
+}
+
+/// Applies the text rules to one string.
+pub fn mask_text(text: &str) -> String {
+    let Some(rules) = text_rules() else {
+        return REDACTED.to_owned();
+    };
+    let mut out = std::borrow::Cow::Borrowed(text);
+    for (re, with) in rules {
+        if re.is_match(&out) {
+            out = std::borrow::Cow::Owned(re.replace_all(&out, *with).into_owned());
+        }
+    }
+    out.into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog;
+    use serde_json::json;
+
+    fn spec(name: &str) -> &'static ToolSpec {
+        catalog::find(name).unwrap_or_else(|| panic!("no tool {name}"))
+    }
+
+    #[test]
+    fn text_rules_compile() {
+        assert!(text_rules().is_some());
+    }
+
+    #[test]
+    fn secret_fields_are_masked_at_any_depth_and_sshkeys_is_kept() {
+        let mut config = json!({
+            "cipassword": "$5$abc$hash", "sshkeys": "ssh-ed25519%20AAAA", "name": "vm",
+            "nested": [{"Password": "p1"}, {"key": "cipassword", "value": "h", "pending": "h2"}],
+            "empty": {"password": ""},
+        });
+        redact_output(spec("pve_get_qemu_config"), Tier::Full, &mut config);
+        assert_eq!(config["cipassword"], REDACTED);
+        assert_eq!(config["sshkeys"], "ssh-ed25519%20AAAA");
+        assert_eq!(config["nested"][0]["Password"], REDACTED);
+        assert_eq!(config["nested"][1]["value"], REDACTED);
+        assert_eq!(config["nested"][1]["pending"], REDACTED);
+        assert_eq!(config["empty"]["password"], "");
+    }
+
+    #[test]
+    fn text_rules_mask_keys_headers_and_password_lines() {
+        let pem = "a\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\nz";
+        let masked = mask_text(pem);
+        assert!(
+            !masked.contains("b3BlbnNzaC1rZXk")
+                && masked.starts_with("a\n")
+                && masked.ends_with("\nz")
+        );
+        let header = "Authorization: PVEAPIToken=mcp@pve!nandi=1234-abcd; Bearer tok.en";
+        let masked = mask_text(header);
+        assert_eq!(
+            masked,
+            "Authorization: PVEAPIToken=mcp@pve!nandi=[redacted]; Bearer [redacted]"
+        );
+        let yaml = "#cloud-config\nuser: ops\npassword: $5$emu$xyz\nchpasswd:\n  expire: False\n";
+        assert_eq!(
+            mask_text(yaml),
+            "#cloud-config\nuser: ops\npassword: [redacted]\nchpasswd:\n  expire: False\n"
+        );
+    }
+
+    #[test]
+    fn token_value_is_revealed_only_at_full_with_a_notice() {
+        let answer = json!({"full-tokenid": "a@pve!ci", "value": "uuid-secret"});
+        let tool = spec("pve_create_api_token");
+        let mut below = answer.clone();
+        redact_output(tool, Tier::ReadExecute, &mut below);
+        assert_eq!(below["value"], REDACTED);
+        let mut full = answer.clone();
+        redact_output(tool, Tier::Full, &mut full);
+        assert_eq!(full["value"], "uuid-secret");
+        assert_eq!(full["secretNotice"], SECRET_NOTICE);
+        // Another tool's `value` key is not a secret.
+        let mut other = answer;
+        redact_output(spec("pve_get_qemu_config"), Tier::Full, &mut other);
+        assert_eq!(other["value"], "uuid-secret");
+    }
+
+    #[test]
+    fn failures_lose_argument_echoes_and_secret_details() {
+        let args = json!({"password": "hunter22-canary", "userid": "a@pve"});
+        let mut outcome: Result<Value, ToolFailure> = Err(ToolFailure::new(
+            "X",
+            "bad value 'hunter22-canary' for password",
+        )
+        .with_details(json!({"errors": {"password": "got hunter22-canary"}, "ticket": "PVE:x"})));
+        redact_outcome(
+            spec("pve_create_user"),
+            Tier::Full,
+            args.as_object(),
+            &mut outcome,
+        );
+        let text = format!("{outcome:?}");
+        assert!(
+            !text.contains("hunter22-canary") && !text.contains("PVE:x"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn masked_arguments_keep_the_rest() {
+        let args = json!({"userid": "a@pve", "password": "pw-secret", "confirm": true});
+        let masked = mask_arguments(spec("pve_create_user"), args.as_object().unwrap());
+        assert_eq!(
+            masked,
+            json!({"userid": "a@pve", "password": REDACTED, "confirm": true})
+        );
+    }
+}
