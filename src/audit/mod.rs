@@ -152,7 +152,7 @@ impl AuditLog {
         let log = AuditLog::new(setting.into());
         match log.ensure_writable() {
             Ok(()) if log.is_enabled() => {
-                tracing::info!(target = ?log.target(), "audit trail enabled");
+                tracing::info!(log = ?log.target(), "audit trail enabled");
             }
             Ok(()) => tracing::warn!("audit trail disabled (PVE_AUDIT_LOG=off)"),
             Err(e) => {

@@ -2,7 +2,9 @@
 //! two storages, a pool and a backup job.
 //!
 //! Invariant: the seed is deterministic apart from timestamps, and in
-//! standalone mode no guest refers to a node that does not exist.
+//! standalone mode no guest refers to a node that does not exist. Secret fields the real
+//! API returns (VM 101's cloud-init password hash) carry [`SEED_CIPASSWORD`], a unique
+//! string the redaction tests count in every output.
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +12,10 @@ use serde_json::{Map, Value, json};
 
 use super::state::{EmuState, Guest, GuestKind, Node, Pool, Power, Storage};
 use super::state_infra::{InfraState, NodeNetwork, Volume};
+
+/// The cloud-init password hash of VM 101, as Proxmox returns it in the VM's config. Unique
+/// on purpose: no output of the MCP server may contain it (the redaction canary).
+pub(crate) const SEED_CIPASSWORD: &str = "$5$seedsalt$CANARYcipw5f2b81d0e7a94c3";
 
 /// Builds the seed state.
 pub(super) fn seed(
@@ -129,6 +135,8 @@ fn seed_guests() -> Vec<Guest> {
             "net0": "virtio=BC:24:11:1A:01:01,bridge=vmbr0,firewall=1",
             "boot": "order=scsi0;net0", "agent": "1", "tags": "prod;web",
             "smbios1": "uuid=6b1f3c2e-0101-4c1d-9a01-000000000101", "vmgenid": "0d5f8a4e-0101-4b6e-8f01-000000000101",
+            "ciuser": "ops",
+            "cipassword": SEED_CIPASSWORD,
         }),
     );
     web.pool = Some("emu-pool".into());
