@@ -209,7 +209,7 @@ fn mask_tree(value: &mut Value) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(mask_tree),
-        Value::String(text) => {
+        Value::String(text) if needs_text_rules(text) != Some(false) => {
             let masked = mask_text(text);
             if masked != *text {
                 *text = masked;
@@ -252,7 +252,8 @@ fn text_rules() -> Option<&'static [(Regex, &'static str)]> {
                 // Proxmox API token header: keep the token id, mask the secret.
                 (r"(PVEAPIToken=[^\s=]+=)[^\s;,'\x22]+", "${1}[redacted]"),
                 (r"(PBSAPIToken=[^\s:]+:)[^\s;,'\x22]+", "${1}[redacted]"),
-                (r"(?i)(\bBearer\s+)[^\s;,'\x22]+", "${1}[redacted]"),
+                // A bearer credential is one long token, so prose ("the bearer of …") is left alone.
+                (r"(?i)(\bBearer\s+)[A-Za-z0-9._~+/=-]{12,}", "${1}[redacted]"),
                 (r"(PVEAuthCookie=)[^\s;,'\x22]+", "${1}[redacted]"),
                 (r"(?i)(CSRFPreventionToken\s*[:=]\s*)[^\s;,'\x22]+", "${1}[redacted]"),
                 // `password: …` / `password=…` lines of YAML or ini text (cloud-init dumps).
@@ -269,8 +270,21 @@ fn text_rules() -> Option<&'static [(Regex, &'static str)]> {
         .as_deref()
 }
 
+/// Literals at least one of which every text rule needs: most strings (log lines, names)
+/// contain none, and one literal search is far cheaper than every rule.
+fn needs_text_rules(text: &str) -> Option<bool> {
+    static PREFILTER: OnceLock<Option<Regex>> = OnceLock::new();
+    let prefilter = PREFILTER.get_or_init(|| {
+        Regex::new(r"(?i)PRIVATE KEY|APIToken=|bearer|PVEAuthCookie|CSRFPreventionToken|passw").ok()
+    });
+    prefilter.as_ref().map(|re| re.is_match(text))
+}
+
 /// Applies the text rules to one string.
 pub fn mask_text(text: &str) -> String {
+    if needs_text_rules(text) == Some(false) {
+        return text.to_owned();
+    }
     let Some(rules) = text_rules() else {
         return REDACTED.to_owned();
     };
@@ -296,6 +310,7 @@ mod tests {
     #[test]
     fn text_rules_compile() {
         assert!(text_rules().is_some());
+        assert_eq!(needs_text_rules("worker finished"), Some(false));
     }
 
     #[test]
@@ -323,7 +338,7 @@ mod tests {
                 && masked.starts_with("a\n")
                 && masked.ends_with("\nz")
         );
-        let header = "Authorization: PVEAPIToken=mcp@pve!nandi=1234-abcd; Bearer tok.en";
+        let header = "Authorization: PVEAPIToken=mcp@pve!nandi=1234-abcd; Bearer tok.en-0123456789";
         let masked = mask_text(header);
         assert_eq!(
             masked,
