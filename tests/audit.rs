@@ -136,7 +136,7 @@ async fn changes_and_refusals_are_recorded_and_verify() {
     assert_eq!(refused["outcome"], "CONFIRMATION_REQUIRED");
     assert_eq!(refused["upid"], Value::Null);
     assert_eq!(records[2]["arguments"]["password"], "[redacted]");
-    assert_eq!(records[2]["approval"], "confirm=true");
+    assert_eq!(records[2]["approval"], "confirm-flag");
     assert_eq!(records[3]["outcome"], "PROXMOX_SERVER_ERROR");
     assert_eq!(records[3]["pveStatus"], 500);
     assert!(!std::fs::read_to_string(&path).unwrap().contains(PASSWORD));

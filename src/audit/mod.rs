@@ -382,7 +382,7 @@ mod tests {
             canonical: None,
             arguments: json!({"node": "pve01", "vmid": 101}),
             decision: "executed".into(),
-            approval: Some("confirm=true".into()),
+            approval: Some("confirm-flag".into()),
             outcome: "ok".into(),
             pve_status: Some(200),
             upid: None,
