@@ -59,14 +59,18 @@ pub const SECRET_FIELDS: &[&str] = &[
 ];
 
 /// Keys that are secret only in one tool's answer: `(tool, top-level key of data)`.
-pub const RESPONSE_PATHS: &[(&str, &str)] = &[("pve_create_api_token", "value")];
+pub const RESPONSE_PATHS: &[(&str, &str)] = &[
+    ("pve_create_api_token", "value"),
+    ("pve_create_console_ticket", "ticket"),
+];
 
-/// Tools whose purpose is to return a secret: at `full` their [`RESPONSE_PATHS`] entry is not
-/// applied and the answer carries [`SECRET_NOTICE`].
+/// Tools whose purpose is to return a secret: at `full` the top-level keys their
+/// [`RESPONSE_PATHS`] entries name are returned as they are (no other rule touches them), the
+/// rest of the answer is masked as usual, and the answer carries [`SECRET_NOTICE`].
 ///
 /// This belongs in the catalog row (proposed field: `reveals_secret: bool` on `ToolSpec`,
 /// default `false`); it is kept here until the row type grows it.
-pub const SECRET_RETURNING_TOOLS: &[&str] = &["pve_create_api_token"];
+pub const SECRET_RETURNING_TOOLS: &[&str] = &["pve_create_api_token", "pve_create_console_ticket"];
 
 /// The sentence added (as `secretNotice`) to the answer of a secret-returning tool.
 pub const SECRET_NOTICE: &str = "This answer contains a secret that Proxmox shows only once: store it now. It is not kept, logged or written to the audit trail by this server.";
@@ -84,15 +88,23 @@ pub fn returns_secret(spec: &ToolSpec) -> bool {
 /// Masks the secrets in a successful result of `spec`, served at the configured `tier`.
 pub fn redact_output(spec: &ToolSpec, tier: Tier, value: &mut Value) {
     let reveal = tier == Tier::Full && returns_secret(spec);
+    let paths = RESPONSE_PATHS.iter().filter(|(tool, _)| *tool == spec.name);
+    // The revealed secrets are set aside while the other rules run, then put back.
+    let mut revealed = Vec::new();
     if let Value::Object(map) = value {
-        for (tool, key) in RESPONSE_PATHS {
-            if *tool == spec.name && !reveal {
+        for (_, key) in paths {
+            if reveal {
+                if let Some(secret) = map.remove(*key) {
+                    revealed.push((*key, secret));
+                }
+            } else {
                 mask_present(map, key);
             }
         }
     }
     mask_tree(value);
     if reveal && let Value::Object(map) = value {
+        map.extend(revealed.into_iter().map(|(k, v)| (k.to_owned(), v)));
         map.insert("secretNotice".into(), SECRET_NOTICE.into());
     }
 }
@@ -362,6 +374,19 @@ mod tests {
         redact_output(tool, Tier::Full, &mut full);
         assert_eq!(full["value"], "uuid-secret");
         assert_eq!(full["secretNotice"], SECRET_NOTICE);
+        // The console ticket is revealed the same way, though `ticket` is a secret field.
+        let console = json!({"ticket": "PVEVNC:abc", "port": 5900, "password": "x"});
+        let mut full = console.clone();
+        redact_output(spec("pve_create_console_ticket"), Tier::Full, &mut full);
+        assert_eq!(full["ticket"], "PVEVNC:abc");
+        assert_eq!(full["password"], REDACTED);
+        let mut below = console;
+        redact_output(
+            spec("pve_create_console_ticket"),
+            Tier::ReadExecute,
+            &mut below,
+        );
+        assert_eq!(below["ticket"], REDACTED);
         // Another tool's `value` key is not a secret.
         let mut other = answer;
         redact_output(spec("pve_get_qemu_config"), Tier::Full, &mut other);
