@@ -9,6 +9,7 @@
 
 mod access;
 mod agent;
+mod api;
 mod backup;
 mod cluster;
 mod downloads;
@@ -66,6 +67,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         agent::TOOLS,
         remote::TOOLS,
         monitoring::TOOLS,
+        api::TOOLS,
     ]
     .into_iter()
     .flatten()
