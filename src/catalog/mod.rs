@@ -22,6 +22,7 @@ mod lxc_lifecycle;
 mod mapping;
 mod monitoring;
 mod network;
+mod node_access;
 mod node_ops;
 mod nodes;
 mod overview;
@@ -68,6 +69,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         remote::TOOLS,
         monitoring::TOOLS,
         api::TOOLS,
+        node_access::TOOLS,
     ]
     .into_iter()
     .flatten()
