@@ -427,3 +427,61 @@ async fn snippets_live_only_in_the_storage_snippet_dir() {
     let error = error_of(&mut mcp, "pve_delete_cloudinit_snippet", delete).await;
     assert_eq!(error["code"], "REMOTE_FILE_ERROR");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_rules_refuse_before_any_ssh_connection() {
+    let Some(sshd) = Sshd::start() else { return };
+    let emu = emulator().await;
+    // Point the server at a port where nothing listens: any SSH attempt would fail with
+    // SSH_CONNECTION_FAILED, so NODE_ACCESS_REFUSED proves the rule fired first.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut env = ssh_env(&emu, &sshd, "full", "advanced");
+    for (k, v) in env.iter_mut() {
+        if k == "PROXMOX_SSH_PORT" {
+            *v = closed.to_string();
+        }
+    }
+    let mut mcp = McpProcess::spawn(&["run"], &env);
+    mcp.initialize().await;
+    let cases = [
+        (
+            "pve_cli_run",
+            json!({"node": "pve01", "argv": ["sh", "-c", "id"], "confirm": true}),
+        ),
+        (
+            "pve_node_shell_run",
+            json!({"node": "pve01", "command": "   ", "confirm": true}),
+        ),
+        (
+            "pve_node_file_read",
+            json!({"node": "pve01", "path": "/etc/../etc/shadow"}),
+        ),
+        (
+            "pve_node_file_write",
+            json!({"node": "pve01", "path": "/tmp/x", "content": "!!", "encoding": "base64", "confirm": true}),
+        ),
+        (
+            "pve_put_cloudinit_snippet",
+            json!({"node": "pve01", "storage": "local", "name": "a.yaml", "content": "x", "confirm": true}),
+        ),
+    ];
+    for (tool, args) in cases {
+        let error = error_of(&mut mcp, tool, args.clone()).await;
+        assert_eq!(
+            error["code"], "NODE_ACCESS_REFUSED",
+            "{tool} {args}: {error}"
+        );
+    }
+    // A valid call does try SSH, and fails to connect: the port really is closed.
+    let error = error_of(
+        &mut mcp,
+        "pve_node_file_read",
+        json!({"node": "pve01", "path": "/etc/hostname"}),
+    )
+    .await;
+    assert_eq!(error["code"], "SSH_CONNECTION_FAILED", "{error}");
+}

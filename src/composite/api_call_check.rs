@@ -435,6 +435,92 @@ mod tests {
         assert!(structural_params(&["x=a\0".into()]).is_err());
     }
 
+    fn schema() -> ApiSchema {
+        ApiSchema::parse(
+            &serde_json::json!([{"path": "/nodes/{node}/qemu/{vmid}/config", "info": {
+                "PUT": {"parameters": {"properties": {
+                    "node": {"type": "string", "format": "pve-node"},
+                    "vmid": {"type": "integer", "minimum": 100, "maximum": 999_999_999},
+                    "net[n]": {"type": "string", "optional": 1},
+                    "onboot": {"type": "boolean", "optional": 1},
+                    "tags": {"type": "array", "optional": 1},
+                    "name": {"type": "string", "maxLength": 5}
+                }}},
+                "GET": {"parameters": {"additionalProperties": 1, "properties": {}}}
+            }}])
+            .to_string(),
+        )
+        .unwrap()
+    }
+
+    fn segs(path: &str) -> Vec<String> {
+        structural_path(path).unwrap()
+    }
+
+    #[test]
+    fn schema_checks_name_the_parameter() {
+        let s = schema();
+        let path = segs("/nodes/pve01/qemu/101/config");
+        let pairs = |p: &[(&str, &str)]| -> Vec<(String, String)> {
+            p.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+        };
+        let ok = against_schema(
+            &s,
+            "PUT",
+            &path,
+            pairs(&[
+                ("net12", "virtio"),
+                ("onboot", "true"),
+                ("name", "web"),
+                ("tags", "a"),
+                ("tags", "b"),
+            ]),
+        )
+        .unwrap();
+        assert!(
+            ok.params.contains(&("onboot".into(), "1".into())),
+            "booleans normalised"
+        );
+        assert_eq!(
+            ok.template.as_deref(),
+            Some("/nodes/{node}/qemu/{vmid}/config")
+        );
+        let errors = |p: &[(&str, &str)]| against_schema(&s, "PUT", &path, pairs(p)).unwrap_err();
+        let e = errors(&[("name", "a"), ("name", "b")]);
+        assert!(
+            e.iter()
+                .any(|(k, why)| k == "name" && why.contains("more than once")),
+            "{e:?}"
+        );
+        let e = errors(&[("name", "toolong")]);
+        assert!(e[0].1.contains("at most 5"), "{e:?}");
+        let e = errors(&[]);
+        assert_eq!(
+            e,
+            vec![(
+                "name".to_owned(),
+                "is required by PUT /nodes/{node}/qemu/{vmid}/config".to_owned()
+            )]
+        );
+        let e = errors(&[("name", "a"), ("vmid", "5")]);
+        assert!(e[0].1.contains("part of the path"), "{e:?}");
+        let e = errors(&[("name", "a"), ("net", "x"), ("12", "x")]);
+        assert_eq!(e.len(), 2, "{e:?}");
+        let e = against_schema(
+            &s,
+            "PUT",
+            &segs("/nodes/pve01/qemu/42/config"),
+            pairs(&[("name", "a")]),
+        )
+        .unwrap_err();
+        assert!(
+            e[0].0 == "vmid" && e[0].1.contains("100 to 999999999"),
+            "{e:?}"
+        );
+        // additionalProperties lets unknown keys through.
+        assert!(against_schema(&s, "GET", &path, pairs(&[("anything", "x")])).is_ok());
+    }
+
     #[test]
     fn perl_patterns_translate() {
         let re = perl_regex("(?^:[A-Za-z][A-Za-z0-9\\.\\-_]+)").unwrap();
