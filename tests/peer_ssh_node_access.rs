@@ -415,8 +415,17 @@ async fn snippets_live_only_in_the_storage_snippet_dir() {
         "{error}"
     );
     wrong_store["storage"] = json!("local-lvm");
-    let error = error_of(&mut mcp, "pve_put_cloudinit_snippet", wrong_store).await;
+    let error = error_of(&mut mcp, "pve_put_cloudinit_snippet", wrong_store.clone()).await;
     assert_eq!(error["code"], "NODE_ACCESS_REFUSED");
+    wrong_store["storage"] = json!("nosuch");
+    let error = error_of(&mut mcp, "pve_put_cloudinit_snippet", wrong_store).await;
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not exist"),
+        "{error}"
+    );
     assert_eq!(std::fs::read_dir(root.join("snippets")).unwrap().count(), 1);
 
     let mut delete = args("user-data.yaml");

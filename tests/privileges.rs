@@ -144,6 +144,17 @@ struct Row {
 fn rows(endpoints: &Value) -> Vec<Row> {
     catalog::all()
         .map(|spec| {
+            if let catalog::Backend::Composite(op) = spec.backend {
+                // Composite rows make several (or caller-chosen) requests.
+                return Row {
+                    tool: spec.name,
+                    tier: spec.tier,
+                    method: "COMPOSITE",
+                    path: "-",
+                    needs: Needs::new(),
+                    note: format!("{}: the privileges of each request it makes", op.describe()),
+                };
+            }
             let Some((method, path)) = spec.backend.method_and_path() else {
                 // SSH rows: the SSH key, not an API privilege, grants what they do.
                 return Row {

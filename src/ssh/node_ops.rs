@@ -24,7 +24,7 @@ use super::sftp::{FILE_CAP, FileOp, FileOutcome, node_path};
 use super::{RunOptions, codes};
 use crate::catalog::{SshOp, ToolSpec};
 use crate::envelope::{ToolFailure, failure_from, not_configured};
-use crate::pve::{self, ApiRequest, RetryPolicy, encode_path_segment};
+use crate::pve::{self, ApiRequest, RetryPolicy};
 use crate::schema::{ArgValue, ValidArgs};
 
 /// The binaries `pve_cli_run` runs, by bare name (resolved on the node's PATH).
@@ -316,20 +316,31 @@ fn file_result(node: &str, op: &FileOp, outcome: FileOutcome) -> Value {
     }
 }
 
-/// `<path>/snippets` of a storage whose content includes `snippets` (from
-/// `GET /storage/{storage}`), checked like any node path.
+/// `<path>/snippets` of a storage whose content includes `snippets`, checked like any node
+/// path. Read from the `GET /storage` list (needs only `Datastore.Audit`, where
+/// `GET /storage/{storage}` needs `Datastore.Allocate`).
 async fn snippet_dir(
     pve: &pve::Client,
     storage: &str,
     cancel: &CancellationToken,
 ) -> Result<String, ToolFailure> {
-    let request = ApiRequest::get(format!("/storage/{}", encode_path_segment(storage)))
-        .retry(RetryPolicy::Reads);
-    let config = pve
+    let request = ApiRequest::get("/storage").retry(RetryPolicy::Reads);
+    let list = pve
         .call(request, cancel)
         .await
         .result
         .map_err(failure_from)?;
+    let Some(config) = list
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s.get("storage").and_then(Value::as_str) == Some(storage))
+    else {
+        return Err(refused(
+            format!("Storage {storage} does not exist (or this token cannot see it)."),
+            "List storages with pve_list_storage.",
+        ));
+    };
     let content = config.get("content").and_then(Value::as_str).unwrap_or("");
     if !content.split(',').any(|c| c.trim() == "snippets") {
         return Err(refused(
