@@ -3,7 +3,7 @@
 //! on loopback: approval, argv kept whole, metacharacters as data, caps, path rules and
 //! symlink refusals with nothing run or written.
 //!
-//! Skipped (with a SKIP line) when `sshd` is not installed, except under `CI=true`.
+//! Ignored when `sshd` is not installed, except under `CI=true` (see build.rs).
 
 mod common;
 
@@ -101,8 +101,9 @@ fn p(path: &Path) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_sshd, ignore = "needs sshd (apt-get install openssh-server)")]
 async fn none_is_listed_by_default_and_all_are_at_full_advanced() {
-    let Some(sshd) = Sshd::start() else { return };
+    let sshd = Sshd::start();
     let emu = emulator().await;
     for (tier, module, listed) in [
         ("read-only", "core", false),
@@ -131,8 +132,9 @@ async fn none_is_listed_by_default_and_all_are_at_full_advanced() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_sshd, ignore = "needs sshd (apt-get install openssh-server)")]
 async fn commands_need_approval_keep_argv_whole_and_cap_output() {
-    let Some(sshd) = Sshd::start() else { return };
+    let sshd = Sshd::start();
     install_qm_stub(&sshd);
     let emu = emulator().await;
     let mut mcp = server(&emu, &sshd).await;
@@ -210,8 +212,9 @@ async fn commands_need_approval_keep_argv_whole_and_cap_output() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_sshd, ignore = "needs sshd (apt-get install openssh-server)")]
 async fn node_files_follow_the_path_rules_caps_and_refuse_symlinks() {
-    let Some(sshd) = Sshd::start() else { return };
+    let sshd = Sshd::start();
     let emu = emulator().await;
     let mut mcp = server(&emu, &sshd).await;
     let dir = files_dir(&sshd);
@@ -349,8 +352,9 @@ async fn node_files_follow_the_path_rules_caps_and_refuse_symlinks() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_sshd, ignore = "needs sshd (apt-get install openssh-server)")]
 async fn snippets_live_only_in_the_storage_snippet_dir() {
-    let Some(sshd) = Sshd::start() else { return };
+    let sshd = Sshd::start();
     let emu = emulator().await;
     let root = files_dir(&sshd);
     std::fs::create_dir_all(root.join("snippets")).unwrap();
@@ -438,8 +442,9 @@ async fn snippets_live_only_in_the_storage_snippet_dir() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_sshd, ignore = "needs sshd (apt-get install openssh-server)")]
 async fn input_rules_refuse_before_any_ssh_connection() {
-    let Some(sshd) = Sshd::start() else { return };
+    let sshd = Sshd::start();
     let emu = emulator().await;
     // Point the server at a port where nothing listens: any SSH attempt would fail with
     // SSH_CONNECTION_FAILED, so NODE_ACCESS_REFUSED proves the rule fired first.
