@@ -8,7 +8,7 @@
 //! read row has no `method` parameter, so its handler can only send GET.
 
 use super::types::{
-    Backend, Category, CompositeOp, Effect, Module, Param, ParamKind, Tier, ToolSpec,
+    Backend, Category, CompositeOp, Effect, Legs, Module, Param, ParamKind, Tier, ToolSpec,
 };
 
 // No row pattern: the handler's structural check names the exact rule a path breaks.
@@ -39,6 +39,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         module: Module::Advanced,
         effect: Effect::Read,
         params: &[PATH, PARAMS],
+        legs: Legs::SENSITIVE_UNTRUSTED,
         backend: Backend::Composite(CompositeOp::ApiCall),
         timeout_ms: 30_000,
         ..ToolSpec::BASE
@@ -66,6 +67,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             PATH,
             PARAMS,
         ],
+        // POST …/agent/exec, …/execute and the like run programs.
+        legs: Legs {
+            untrusted: true,
+            sensitive: true,
+            executes: true,
+        },
         backend: Backend::Composite(CompositeOp::ApiCall),
         timeout_ms: 60_000,
         ..ToolSpec::BASE

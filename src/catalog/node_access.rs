@@ -8,7 +8,9 @@
 //! placed by `ssh::node_ops` (argv elements or SFTP paths, never shell text of ours).
 
 use super::params::{NODE_PATTERN, STORAGE_PATTERN};
-use super::types::{Backend, Category, Effect, Module, Param, ParamKind, SshOp, Tier, ToolSpec};
+use super::types::{
+    Backend, Category, Effect, Legs, Module, Param, ParamKind, SshOp, Tier, ToolSpec,
+};
 
 const EXECUTES: Effect = Effect::Write {
     destructive: true,
@@ -58,6 +60,13 @@ const ENCODING: Param = Param::arg("encoding", ParamKind::String, "How content i
     .one_of(&["utf8", "base64"])
     .default("utf8");
 
+/// Runs what the caller chose and returns its output (anything the node prints).
+const RUNS: Legs = Legs {
+    untrusted: true,
+    sensitive: true,
+    executes: true,
+};
+
 /// SSH file and command tools get 60 s.
 const TIMEOUT_MS: u64 = 60_000;
 
@@ -78,6 +87,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .required()
                 .pattern("^[^\\x00]+$", 8192),
         ],
+        legs: RUNS,
         backend: Backend::Ssh(SshOp::NodeShellRun),
         timeout_ms: TIMEOUT_MS,
         ..ToolSpec::BASE
@@ -96,6 +106,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg("argv", ParamKind::StringArray, "Binary then arguments, e.g. [\"qm\", \"config\", \"100\"]; each item stays one word.")
                 .required(),
         ],
+        legs: RUNS,
         backend: Backend::Ssh(SshOp::CliRun),
         timeout_ms: TIMEOUT_MS,
         ..ToolSpec::BASE
@@ -114,6 +125,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg("maxBytes", ParamKind::Integer, "Bytes to return at most (default and limit 1048576).")
                 .range(1, 1_048_576),
         ],
+        legs: Legs::SENSITIVE_UNTRUSTED,
         backend: Backend::Ssh(SshOp::NodeFileRead),
         timeout_ms: TIMEOUT_MS,
         ..ToolSpec::BASE
@@ -144,6 +156,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         module: Module::Advanced,
         effect: Effect::Read,
         params: &[NODE, STORAGE, SNIPPET],
+        legs: Legs::SENSITIVE_UNTRUSTED,
         backend: Backend::Ssh(SshOp::SnippetGet),
         timeout_ms: TIMEOUT_MS,
         ..ToolSpec::BASE
