@@ -150,6 +150,17 @@ fn rows(endpoints: &Value) -> Vec<Row> {
                     catalog::HttpMethod::Get,
                     "/nodes/{node}/tasks/{upid}/status",
                 )),
+                catalog::Backend::Composite(op) => {
+                    // Composite rows make several (or caller-chosen) requests.
+                    return Row {
+                        tool: spec.name,
+                        tier: spec.tier,
+                        method: "COMPOSITE",
+                        path: "-",
+                        needs: Needs::new(),
+                        note: format!("{}: the privileges of each request it makes", op.describe()),
+                    };
+                }
                 backend => backend.method_and_path(),
             };
             let Some((method, path)) = route else {

@@ -25,6 +25,8 @@ const CATEGORIES: [Category; 6] = [
 fn infra_tools() -> BTreeSet<&'static str> {
     catalog::all()
         .filter(|s| CATEGORIES.contains(&s.category))
+        // REST rows only: SSH and composite rows have their own suites.
+        .filter(|s| s.backend.method_and_path().is_some())
         .filter(|s| !s.name.contains("restore") && !s.name.contains("_agent_"))
         .filter(|s| !common::peer::PEER_TOOLS.contains(&s.name))
         .map(|s| s.name)

@@ -9,6 +9,7 @@
 
 mod access;
 mod agent;
+mod api;
 mod backup;
 mod cluster;
 mod downloads;
@@ -21,6 +22,7 @@ mod lxc_lifecycle;
 mod mapping;
 mod monitoring;
 mod network;
+mod node_access;
 mod node_ops;
 mod nodes;
 mod overview;
@@ -66,6 +68,8 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         agent::TOOLS,
         remote::TOOLS,
         monitoring::TOOLS,
+        api::TOOLS,
+        node_access::TOOLS,
     ]
     .into_iter()
     .flatten()

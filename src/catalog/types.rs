@@ -325,6 +325,20 @@ pub enum SshOp {
     DockerPs,
     /// `docker logs --tail N <name>` inside a container.
     DockerLogs,
+    /// A shell command on a node (confirm-gated, output capped).
+    NodeShellRun,
+    /// An argv for an allow-listed Proxmox CLI on a node (no shell of ours).
+    CliRun,
+    /// Read a file on a node over SFTP (size-capped).
+    NodeFileRead,
+    /// Write a file on a node over SFTP (size-capped, confirm-gated).
+    NodeFileWrite,
+    /// Read a snippet of a storage's `snippets/` directory over SFTP.
+    SnippetGet,
+    /// Write a snippet into a storage's `snippets/` directory over SFTP.
+    SnippetPut,
+    /// Remove a snippet from a storage's `snippets/` directory over SFTP.
+    SnippetDelete,
 }
 
 impl SshOp {
@@ -336,6 +350,15 @@ impl SshOp {
             SshOp::ExecInContainer => "pct exec <ctid> -- bash -lc <command>",
             SshOp::DockerPs => "pct exec <ctid> -- bash -lc 'docker ps'",
             SshOp::DockerLogs => "pct exec <ctid> -- bash -lc 'docker logs --tail <n> <name>'",
+            SshOp::NodeShellRun => "bash -c <command> on the node",
+            SshOp::CliRun => {
+                "<pvesh|qm|pct|pvesm|pveum|pvenode|pvecm|pveceph|pvesr|vzdump> <args…>"
+            }
+            SshOp::NodeFileRead => "SFTP read of <path> (lstat + realpath checked)",
+            SshOp::NodeFileWrite => "SFTP write of <path> (lstat + realpath checked)",
+            SshOp::SnippetGet => "SFTP read of <storage path>/snippets/<name>",
+            SshOp::SnippetPut => "SFTP write of <storage path>/snippets/<name>",
+            SshOp::SnippetDelete => "SFTP remove of <storage path>/snippets/<name>",
         }
     }
 }

@@ -385,4 +385,13 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_get_node_time", &[("/nodes/{node}", "Sys.Audit")]),
     ("pve_get_node_syslog", &[("/nodes/{node}", "Sys.Syslog")]),
     ("pve_list_node_services", &[("/nodes/{node}", "Sys.Audit")]),
+    ("pve_api_call", &[]),
+    ("pve_api_write", &[]),
+    ("pve_node_shell_run", &[]),
+    ("pve_cli_run", &[]),
+    ("pve_node_file_read", &[]),
+    ("pve_node_file_write", &[]),
+    ("pve_get_cloudinit_snippet", &[]),
+    ("pve_put_cloudinit_snippet", &[]),
+    ("pve_delete_cloudinit_snippet", &[]),
 ];

@@ -11,6 +11,10 @@
 #![allow(clippy::result_large_err)]
 
 pub mod address_guard;
+mod api_call;
+pub mod api_call_cache;
+pub mod api_call_check;
+pub mod api_call_schema;
 mod calls;
 mod diagnose;
 mod download;
@@ -38,6 +42,9 @@ pub async fn execute(
 ) -> (Result<Value, ToolFailure>, u32) {
     if op == CompositeOp::WaitTask {
         return wait_task::run(backends, args, cancel).await;
+    }
+    if op == CompositeOp::ApiCall {
+        return api_call::execute(backends, spec, args, cancel).await;
     }
     if op == CompositeOp::Capabilities {
         // Works without Proxmox too: it then reports what it can.

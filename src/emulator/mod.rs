@@ -13,6 +13,7 @@
 //! the embedding process, so diagnostics go through `tracing` only.
 
 mod api;
+mod apidata;
 mod dispatch;
 mod faults;
 mod guest_params;
@@ -147,6 +148,10 @@ struct Shared {
     state: Mutex<EmuState>,
     faults: Mutex<FaultSet>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// What `/pve-docs/api-viewer/apidata.js` answers.
+    api_docs: Mutex<apidata::ApiDocs>,
+    /// How many times apidata.js was fetched.
+    api_docs_fetches: std::sync::atomic::AtomicUsize,
 }
 
 /// Locks a mutex, recovering from poisoning: a panicking handler must not
@@ -229,6 +234,8 @@ impl Emulator {
             state: Mutex::new(state),
             faults: Mutex::new(FaultSet::default()),
             requests: Mutex::new(Vec::new()),
+            api_docs: Mutex::new(apidata::ApiDocs::default()),
+            api_docs_fetches: std::sync::atomic::AtomicUsize::new(0),
         });
         let app = axum::Router::new()
             .fallback(server::entry)
@@ -313,6 +320,30 @@ impl Emulator {
     /// answered by a fault — the newest ones only, at most `MAX_RECORDED_REQUESTS`.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
+    }
+
+    /// Serves `array_json` (the JSON text of an `apidata.js` schema array, e.g. the official
+    /// PVE schema) at `/pve-docs/api-viewer/apidata.js` instead of the schema generated
+    /// from the emulator's own routes.
+    pub fn serve_api_schema(&self, array_json: String) {
+        *lock(&self.shared.api_docs) = apidata::ApiDocs::Custom(Arc::new(array_json));
+    }
+
+    /// Answers `/pve-docs/api-viewer/apidata.js` with 404 from now on.
+    pub fn hide_api_schema(&self) {
+        *lock(&self.shared.api_docs) = apidata::ApiDocs::Missing;
+    }
+
+    /// The schema array generated from the emulator's routes (served by default).
+    pub fn generated_api_schema() -> &'static str {
+        apidata::generated_array()
+    }
+
+    /// How many times `/pve-docs/api-viewer/apidata.js` was requested.
+    pub fn api_schema_fetches(&self) -> usize {
+        self.shared
+            .api_docs_fetches
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Forgets the recorded requests.

@@ -26,6 +26,28 @@ const API_ROOT: &str = "/api2/json";
 /// nothing the client sends comes close.
 const BODY_LIMIT: usize = 1024 * 1024;
 
+/// Where pveproxy serves the API viewer's schema (static docs: no token needed).
+const API_DOCS_PATH: &str = "/pve-docs/api-viewer/apidata.js";
+
+/// The API viewer's schema file, or 404 when a test hid it.
+fn api_docs(shared: &Shared) -> Response {
+    shared
+        .api_docs_fetches
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let script = lock(&shared.api_docs).script();
+    let (status, body, content_type) = match script {
+        Some(script) => (StatusCode::OK, script, "application/javascript"),
+        None => (StatusCode::NOT_FOUND, "Not Found".to_owned(), "text/plain"),
+    };
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static(content_type),
+    );
+    response
+}
+
 /// Splits the raw path after the API root into segments the way pveproxy does:
 /// the whole path is percent-decoded first, so an encoded `/` (`%2F`) inside a
 /// value starts a new segment and the request reaches another route — which is
@@ -85,6 +107,9 @@ fn body_params(headers: &HeaderMap, body: &[u8]) -> Result<Vec<(String, String)>
 pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let raw_path = parts.uri.path();
+    if raw_path == API_DOCS_PATH && parts.method == HttpMethod::GET {
+        return api_docs(&shared);
+    }
     let Some(api_path) = raw_path
         .strip_prefix(API_ROOT)
         .filter(|rest| rest.is_empty() || rest.starts_with('/'))

@@ -14,9 +14,11 @@
 //! refused before authentication, so no command ever runs on an unverified host.
 
 mod hostkey;
+pub mod node_ops;
 pub mod ops;
 pub mod router;
 mod russh;
+pub mod sftp;
 
 use std::fmt;
 use std::net::IpAddr;
@@ -28,6 +30,7 @@ use thiserror::Error;
 
 pub use self::router::{Route, Router};
 pub use self::russh::RusshExecutor;
+pub use self::sftp::{FileOp, FileOutcome};
 
 /// Default cap on stdout + stderr of one command (2 MiB, as the reference).
 pub const DEFAULT_OUTPUT_CAP: usize = 2 * 1024 * 1024;
@@ -62,6 +65,11 @@ pub mod codes {
     pub const SSH_INVALID_TARGET: &str = "SSH_INVALID_TARGET";
     /// The SSH channel failed after the connection was up.
     pub const SSH_CHANNEL_ERROR: &str = "SSH_CHANNEL_ERROR";
+    /// A path, file name, binary or size broke a file/command tool's rules; nothing was run.
+    pub const NODE_ACCESS_REFUSED: &str = "NODE_ACCESS_REFUSED";
+    /// A node file operation was refused or failed on the node (symbolic link, missing file,
+    /// permission).
+    pub const REMOTE_FILE_ERROR: &str = "REMOTE_FILE_ERROR";
 }
 
 /// One host to run a command on.
@@ -138,6 +146,23 @@ pub trait Executor: Send + Sync + fmt::Debug {
         argv: &'a [String],
         options: RunOptions,
     ) -> BoxFuture<'a, Result<ExecOutput, SshError>>;
+
+    /// Runs one file operation over SFTP on `target` (no remote command line). Executors
+    /// without SFTP refuse, which is the default.
+    fn file<'a>(
+        &'a self,
+        target: &'a Target,
+        op: &'a FileOp,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<FileOutcome, SshError>> {
+        let _ = (op, timeout);
+        Box::pin(async move {
+            Err(SshError::Channel {
+                target: target.to_string(),
+                reason: "this executor has no SFTP".into(),
+            })
+        })
+    }
 }
 
 /// Why a command could not be run (or finished).
@@ -242,6 +267,14 @@ pub enum SshError {
     /// An argument cannot be passed safely (e.g. a NUL byte).
     #[error("argument cannot be sent over SSH: {0}")]
     InvalidArgument(String),
+    /// A file operation was refused or failed on the node (SFTP).
+    #[error("file operation on {target} failed: {reason}")]
+    File {
+        /// `user@host:port`.
+        target: String,
+        /// What the node answered or why it was refused.
+        reason: String,
+    },
 }
 
 impl SshError {
@@ -262,6 +295,7 @@ impl SshError {
             SshError::InvalidTarget { .. } | SshError::InvalidArgument(_) => {
                 codes::SSH_INVALID_TARGET
             }
+            SshError::File { .. } => codes::REMOTE_FILE_ERROR,
         }
     }
 
@@ -294,6 +328,9 @@ impl SshError {
                 "Node names and addresses from the cluster must be plain host names or IP addresses; fix the node's address or set sshNodes.<node>.host."
             }
             SshError::InvalidArgument(_) => "Remove NUL characters from the arguments.",
+            SshError::File { .. } => {
+                "Nothing was changed unless the message says so. Give the real, absolute path of a regular file the SSH user may access."
+            }
         };
         Some(hint.to_owned())
     }

@@ -73,6 +73,9 @@ pub async fn execute(
     args: &ValidArgs,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
+    if is_node_access(op) {
+        return super::node_ops::execute(op, spec, router, pve, args, cancel).await;
+    }
     let options = RunOptions::with_timeout(Duration::from_millis(spec.timeout_ms));
     let argv = match container_argv(op, args) {
         Err(failure) => return (Err(failure), 0),
@@ -103,11 +106,37 @@ pub async fn execute(
     (outcome, 1)
 }
 
+/// The node-access operations, handled in `node_ops`.
+fn is_node_access(op: SshOp) -> bool {
+    matches!(
+        op,
+        SshOp::NodeShellRun
+            | SshOp::CliRun
+            | SshOp::NodeFileRead
+            | SshOp::NodeFileWrite
+            | SshOp::SnippetGet
+            | SshOp::SnippetPut
+            | SshOp::SnippetDelete
+    )
+}
+
 /// The argv for a container tool (`None` for the entry-host batch), or the pre-flight refusal.
 pub fn container_argv(op: SshOp, args: &ValidArgs) -> Result<Option<Vec<String>>, ToolFailure> {
     let ctid = int_arg(args, "ctid").unwrap_or_default().to_string();
     let inner: String = match op {
         SshOp::BatchDiagnostics => return Ok(None),
+        SshOp::NodeShellRun
+        | SshOp::CliRun
+        | SshOp::NodeFileRead
+        | SshOp::NodeFileWrite
+        | SshOp::SnippetGet
+        | SshOp::SnippetPut
+        | SshOp::SnippetDelete => {
+            return Err(ToolFailure::new(
+                envelope_codes::TOOL_INPUT_REJECTED,
+                format!("{} runs on a node, not in a container.", op.describe()),
+            ));
+        }
         SshOp::RemoteDiagnostic => {
             let command = args.str("command").unwrap_or_default();
             if !diagnostic_allow_list().contains(&command) {
@@ -263,7 +292,7 @@ fn command_failed(output: &ExecOutput, ctid: u64, node: &str, route: Route) -> T
     failure
 }
 
-fn route_failure(error: RouteError) -> ToolFailure {
+pub(super) fn route_failure(error: RouteError) -> ToolFailure {
     match error {
         RouteError::Ssh(e) => ssh_failure(e),
         RouteError::Pve(e) => crate::envelope::failure_from(e),
@@ -287,7 +316,7 @@ fn ssh_failure(error: SshError) -> ToolFailure {
     failure
 }
 
-fn ssh_disabled() -> ToolFailure {
+pub(super) fn ssh_disabled() -> ToolFailure {
     ToolFailure::new(codes::SSH_DISABLED, "SSH is not configured for this server.").with_hint(
         "Set PROXMOX_SSH_KEY_PATH (and PROXMOX_SSH_HOST/USER if they differ from the API host and root), or sshKeyPath in the instance file, with sshStrategy other than \"disabled\"; then restart.",
     )

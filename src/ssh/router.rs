@@ -20,7 +20,10 @@ use serde_json::Value;
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::{ExecOutput, Executor, RunOptions, SshError, Target, remote_command, valid_host};
+use super::{
+    ExecOutput, Executor, FileOp, FileOutcome, RunOptions, SshError, Target, remote_command,
+    valid_host,
+};
 use crate::config::{SshConfig, SshNodeOverride, SshStrategy};
 use crate::pve::{self, ApiRequest, PveError, RetryPolicy};
 
@@ -227,6 +230,34 @@ impl Router {
                 reason: "no route".into(),
             })
             .into())
+    }
+
+    /// Runs one SFTP file operation on `node`. SFTP needs our own connection to the node:
+    /// the entry node, or another node reached directly (a hop runs a command line on the
+    /// entry node, which file transfer must not), so the `hop` strategy refuses it.
+    pub async fn file_on_node(
+        &self,
+        pve: &pve::Client,
+        node: &str,
+        op: &FileOp,
+        timeout: std::time::Duration,
+        cancel: &CancellationToken,
+    ) -> Result<(FileOutcome, Route), RouteError> {
+        valid_host(node)?;
+        let target = if self.is_entry(pve, node, cancel).await? {
+            self.target_for(node, self.entry.host.clone(), true)
+        } else if self.strategy == SshStrategy::Hop {
+            return Err(RouteError::Ssh(SshError::Connect {
+                target: node.to_owned(),
+                reason: "file transfer needs a direct SSH connection to the node, and sshStrategy is \"hop\"; set sshNodes.<node>.host or use the auto/direct strategy".into(),
+            }));
+        } else {
+            let address = self.address_of(pve, node, cancel).await?;
+            self.target_for(node, address, false)
+        };
+        valid_host(&target.host)?;
+        let outcome = self.executor.file(&target, op, timeout).await?;
+        Ok((outcome, Route::Direct))
     }
 
     fn target_for(&self, node: &str, host: String, entry: bool) -> Target {

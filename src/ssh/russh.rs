@@ -21,6 +21,7 @@ use russh::keys::{HashAlg, PrivateKey, PrivateKeyWithHashAlg, PublicKeyOrCertifi
 use russh::{Channel, ChannelMsg, Sig};
 use tokio::sync::{Mutex, Semaphore};
 
+use super::sftp::{self, FileOp, FileOutcome};
 use super::{ClientSettings, ExecOutput, Executor, RunOptions, SshError, Target, hostkey};
 
 type Connection = Arc<Handle<Verifier>>;
@@ -256,6 +257,48 @@ impl RusshExecutor {
     }
 }
 
+impl RusshExecutor {
+    /// One SFTP session on a pooled connection: the `sftp` subsystem, the checked operation
+    /// (`sftp::run`), close; all within `timeout`.
+    async fn file_inner(
+        &self,
+        target: &Target,
+        op: &FileOp,
+        timeout: Duration,
+    ) -> Result<FileOutcome, SshError> {
+        let _permit = self.limit.acquire().await.map_err(|e| SshError::Channel {
+            target: target.to_string(),
+            reason: e.to_string(),
+        })?;
+        let channel_error = |reason: String| SshError::Channel {
+            target: target.to_string(),
+            reason,
+        };
+        let work = async {
+            let (_conn, channel) = self.open_channel(target).await?;
+            channel
+                .request_subsystem(true, "sftp")
+                .await
+                .map_err(|e| channel_error(format!("the sftp subsystem was refused: {e}")))?;
+            let session = russh_sftp::client::SftpSession::new(channel.into_stream())
+                .await
+                .map_err(|e| channel_error(format!("the sftp subsystem did not start: {e}")))?;
+            let outcome = sftp::run(&session, op).await;
+            let _ = session.close().await;
+            outcome.map_err(|e| SshError::File {
+                target: target.to_string(),
+                reason: e.0,
+            })
+        };
+        tokio::time::timeout(timeout, work)
+            .await
+            .map_err(|_| SshError::Timeout {
+                target: target.to_string(),
+                after: timeout,
+            })?
+    }
+}
+
 impl Executor for RusshExecutor {
     fn run<'a>(
         &'a self,
@@ -264,6 +307,15 @@ impl Executor for RusshExecutor {
         options: RunOptions,
     ) -> BoxFuture<'a, Result<ExecOutput, SshError>> {
         Box::pin(self.run_inner(target, argv, options))
+    }
+
+    fn file<'a>(
+        &'a self,
+        target: &'a Target,
+        op: &'a FileOp,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<FileOutcome, SshError>> {
+        Box::pin(self.file_inner(target, op, timeout))
     }
 }
 

@@ -165,7 +165,7 @@ impl Sshd {
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {root}/host_ed25519\nPidFile {root}/sshd.pid\n\
 AuthorizedKeysFile {root}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
 KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n\
-MaxSessions 30\nMaxStartups 50\nLogLevel ERROR\n\
+MaxSessions 30\nMaxStartups 50\nLogLevel ERROR\nSubsystem sftp internal-sftp\n\
 SetEnv PATH={bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n",
             root = root.display(),
             bin = bin.display(),

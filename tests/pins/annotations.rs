@@ -74,6 +74,12 @@ const WRITES: &[&str] = &[
     "pve_delete_pci_mapping",
     "pve_download_to_storage",
     "pve_qemu_agent_file_write",
+    "pve_api_write",
+    "pve_node_shell_run",
+    "pve_cli_run",
+    "pve_node_file_write",
+    "pve_put_cloudinit_snippet",
+    "pve_delete_cloudinit_snippet",
 ];
 const DESTRUCTIVE: &[&str] = &[
     "pve_stop_qemu_vm",
@@ -134,6 +140,12 @@ const DESTRUCTIVE: &[&str] = &[
     "pve_delete_pci_mapping",
     "pve_download_to_storage",
     "pve_qemu_agent_file_write",
+    "pve_api_write",
+    "pve_node_shell_run",
+    "pve_cli_run",
+    "pve_node_file_write",
+    "pve_put_cloudinit_snippet",
+    "pve_delete_cloudinit_snippet",
 ];
 const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_update_config",
@@ -143,6 +155,8 @@ const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_docker_ps_in_container",
     "pve_docker_logs_in_container",
     "pve_qemu_agent_file_write",
+    "pve_node_file_write",
+    "pve_put_cloudinit_snippet",
 ];
 const OPEN_WORLD: &[&str] = &[
     "pve_create_storage",

@@ -1,0 +1,138 @@
+//! The generic API call (`pve_api_call` reads, `pve_api_write` writes): any method and path
+//! under `/api2/json`, judged first by structural rules, then by the schema the cluster
+//! itself serves (see `api_call_cache`), then sent once.
+//!
+//! Invariants: nothing is sent unless every check passed; the method comes only from the
+//! row (the read row has no `method` parameter and always sends GET; the write row's
+//! `method` is limited to POST/PUT/DELETE by its enum), so a read-only tier can never write
+//! through this handler; writes are never retried. Approval of writes happens before this
+//! handler runs (the write row is `confirm: true`).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::api_call_cache::{self, LoadedSchema};
+use super::api_call_check::{
+    CheckedCall, Refusal, against_schema, encode_path, structural_params, structural_path,
+};
+use crate::catalog::ToolSpec;
+use crate::dispatch::Backends;
+use crate::envelope::{ToolFailure, codes, failure_from, not_configured};
+use crate::pve::{self, ApiRequest, RetryPolicy};
+use crate::schema::{ArgValue, ValidArgs};
+
+/// Runs one generic call. Returns the outcome and the attempts of the call itself.
+pub async fn execute(
+    backends: &Backends<'_>,
+    spec: &'static ToolSpec,
+    args: &ValidArgs,
+    cancel: &CancellationToken,
+) -> (Result<Value, ToolFailure>, u32) {
+    let method = args.str("method").unwrap_or("GET").to_ascii_uppercase();
+    let pve_method = match (method.as_str(), spec.effect.is_read()) {
+        ("GET", true) => pve::Method::Get,
+        ("POST", false) => pve::Method::Post,
+        ("PUT", false) => pve::Method::Put,
+        ("DELETE", false) => pve::Method::Delete,
+        _ => {
+            return (
+                Err(refused(spec, &[("method".into(), format!("{method} is not allowed here"))])
+                    .with_hint("pve_api_call sends GET only; writes go through pve_api_write (tier full, approval required). Nothing was sent.")),
+                0,
+            );
+        }
+    };
+    let raw_path = args.str("path").unwrap_or_default();
+    let segments = match structural_path(raw_path) {
+        Ok(segments) => segments,
+        Err(refusal) => return (Err(refused(spec, &[refusal])), 0),
+    };
+    let items = match args.values.get("params") {
+        Some(ArgValue::List(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let params = match structural_params(&items) {
+        Ok(params) => params,
+        Err(refusals) => return (Err(refused(spec, &refusals)), 0),
+    };
+    let Some(client) = backends.pve else {
+        return (Err(not_configured()), 0);
+    };
+    let (loaded, _lookups) = api_call_cache::load(client, cancel).await;
+    let (checked, schema_report) = match &loaded {
+        Ok(schema) => match against_schema(&schema.schema, &method, &segments, params) {
+            Ok(checked) => (checked, checked_report(schema)),
+            Err(refusals) => {
+                let failure = refused(spec, &refusals).with_details(json!({
+                    "errors": errors_map(&refusals),
+                    "schema": checked_report(schema),
+                }));
+                return (Err(failure), 0);
+            }
+        },
+        Err(why) => (
+            CheckedCall {
+                path: encode_path(&segments),
+                params,
+                template: None,
+            },
+            json!({
+                "checked": false,
+                "reason": why,
+                "applied": "structural checks only (no '.'/'..' segments, no '%', '?', '#', '\\\\' or control characters in the path; each segment encoded; plain parameter names)",
+            }),
+        ),
+    };
+    let request = ApiRequest {
+        method: pve_method,
+        path: checked.path.clone(),
+        params: checked.params.clone(),
+        timeout: Duration::from_millis(spec.timeout_ms),
+        retry: if pve_method == pve::Method::Get {
+            RetryPolicy::Reads
+        } else {
+            RetryPolicy::Never
+        },
+    };
+    let outcome = client.call(request, cancel).await;
+    let result = outcome.result.map_err(failure_from).map(|data| {
+        json!({
+            "method": method,
+            "path": format!("/api2/json{}", checked.path),
+            "endpoint": checked.template,
+            "schema": schema_report,
+            "data": data,
+        })
+    });
+    (result, outcome.attempts)
+}
+
+fn checked_report(schema: &LoadedSchema) -> Value {
+    json!({
+        "checked": true,
+        "pveVersion": schema.version,
+        "source": schema.source.as_str(),
+    })
+}
+
+fn refused(spec: &ToolSpec, refusals: &[Refusal]) -> ToolFailure {
+    let summary: Vec<String> = refusals
+        .iter()
+        .map(|(name, why)| format!("{name}: {why}"))
+        .collect();
+    ToolFailure::new(
+        codes::TOOL_INPUT_REJECTED,
+        format!("Invalid arguments for {}: {}.", spec.name, summary.join("; ")),
+    )
+    .with_hint("Fix the named parameters; the path is relative to /api2/json and params are key=value items. Nothing was sent to Proxmox.")
+    .with_details(json!({ "errors": errors_map(refusals) }))
+}
+
+fn errors_map(refusals: &[Refusal]) -> serde_json::Map<String, Value> {
+    refusals
+        .iter()
+        .map(|(name, why)| (name.clone(), Value::String(why.clone())))
+        .collect()
+}
