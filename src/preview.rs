@@ -23,20 +23,10 @@ pub const MASK: &str = "********";
 /// Longest value shown in a question before it is cut.
 const SHOWN_VALUE_CHARS: usize = 160;
 
-/// Parameter names whose values are secrets wherever they appear.
-const SECRET_PARAMS: &[&str] = &[
-    "password",
-    "cipassword",
-    "tokenSecret",
-    "secret",
-    "keys",
-    "encryption-key",
-    "master-pubkey",
-];
-
-/// Whether a parameter's value is a secret (masked in previews, questions and the audit).
+/// Whether a parameter's value is a secret (masked in previews and questions): the one
+/// rule of [`crate::redact`].
 pub fn is_secret(name: &str) -> bool {
-    SECRET_PARAMS.contains(&name)
+    crate::redact::is_secret_field(name)
 }
 
 /// One key an update would change.
@@ -105,12 +95,13 @@ pub async fn build(
         Backend::Rest { method, path } => (method, path),
         Backend::PerNodeList { path } => (HttpMethod::Get, path),
         Backend::Ssh(op) => {
-            preview.request = json!({"ssh": op.describe(), "arguments": masked_arguments(args)});
+            preview.request =
+                json!({"ssh": op.describe(), "arguments": masked_arguments(spec, args)});
             return preview;
         }
         Backend::Composite(op) => {
             preview.request =
-                json!({"composite": op.describe(), "arguments": masked_arguments(args)});
+                json!({"composite": op.describe(), "arguments": masked_arguments(spec, args)});
             return preview;
         }
     };
@@ -225,16 +216,42 @@ fn shown(key: &str, value: &str) -> String {
     value.to_owned()
 }
 
-/// The validated arguments as JSON, secrets masked (SSH tools' previews).
-fn masked_arguments(args: &ValidArgs) -> Value {
+/// The validated arguments as JSON, secrets masked by the redaction rules at any depth
+/// (SSH and composite previews; a JSON-valued argument such as `pve_api_write`'s `params`
+/// is masked inside too), long values cut.
+fn masked_arguments(spec: &ToolSpec, args: &ValidArgs) -> Value {
+    let as_json = |wire: String| match serde_json::from_str::<Value>(&wire) {
+        Ok(value @ (Value::Object(_) | Value::Array(_))) => value,
+        _ => Value::String(wire),
+    };
+    // `key=value` items (the generic API call's `params`): the key decides.
+    let item = |text: &String| match text.split_once('=') {
+        Some((key, _)) if is_secret(key) => Value::String(format!("{key}={MASK}")),
+        _ => Value::String(text.clone()),
+    };
     let mut out = Map::new();
     for (name, value) in &args.values {
-        out.insert((*name).to_owned(), shown(name, &value.to_wire()).into());
+        let shown = match value {
+            crate::schema::ArgValue::List(items) => Value::Array(items.iter().map(item).collect()),
+            other => as_json(other.to_wire()),
+        };
+        out.insert((*name).to_owned(), shown);
     }
     for (key, (_, value)) in &args.indexed {
-        out.insert(key.clone(), shown(key, &value.to_wire()).into());
+        out.insert(key.clone(), as_json(value.to_wire()));
     }
-    Value::Object(out)
+    let mut masked = crate::redact::mask_arguments(spec, &out);
+    cut_long_strings(&mut masked);
+    masked
+}
+
+fn cut_long_strings(value: &mut Value) {
+    match value {
+        Value::String(text) => *text = shown("", text),
+        Value::Array(items) => items.iter_mut().for_each(cut_long_strings),
+        Value::Object(map) => map.values_mut().for_each(cut_long_strings),
+        _ => {}
+    }
 }
 
 impl Preview {
@@ -353,6 +370,17 @@ impl Preview {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_write_params_and_json_arguments_are_masked() {
+        let spec = crate::catalog::find("pve_api_write").expect("row");
+        let args = serde_json::json!({"method": "PUT", "path": "/access/password",
+            "params": ["userid=mcp@pve", "password=hunter2-secret"]});
+        let valid = crate::schema::validate(spec, args.as_object()).expect("valid");
+        let shown = masked_arguments(spec, &valid).to_string();
+        assert!(!shown.contains("hunter2-secret"), "{shown}");
+        assert!(shown.contains("userid=mcp@pve"), "{shown}");
+    }
 
     #[test]
     fn guest_paths_are_recognised() {

@@ -7,7 +7,7 @@
 //!   case) has its value replaced by [`REDACTED`]; so does the `value`/`pending` of a
 //!   `{key, value}` pair whose `key` is such a name (the shape of Proxmox's `pending` lists);
 //! - **response-path rules** — a key that is only secret in one tool's answer (the `value` of
-//!   a new API token) is declared with that tool in [`RESPONSE_PATHS`];
+//!   a new API token) is declared in that tool's row (`ToolSpec::reveals`);
 //! - **text rules** — inside any string: PEM private-key blocks, `Authorization`-like
 //!   credentials (`PVEAPIToken=…=secret`, `Bearer …`, `PVEAuthCookie=…`) and
 //!   `password: …` lines of YAML/ini text (a cloud-init dump) are masked;
@@ -16,7 +16,7 @@
 //!
 //! The tier is the configured tier of the server (`policy::Settings::tier`), passed by the
 //! caller: masking applies at every tier. The only exception is a tool whose purpose is to
-//! return a secret ([`SECRET_RETURNING_TOOLS`]): at `full` its own response-path rule is
+//! return a secret (a row with `reveals`): at `full` its own response-path rule is
 //! skipped, the secret is returned (once — Proxmox never shows it again) and the answer says
 //! so. Invariant: nothing declared secret here leaves the process in a result or an audit
 //! line, except that one field of those tools at `full`.
@@ -58,20 +58,6 @@ pub const SECRET_FIELDS: &[&str] = &[
     "Authorization",
 ];
 
-/// Keys that are secret only in one tool's answer: `(tool, top-level key of data)`.
-pub const RESPONSE_PATHS: &[(&str, &str)] = &[
-    ("pve_create_api_token", "value"),
-    ("pve_create_console_ticket", "ticket"),
-];
-
-/// Tools whose purpose is to return a secret: at `full` the top-level keys their
-/// [`RESPONSE_PATHS`] entries name are returned as they are (no other rule touches them), the
-/// rest of the answer is masked as usual, and the answer carries [`SECRET_NOTICE`].
-///
-/// This belongs in the catalog row (proposed field: `reveals_secret: bool` on `ToolSpec`,
-/// default `false`); it is kept here until the row type grows it.
-pub const SECRET_RETURNING_TOOLS: &[&str] = &["pve_create_api_token", "pve_create_console_ticket"];
-
 /// The sentence added (as `secretNotice`) to the answer of a secret-returning tool.
 pub const SECRET_NOTICE: &str = "This answer contains a secret that Proxmox shows only once: store it now. It is not kept, logged or written to the audit trail by this server.";
 
@@ -80,19 +66,19 @@ pub fn is_secret_field(key: &str) -> bool {
     SECRET_FIELDS.iter().any(|f| f.eq_ignore_ascii_case(key))
 }
 
-/// Whether `spec` is a tool that exists to return a secret.
+/// Whether `spec` is a tool that exists to return a secret (its row's `reveals` keys).
 pub fn returns_secret(spec: &ToolSpec) -> bool {
-    SECRET_RETURNING_TOOLS.contains(&spec.name)
+    !spec.reveals.is_empty()
 }
 
 /// Masks the secrets in a successful result of `spec`, served at the configured `tier`.
 pub fn redact_output(spec: &ToolSpec, tier: Tier, value: &mut Value) {
     let reveal = tier == Tier::Full && returns_secret(spec);
-    let paths = RESPONSE_PATHS.iter().filter(|(tool, _)| *tool == spec.name);
+    let paths = spec.reveals.iter();
     // The revealed secrets are set aside while the other rules run, then put back.
     let mut revealed = Vec::new();
     if let Value::Object(map) = value {
-        for (_, key) in paths {
+        for key in paths {
             if reveal {
                 if let Some(secret) = map.remove(*key) {
                     revealed.push((*key, secret));

@@ -280,6 +280,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Create API token",
         description: "Create an API token; returns {full-tokenid, value}: the secret, shown only once. A privsep token has no rights until granted (pve_update_acl `tokens`).",
         category: Category::Access,
+        reveals: &["value"],
         legs: Legs::SENSITIVE,
         tier: Tier::Full,
         module: Module::Advanced,

@@ -34,6 +34,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Create console ticket",
         description: "Open a VNC or terminal proxy for a guest. Returns port, user and the console ticket (a secret, returned on purpose).",
         category: Category::Nodes,
+        reveals: &["ticket"],
         legs: Legs::SENSITIVE,
         tier: Tier::Full,
         module: Module::Advanced,

@@ -417,6 +417,9 @@ pub struct ToolSpec {
     pub open_world: bool,
     /// Which legs of the toxic flow the tool's output or action is (threat-model table).
     pub legs: Legs,
+    /// Top-level answer keys that hold a secret the tool exists to return (a new token's
+    /// `value`): masked below `full`, returned once at `full` with a notice (see `redact`).
+    pub reveals: &'static [&'static str],
     /// Kept for compatibility; prefer another tool.
     pub deprecated: bool,
     /// Legacy wire names that call this tool.
@@ -450,6 +453,7 @@ impl ToolSpec {
         gated_when: &[],
         open_world: false,
         legs: Legs::NONE,
+        reveals: &[],
         deprecated: false,
         aliases: &[],
         params: &[],
