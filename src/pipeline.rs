@@ -79,6 +79,7 @@ pub async fn run(
         settings: &state.settings,
     };
     let (outcome, attempts) = dispatch::execute(&backends, spec, &args, cancel).await;
+    let outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));
     dispatch::finish(entry, started, outcome, attempts, approved_by).into()
 }
 
