@@ -18,14 +18,12 @@ use crate::catalog::{Param, ParamKind, ToolSpec};
 /// Name of the control argument of confirm-gated tools; never sent to Proxmox.
 pub const CONFIRM: &str = "confirm";
 
-const CONFIRM_DESCRIPTION: &str =
-    "true once a person approved this exact call; otherwise nothing runs.";
+const CONFIRM_DESCRIPTION: &str = "true once the user approved this exact call.";
 
 /// Name of the control argument that previews a change instead of making it; never sent.
 pub const DRY_RUN: &str = "dry_run";
 
-const DRY_RUN_DESCRIPTION: &str =
-    "true: send nothing; return the exact request, the approval decision and current values.";
+const DRY_RUN_DESCRIPTION: &str = "true: preview the request, send nothing.";
 
 /// The control arguments a row accepts besides its parameters: `confirm` where a call can
 /// need approval, `dry_run` on every tool that changes something, and the shaping arguments
@@ -46,9 +44,9 @@ pub const LIMIT: &str = "limit";
 /// Name of the list control argument that skips items (paging); never sent.
 pub const OFFSET: &str = "offset";
 
-const FIELDS_DESCRIPTION: &str = "Keep only these keys of each item.";
-const LIMIT_DESCRIPTION: &str = "Return at most this many items.";
-const OFFSET_DESCRIPTION: &str = "Skip this many items first (paging).";
+const FIELDS_DESCRIPTION: &str = "Keys to keep per item.";
+const LIMIT_DESCRIPTION: &str = "Max items to return.";
+const OFFSET_DESCRIPTION: &str = "Items to skip first.";
 
 /// How a list result is shaped before it is returned: projection and paging, applied to
 /// the answer, never sent to Proxmox.
@@ -83,8 +81,8 @@ fn shaping_schema(name: &str) -> Value {
         FIELDS => {
             json!({"type": "array", "items": {"type": "string"}, "description": FIELDS_DESCRIPTION})
         }
-        LIMIT => json!({"type": "integer", "minimum": 1, "description": LIMIT_DESCRIPTION}),
-        _ => json!({"type": "integer", "minimum": 0, "description": OFFSET_DESCRIPTION}),
+        LIMIT => json!({"type": "integer", "description": LIMIT_DESCRIPTION}),
+        _ => json!({"type": "integer", "description": OFFSET_DESCRIPTION}),
     }
 }
 
@@ -112,19 +110,19 @@ fn read_shaping(name: &str, value: &Value, shape: &mut Shape) -> Result<(), Stri
             Ok(())
         }
         (FIELDS, _) => Err("must be an array of key names".into()),
-        (LIMIT, Value::Number(n)) => match n.as_u64().filter(|n| *n >= 1) {
+        (LIMIT, Value::Number(n)) => match n.as_u64() {
             Some(n) => {
                 shape.limit = Some(usize::try_from(n).unwrap_or(usize::MAX));
                 Ok(())
             }
-            None => Err("must be an integer of at least 1".into()),
+            None => Err("must be a whole number (0 or more)".into()),
         },
         (_, Value::Number(n)) => match n.as_u64() {
             Some(n) => {
                 shape.offset = usize::try_from(n).unwrap_or(usize::MAX);
                 Ok(())
             }
-            None => Err("must be an integer of at least 0".into()),
+            None => Err("must be a whole number (0 or more)".into()),
         },
         _ => Err("must be an integer".into()),
     }
