@@ -186,12 +186,21 @@ fn find(registry: &Registry, args: &Map<String, Value>) -> Result<Value, ToolFai
             "hint": "Pass query (words) or category to list tools.",
         }));
     }
+    let exact = query.trim();
     let mut hits: Vec<(usize, &ToolSpec)> = canonical
         .filter(|e| category.is_none_or(|c| e.spec.category == c))
-        .map(|e| (score(e.spec, &words), e.spec))
+        .map(|e| {
+            let bonus = if e.spec.name == exact { 1000 } else { 0 };
+            (score(e.spec, &words) + bonus, e.spec)
+        })
         .filter(|(score, _)| words.is_empty() || *score > 0)
         .collect();
-    hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.name.cmp(b.1.name)));
+    // Best score first; among equals the shorter (more general) name, then by name.
+    hits.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then(a.1.name.len().cmp(&b.1.name.len()))
+            .then(a.1.name.cmp(b.1.name))
+    });
     let tools: Vec<Value> = hits
         .iter()
         .map(|(_, spec)| json!({"name": spec.name, "summary": summary(spec.description)}))
@@ -311,6 +320,26 @@ mod tests {
                 .iter()
                 .any(|t| t["name"] == "pve_list_nodes")
         );
+    }
+
+    #[test]
+    fn every_permitted_tool_is_found_by_its_category_and_by_its_name() {
+        let registry = Registry::build(&Settings {
+            tier: crate::catalog::Tier::Full,
+            module: crate::catalog::Module::Advanced,
+            ..Settings::default()
+        });
+        for entry in registry.entries().iter().filter(|e| e.alias_for.is_none()) {
+            let name = entry.wire_name;
+            let category = entry.spec.category.as_str();
+            let listed = call(&registry, FIND, json!({"category": category}));
+            let in_category = listed["data"]["tools"].as_array().unwrap();
+            assert!(in_category.iter().any(|t| t["name"] == name), "{name}");
+            let by_words = call(&registry, FIND, json!({"query": name}));
+            assert_eq!(by_words["data"]["tools"][0]["name"], name, "{name}");
+            let described = call(&registry, DESCRIBE, json!({"name": name}));
+            assert_eq!(described["ok"], true, "{name}");
+        }
     }
 
     #[test]
