@@ -8,6 +8,9 @@
 //! outer request's MRTR state and answers, so validation, the gate, approval, dry-run,
 //! dispatch and the envelope apply unchanged.
 
+// Failures are the cold path and are rendered once, as in `dispatch`.
+#![allow(clippy::result_large_err)]
+
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -119,14 +119,12 @@ fn cut_object(
         .max_by_key(|(_, len)| *len);
     if let Some((key, len)) = largest {
         let rest = size - len;
-        if rest < budget {
-            if let Some(Value::String(text)) = map.get(&key) {
-                let (kept, lines, total) = cut_lines(text, budget - rest);
-                let note = text_note(spec, size, cap, lines, total);
-                map.insert(key, kept.into());
-                map.insert("truncated".into(), note);
-                return Value::Object(map);
-            }
+        if let (true, Some(Value::String(text))) = (rest < budget, map.get(&key)) {
+            let (kept, lines, total) = cut_lines(text, budget - rest);
+            let note = text_note(spec, size, cap, lines, total);
+            map.insert(key, kept.into());
+            map.insert("truncated".into(), note);
+            return Value::Object(map);
         }
     }
     let text = Value::Object(map).to_string();
