@@ -208,6 +208,12 @@ fn find(registry: &Registry, args: &Map<String, Value>) -> Result<Value, ToolFai
         .iter()
         .map(|(_, spec)| json!({"name": spec.name, "summary": summary(spec.description)}))
         .collect();
+    if tools.is_empty() {
+        return Ok(json!({
+            "tools": [],
+            "hint": "No permitted tool matches; try other words, or no arguments for the categories.",
+        }));
+    }
     Ok(json!({"tools": tools}))
 }
 

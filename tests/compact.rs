@@ -333,3 +333,62 @@ async fn compact_hides_what_the_policy_hides() {
     assert!(text.contains("pve_call_tool"), "{text}");
     client.cancel().await.ok();
 }
+
+fn registry_with(vars: &[(&str, &str)]) -> nandi_proxmox_mcp::registry::Registry {
+    let settings = nandi_proxmox_mcp::policy::Settings::from_lookup(|key| {
+        vars.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| (*v).to_owned())
+    })
+    .expect("valid settings");
+    nandi_proxmox_mcp::registry::Registry::build(&settings)
+}
+
+#[test]
+fn compact_alias_modes_list_hide_or_refuse_the_old_names() {
+    let full = ("PVE_ACCESS_TIER", "full");
+    let listed_names = |vars: &[(&str, &str)]| -> (bool, bool) {
+        let registry = registry_with(vars);
+        let listed = registry.tools().iter().any(|t| t.name == "stopVM");
+        (listed, registry.get("stopVM").is_some())
+    };
+    assert_eq!(listed_names(&[full]), (false, true), "default: hidden");
+    assert_eq!(
+        listed_names(&[full, ("PVE_ALIASES", "hidden")]),
+        (false, true)
+    );
+    assert_eq!(
+        listed_names(&[full, ("PVE_ALIASES", "listed")]),
+        (true, true)
+    );
+    assert_eq!(
+        listed_names(&[full, ("PVE_ALIASES", "off")]),
+        (false, false)
+    );
+    // The compact surface lists the meta-tools only, whatever the alias mode.
+    let compact = registry_with(&[
+        full,
+        ("PVE_TOOL_SURFACE", "compact"),
+        ("PVE_ALIASES", "listed"),
+    ]);
+    assert_eq!(compact.tools().len(), 3);
+    assert!(compact.get("pve_stop_qemu_vm").is_some());
+}
+
+#[test]
+fn compact_bad_surface_and_alias_values_are_startup_errors() {
+    use nandi_proxmox_mcp::policy::Settings;
+    for (key, value) in [
+        ("PVE_TOOL_SURFACE", "tiny"),
+        ("PVE_ALIASES", "yes"),
+        ("PVE_OUTPUT_CAP_BYTES", "1e6"),
+    ] {
+        let err =
+            Settings::from_lookup(|k| (k == key).then(|| value.to_owned())).expect_err("refused");
+        let message = err.to_string();
+        assert!(
+            message.contains(key) && message.contains(value),
+            "{message}"
+        );
+    }
+}
