@@ -113,6 +113,7 @@ pub fn route<'a>(registry: &'a Registry, request: &CallToolRequestParams) -> Opt
         tool,
         alias_for: None,
         duration: started.elapsed(),
+        attempts: 0,
         retries: 0,
         approval: None,
     };

@@ -73,6 +73,7 @@ pub fn finish(
         tool: entry.wire_name,
         alias_for: entry.alias_for,
         duration: started.elapsed(),
+        attempts,
         retries: attempts.saturating_sub(1),
         approval,
     };

@@ -2,9 +2,11 @@
 //!
 //! Shape (kept from the reference so existing prompts and parsers keep working):
 //! `{ok: true, data, meta}` or `{ok: false, error: {code, message, hint?, details?, impact?}, meta}`
-//! with `meta = {tool, aliasFor?, durationMs, retries, timestamp}`. Invariant: every
-//! failure is also flagged `isError: true` on the MCP result, and the same JSON is sent
-//! as text (for older clients) and as `structuredContent`.
+//! with `meta = {tool, aliasFor?, durationMs, attempts, retries, timestamp}` (`attempts`: requests
+//! actually sent, 0 when nothing was). Invariants: every failure is also flagged `isError: true`
+//! on the MCP result, and the same JSON is sent as text (for older clients) and as
+//! `structuredContent`; no string of a failure exceeds a few kB, whatever client input or
+//! Proxmox's echo of it was placed there.
 
 use std::time::Duration;
 
@@ -95,17 +97,50 @@ impl ToolFailure {
     fn to_json(&self) -> Value {
         let mut error = Map::new();
         error.insert("code".into(), self.code.into());
-        error.insert("message".into(), self.message.clone().into());
+        error.insert(
+            "message".into(),
+            cap_echo(&self.message, MESSAGE_CHARS).into(),
+        );
         if let Some(hint) = &self.hint {
-            error.insert("hint".into(), hint.clone().into());
+            error.insert("hint".into(), cap_echo(hint, MESSAGE_CHARS).into());
         }
         if let Some(details) = &self.details {
-            error.insert("details".into(), details.clone());
+            error.insert("details".into(), cap_strings(details));
         }
         if let Some(impact) = &self.impact {
             error.insert("impact".into(), impact.clone().into());
         }
         Value::Object(error)
+    }
+}
+
+/// Longest message or hint of a failure, in characters.
+const MESSAGE_CHARS: usize = 4000;
+/// Longest string (or object key) inside a failure's details, in characters.
+const DETAIL_CHARS: usize = 1000;
+
+/// `text` itself when it has at most `max` characters, else its start and a note of how much was
+/// left out: a failure never carries a huge argument (or Proxmox's echo of one) back whole.
+pub fn cap_echo(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}… [{} more characters]", total - max)
+}
+
+/// A copy of `value` with every string and object key capped at [`DETAIL_CHARS`].
+fn cap_strings(value: &Value) -> Value {
+    match value {
+        Value::String(s) => Value::String(cap_echo(s, DETAIL_CHARS)),
+        Value::Array(items) => Value::Array(items.iter().map(cap_strings).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (cap_echo(k, DETAIL_CHARS), cap_strings(v)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -118,6 +153,8 @@ pub struct CallMeta {
     pub alias_for: Option<&'static str>,
     /// Wall time from the first attempt.
     pub duration: Duration,
+    /// Requests actually sent to Proxmox (or SSH commands run); 0 when the call stopped before.
+    pub attempts: u32,
     /// Attempts beyond the first.
     pub retries: u32,
     /// How a gated call was approved (`person`, `confirm-flag`); `None` when not gated.
@@ -133,6 +170,7 @@ impl CallMeta {
         }
         let millis = u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX);
         meta.insert("durationMs".into(), millis.into());
+        meta.insert("attempts".into(), self.attempts.into());
         meta.insert("retries".into(), self.retries.into());
         if let Some(approval) = self.approval {
             meta.insert("approval".into(), approval.into());
@@ -160,5 +198,37 @@ pub fn render(outcome: Result<Value, ToolFailure>, meta: &CallMeta) -> CallToolR
             "error": failure.to_json(),
             "meta": meta.to_json(),
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_never_carry_a_huge_echo() {
+        let huge = "x".repeat(200_000);
+        let failure = ToolFailure::new("TOOL_INPUT_REJECTED", format!("bad value {huge}"))
+            .with_hint(huge.clone())
+            .with_details(json!({"errors": {huge.clone(): huge.clone()}, "list": [huge]}));
+        let text = failure.to_json().to_string();
+        assert!(text.len() < 12_000, "{} bytes", text.len());
+        assert!(text.contains("more characters]"));
+        assert_eq!(cap_echo("ok", 5), "ok");
+    }
+
+    #[test]
+    fn meta_reports_attempts_and_retries() {
+        let meta = CallMeta {
+            tool: "t",
+            alias_for: None,
+            duration: Duration::from_millis(5),
+            attempts: 2,
+            retries: 1,
+            approval: None,
+        };
+        let json = meta.to_json();
+        assert_eq!(json["attempts"], 2);
+        assert_eq!(json["retries"], 1);
     }
 }

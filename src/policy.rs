@@ -36,6 +36,8 @@ pub const ENV_WHITELIST: &str = "PVE_TOOL_WHITELIST";
 pub const ENV_APPROVAL: &str = "PVE_HUMAN_APPROVAL";
 /// How long a person has to answer an approval question.
 pub const ENV_APPROVAL_TIMEOUT: &str = "PVE_APPROVAL_TIMEOUT_SECS";
+/// Hosts and addresses `pve_download_to_storage` may fetch from despite the address guard.
+pub const ENV_DOWNLOAD_ALLOW: &str = "PVE_DOWNLOAD_ALLOW";
 
 /// Which tools `tools/list` shows: every permitted tool, or a few meta-tools over them.
 pub const ENV_SURFACE: &str = "PVE_TOOL_SURFACE";
@@ -102,7 +104,7 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
     },
     EnvVarDoc {
         name: ENV_ALIASES,
-        description: "Legacy tool names (`listVMs`…): `listed`, `hidden` (callable, not listed) or `off`.",
+        description: "Legacy alias names (`stopVM`, `getVMStatus`…): `listed`, `hidden` (callable, not listed) or `off`.",
         default: "hidden",
         secret: false,
     },
@@ -110,6 +112,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         name: ENV_OUTPUT_CAP,
         description: "Largest tool result in bytes (1024 to 16777216); a bigger one is cut with a note saying how to page or narrow.",
         default: "65536",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_DOWNLOAD_ALLOW,
+        description: "Comma list of hosts, addresses or CIDRs `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses.",
+        default: "none",
         secret: false,
     },
 ];
@@ -297,6 +305,8 @@ pub struct Settings {
     pub aliases: AliasMode,
     /// Largest tool result in bytes before it is cut.
     pub output_cap: usize,
+    /// Download address-guard exceptions (`PVE_DOWNLOAD_ALLOW`), lower-cased entries.
+    pub download_allow: Vec<String>,
 }
 
 impl Default for Settings {
@@ -313,6 +323,7 @@ impl Default for Settings {
             surface: Surface::Full,
             aliases: AliasMode::Hidden,
             output_cap: DEFAULT_OUTPUT_CAP,
+            download_allow: Vec::new(),
         }
     }
 }
@@ -368,6 +379,9 @@ impl Settings {
                 .ok()
                 .filter(|n| (1024..=16 * 1024 * 1024).contains(n))
                 .ok_or(PolicyError::InvalidOutputCap { value })?;
+        }
+        if let Some(value) = get(ENV_DOWNLOAD_ALLOW) {
+            settings.download_allow = split_list(&value).map(str::to_ascii_lowercase).collect();
         }
         Ok(settings)
     }

@@ -13,10 +13,22 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::indexed::family_pattern;
-use crate::catalog::{Param, ParamKind, ToolSpec};
+use crate::catalog::{Location, Param, ParamKind, ToolSpec};
 
 /// Name of the control argument of confirm-gated tools; never sent to Proxmox.
 pub const CONFIRM: &str = "confirm";
+
+/// Longest argument name echoed in a validation error; names are short, so a longer one is an
+/// attack or a mistake and is cut (the value itself is never echoed).
+const ECHOED_NAME_CHARS: usize = 64;
+
+/// An argument name as it may appear in an error: at most [`ECHOED_NAME_CHARS`] characters.
+fn echoed_name(key: &str) -> String {
+    match key.char_indices().nth(ECHOED_NAME_CHARS) {
+        None => key.to_owned(),
+        Some((cut, _)) => format!("{}… [{} characters]", &key[..cut], key.chars().count()),
+    }
+}
 
 const CONFIRM_DESCRIPTION: &str = "true once the user approved this exact call.";
 
@@ -332,13 +344,13 @@ pub fn validate(
                     valid.indexed.insert(key.clone(), (family, v));
                 }
                 Err(message) => {
-                    errors.insert(key.clone(), message);
+                    errors.insert(echoed_name(key), message);
                 }
             }
             continue;
         }
         if spec.param(key).is_none_or(|p| p.fixed || p.index.is_some()) {
-            errors.insert(key.clone(), "unknown parameter".into());
+            errors.insert(echoed_name(key), "unknown parameter".into());
         }
     }
 
@@ -462,6 +474,14 @@ fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
         }
         if let Some(pattern) = param.pattern.filter(|p| !pattern_matches(p, s)) {
             return Err(format!("must match the pattern {pattern}"));
+        }
+        // After the pattern, so a value the pattern already refuses keeps that reason.
+        if param.location == Location::Path && s.contains('/') {
+            return Err(
+                "must not contain '/': Proxmox decodes it before routing, so the \
+                        request would reach another endpoint"
+                    .into(),
+            );
         }
     }
     Ok(())

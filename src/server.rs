@@ -109,6 +109,22 @@ fn compact_note(surface: Surface) -> String {
     }
 }
 
+/// Lists fit in one page and never hand out a `nextCursor`, so any cursor a client sends
+/// was not issued by this server: the spec's answer is -32602.
+fn reject_cursor(request: Option<&PaginatedRequestParams>) -> Result<(), McpError> {
+    match request.and_then(|r| r.cursor.as_deref()) {
+        Some(cursor) => Err(McpError::new(
+            ErrorCode::INVALID_PARAMS,
+            format!(
+                "invalid cursor {:?}: this server lists everything in one page",
+                cursor.chars().take(64).collect::<String>()
+            ),
+            None,
+        )),
+        None => Ok(()),
+    }
+}
+
 /// How gated calls are approved, in the model's terms.
 fn approval_note(mode: ApprovalMode) -> &'static str {
     match mode {
@@ -131,9 +147,10 @@ impl ServerHandler for Server {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        reject_cursor(request.as_ref())?;
         Ok(ListToolsResult::with_all_items(
             self.state.registry.tools().as_ref().clone(),
         ))
@@ -141,9 +158,10 @@ impl ServerHandler for Server {
 
     async fn list_prompts(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
+        reject_cursor(request.as_ref())?;
         let prompts = prompts::available(&self.state.registry)
             .map(prompts::listing)
             .collect();

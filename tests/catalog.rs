@@ -91,15 +91,20 @@ fn rows_are_well_formed() {
                 "{name}: confirm implies destructive"
             );
         }
+        // The agent ping is a POST in Proxmox's API that changes nothing.
+        let post_read = name == "pve_qemu_agent_ping";
         if spec.tier == Tier::ReadOnly {
             assert!(
                 spec.effect.is_read(),
                 "{name}: read-only tier must only read"
             );
-            assert_eq!(method.as_str(), "GET", "{name}");
+            assert!(method.as_str() == "GET" || post_read, "{name}");
         }
         if spec.effect.is_read() {
-            assert_eq!(method.as_str(), "GET", "{name}: a read is a GET");
+            assert!(
+                method.as_str() == "GET" || post_read,
+                "{name}: a read is a GET"
+            );
         }
         for field in spec.at_least_one_of {
             assert!(
@@ -274,6 +279,15 @@ const DELIBERATE: &[(&str, &str)] = &[
     ("pve_get_storage_config", "tier"),
     // Runs commands on the hypervisor, so it is not a read-only tool.
     ("pve_ssh_batch_diagnostics", "tier"),
+    // PVE 9's `/pools?poolid=` form: pveproxy cannot route a nested id (`a/b`) in the path.
+    ("pve_get_pool", "path"),
+    ("pve_update_pool", "path"),
+    ("pve_delete_pool", "path"),
+    // Guest exec follows agent/exec-status to its output (a composite, no single path),
+    // and as a command-execution tool it is `advanced`.
+    ("pve_exec_qemu_guest_command", "method"),
+    ("pve_exec_qemu_guest_command", "path"),
+    ("pve_exec_qemu_guest_command", "module"),
 ];
 
 /// Flags the reference users rely on (names, aliases, tier, module, category, flags,
@@ -410,8 +424,8 @@ fn descriptions_stay_within_the_listing_budget() {
     const PARAM_CAP: usize = 100;
     // Totals over every row and every row's parameters (shared consts counted per use),
     // about 10 % above the trimmed catalog's own figures.
-    const TOOL_TOTAL_CAP: usize = 18_800;
-    const PARAM_TOTAL_CAP: usize = 24_500;
+    const TOOL_TOTAL_CAP: usize = 22_200;
+    const PARAM_TOTAL_CAP: usize = 27_700;
     let (mut tool_total, mut param_total) = (0, 0);
     for spec in catalog::all() {
         let len = spec.description.chars().count();

@@ -29,6 +29,7 @@ fn user_env_vars() -> Vec<&'static EnvVarDoc> {
     config::ENV_VARS
         .iter()
         .chain(policy::ENV_VARS)
+        .chain(nandi_proxmox_mcp::pve::ENV_VARS)
         .filter(|v| !matches!(v.name, "HOME" | "USERPROFILE"))
         .collect()
 }

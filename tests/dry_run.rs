@@ -43,6 +43,7 @@ const CANDIDATES: &[&str] = &[
     "a",
     "1",
     "101",
+    "https://example.com/debian.iso",
 ];
 
 fn accepts(param: &Param, value: &str) -> bool {

@@ -150,20 +150,8 @@ fn sshkeys_are_percent_encoded_like_encode_uri_component() {
 
 #[test]
 fn commands_are_argv_arrays() {
-    let (_, params) = request(
-        "pve_exec_qemu_guest_command",
-        json!({"node": "pve01", "vmid": 101, "confirm": true,
-               "command": ["sh", "-c", "echo hi > /tmp/x"], "input-data": "in"}),
-    );
-    assert_eq!(
-        params,
-        p(&[
-            ("command", "sh"),
-            ("command", "-c"),
-            ("command", "echo hi > /tmp/x"),
-            ("input-data", "in")
-        ])
-    );
+    // The request itself (one form key per item) is checked through the binary in
+    // tests/tools_guests_templates.rs and tests/peer_tools.rs: the row is composite.
     let s = spec("pve_exec_qemu_guest_command");
     for bad in [json!([]), json!([""]), json!([1]), json!(7), json!("  ")] {
         let args = json!({"node": "pve01", "vmid": 101, "command": bad});

@@ -70,7 +70,11 @@ fn walk(check: &Value, wanted: &Needs) -> Needs {
             .iter()
             .skip(1)
             .map(|c| walk(c, wanted))
-            .min_by_key(BTreeSet::len)
+            // The smallest alternative; among equals, an audit-only one (what a read needs).
+            .min_by_key(|needs| {
+                let audit_only = needs.iter().all(|(_, p)| p.ends_with(".Audit"));
+                (needs.len(), !audit_only)
+            })
             .unwrap_or_default(),
         "perm-modify" => {
             let path = items

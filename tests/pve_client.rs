@@ -1,9 +1,9 @@
 //! The Proxmox REST client against the in-process emulator over real HTTPS on 127.0.0.1.
 //!
 //! Guards the client's contract end to end: the exact token header, `data` unwrapping, Proxmox's
-//! error detail kept, each fault mapped to its stable code, the retry rules (reads only, transient
-//! failures only, at most three attempts), every TLS mode, prompt cancellation, and that the token
-//! secret never shows up in `Debug` output or error text.
+//! error detail kept, each fault mapped to its stable code, the retry rules (reads only, 502-504
+//! and never-sent failures only, at most three attempts), every TLS mode, prompt cancellation,
+//! and that the token secret never shows up in `Debug` output or error text.
 
 use std::time::{Duration, Instant};
 
@@ -272,10 +272,10 @@ async fn refused_port_is_connection_refused_and_retried_for_reads() {
 }
 
 #[tokio::test]
-async fn reads_retry_transient_server_errors() {
+async fn reads_retry_gateway_errors_but_not_500s() {
     let emu = emulator().await;
     let client = pinned(&emu);
-    emu.arm_fault(Fault::new(FaultKind::Status(500), 2));
+    emu.arm_fault(Fault::new(FaultKind::Status(503), 2));
     let outcome = call(&client, ApiRequest::get("/nodes")).await;
     assert_eq!(outcome.attempts, 3);
     assert_eq!(outcome.retries(), 2);
@@ -291,11 +291,20 @@ async fn reads_retry_transient_server_errors() {
 
     // Three failures exhaust the attempts.
     emu.clear_requests();
-    emu.arm_fault(Fault::new(FaultKind::Status(503), 5));
+    emu.arm_fault(Fault::new(FaultKind::Status(504), 5));
     let outcome = call(&client, ApiRequest::get("/nodes")).await;
     assert_eq!(err_of(&outcome).code(), "PROXMOX_SERVER_ERROR");
     assert_eq!(outcome.attempts, 3);
     assert_eq!(emu.requests().len(), 3);
+    emu.clear_faults();
+
+    // Proxmox answers 500 for permanent errors (wrong node, unknown UPID): never repeated.
+    emu.clear_requests();
+    emu.arm_fault(Fault::new(FaultKind::Status(500), 5));
+    let outcome = call(&client, ApiRequest::get("/nodes")).await;
+    assert_eq!(err_of(&outcome).code(), "PROXMOX_SERVER_ERROR");
+    assert_eq!(outcome.attempts, 1, "a 500 is final");
+    assert_eq!(emu.requests().len(), 1);
     emu.clear_faults();
 }
 
@@ -457,7 +466,7 @@ async fn cancellation_is_prompt_during_a_hang_and_a_backoff() {
 
     // Cancelled while waiting between attempts.
     emu.clear_faults();
-    emu.arm_fault(Fault::new(FaultKind::Status(500), 10));
+    emu.arm_fault(Fault::new(FaultKind::Status(503), 10));
     let cancel = CancellationToken::new();
     let trigger = cancel.clone();
     let started = Instant::now();

@@ -421,3 +421,15 @@ async fn prompt_recipes_are_listed_and_served() {
     let listed = narrowed.request("prompts/list", json!({})).await;
     assert!(!listed.to_string().contains("backup-audit"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_the_server_never_issued_is_invalid_params() {
+    let mut mcp = McpProcess::spawn(&["run"], &[]);
+    mcp.initialize().await;
+    for method in ["tools/list", "prompts/list"] {
+        let response = mcp.request(method, json!({"cursor": "not-a-cursor"})).await;
+        assert_eq!(response["error"]["code"], -32602, "{method}: {response}");
+    }
+    let response = mcp.request("tools/list", json!({})).await;
+    assert!(response["result"]["tools"].is_array());
+}

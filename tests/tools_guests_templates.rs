@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::guests::{assert_request, fails, ok, pairs, start, wait_task};
+use common::guests::{assert_request, call, fails, ok, pairs, start, wait_task};
 use serde_json::{Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -186,39 +186,47 @@ async fn templates_cloudinit_agent_and_restores() {
             .contains("No QEMU guest agent configured")
     );
 
-    let (data, req) = ok(
+    // The exec is followed through agent/exec-status to its output.
+    let (env, requests) = call(
         &mut mcp,
         &emu,
         "pve_exec_qemu_guest_command",
-        json!({"node": "pve01", "vmid": 101, "command": ["ls", "-la", "/var/log"], "confirm": true}),
+        json!({"node": "pve01", "vmid": 101, "command": ["echo", "-la", "/var/log"], "confirm": true}),
     )
     .await;
+    assert_eq!(env["ok"], true, "{env}");
+    let req = &requests[0];
     assert_request(
-        &req,
+        req,
         "POST",
         "/nodes/pve01/qemu/101/agent/exec",
         &[],
         &[
-            ("command", "ls"),
+            ("command", "echo"),
             ("command", "-la"),
             ("command", "/var/log"),
         ],
     );
     assert_eq!(
         req.form[0],
-        ("command".to_owned(), "ls".to_owned()),
+        ("command".to_owned(), "echo".to_owned()),
         "argv order kept"
     );
-    assert!(data["pid"].as_u64().is_some());
+    assert_eq!(requests[1].path, "/nodes/pve01/qemu/101/agent/exec-status");
+    assert_eq!(env["data"]["stdout"], "-la /var/log\n");
+    assert_eq!(env["data"]["exitcode"], 0);
     // The reference's string form still works: split on whitespace.
-    let (_, req) = ok(
+    let (_, requests) = call(
         &mut mcp,
         &emu,
         "pve_exec_qemu_guest_command",
         json!({"node": "pve01", "vmid": 101, "command": "uptime -p", "confirm": true}),
     )
     .await;
-    assert_eq!(pairs(&req.form), [("command", "uptime"), ("command", "-p")]);
+    assert_eq!(
+        pairs(&requests[0].form),
+        [("command", "uptime"), ("command", "-p")]
+    );
 
     // Restores: QEMU sends `archive`; LXC sends the schema's ostemplate + restore=1.
     let archive = "local:backup/vzdump-qemu-101-2025_11_23-01_00_03.vma.zst";

@@ -26,6 +26,7 @@ fn infra_tools() -> BTreeSet<&'static str> {
     catalog::all()
         .filter(|s| CATEGORIES.contains(&s.category))
         .filter(|s| !s.name.contains("restore") && !s.name.contains("_agent_"))
+        .filter(|s| !common::peer::PEER_TOOLS.contains(&s.name))
         .map(|s| s.name)
         .collect()
 }
@@ -326,17 +327,22 @@ fn cases() -> Vec<Case> {
             case(
                 "pve_update_pool",
                 "PUT",
-                "/pools/lab",
-                &[("vms", "102"), ("storage", "local-lvm")],
+                "/pools",
+                &[("poolid", "lab"), ("vms", "102"), ("storage", "local-lvm")],
             ),
             json!({"poolid": "lab", "vms": "102", "storage": "local-lvm", "confirm": true}),
         ),
         (
-            case("pve_get_pool", "GET", "/pools/lab", &[]),
+            case("pve_get_pool", "GET", "/pools", &[("poolid", "lab")]),
             json!({"poolid": "lab"}),
         ),
         (
-            case("pve_delete_pool", "DELETE", "/pools/emptied", &[]),
+            case(
+                "pve_delete_pool",
+                "DELETE",
+                "/pools",
+                &[("poolid", "emptied")],
+            ),
             json!({"poolid": "emptied", "confirm": true}),
         ),
         (

@@ -196,7 +196,7 @@ async fn backup_job_and_run_round_trip() {
         .iter()
         .filter_map(|v| v["content"].as_str())
         .collect();
-    assert_eq!(contents, ["backup", "iso", "vztmpl"].into());
+    assert_eq!(contents, ["backup", "iso", "snippets", "vztmpl"].into());
     // Guest disks: only those of guests on the node asked, typed by guest kind.
     let disks = ok(
         &mut mcp,
@@ -242,6 +242,9 @@ async fn pool_round_trip() {
     )
     .await;
     let pool = ok(&mut mcp, "pve_get_pool", json!({"poolid": "lab"})).await;
+    // PVE 9's `GET /pools?poolid=` answers a one-entry list.
+    let pool = &pool[0];
+    assert_eq!(pool["poolid"], "lab");
     assert_eq!(pool["comment"], "Lab guests");
     let members = ids(&pool["members"], "id");
     assert!(
@@ -259,7 +262,7 @@ async fn pool_round_trip() {
     )
     .await;
     assert!(
-        only_storage["members"]
+        only_storage[0]["members"]
             .as_array()
             .unwrap()
             .iter()

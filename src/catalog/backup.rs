@@ -4,7 +4,7 @@
 //! repeating `pve_list_storage_content`; job and run rows expose only keys the PVE 9.1
 //! schema declares for `/cluster/backup` and `/nodes/{node}/vzdump`.
 
-use super::params::{NEW_VMID, NODE, POOL_BODY, STORAGE_PATTERN};
+use super::params::{NEW_VMID, NODE, POOL_BODY, STORAGE_PATTERN, VMID_LIST_PATTERN};
 use super::storage::{STORAGE, STORAGE_ID_PATTERN};
 use super::types::{
     ArgRule, Category, Effect, Legs, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post,
@@ -23,7 +23,7 @@ const JOB_ID: Param = Param::path(
 )
 .matching("^\\S{1,50}$");
 
-const VMID_LIST: &str = "Guest IDs, comma list, e.g. \"101,102\".";
+const VMID_LIST: &str = "Guest IDs separated by commas, semicolons or spaces, e.g. \"101,102\".";
 const MODE: &str = "snapshot (no downtime), suspend or stop.";
 const COMPRESS: &str = "\"zstd\" (recommended), \"lzo\", \"gzip\" or \"0\" (none).";
 const TARGET_STORAGE: &str = "Target storage ID (content \"backup\").";
@@ -204,8 +204,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         open_world: true,
         params: &[
             NODE,
-            Param::body("vmid", ParamKind::String, VMID_LIST)
-                .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
+            Param::body("vmid", ParamKind::String, VMID_LIST).pattern(VMID_LIST_PATTERN, 4096),
             Param::body(
                 "all",
                 ParamKind::Boolean,
@@ -221,7 +220,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 "With `all`: guest IDs to skip, comma list.",
             )
-            .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
+            .pattern(VMID_LIST_PATTERN, 4096),
             Param::body("storage", ParamKind::String, TARGET_STORAGE)
                 .pattern(STORAGE_ID_PATTERN, 100),
             Param::body("mode", ParamKind::String, MODE).one_of(MODES),
@@ -267,8 +266,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body("storage", ParamKind::String, TARGET_STORAGE)
                 .pattern(STORAGE_ID_PATTERN, 100)
                 .required(),
-            Param::body("vmid", ParamKind::String, VMID_LIST)
-                .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
+            Param::body("vmid", ParamKind::String, VMID_LIST).pattern(VMID_LIST_PATTERN, 4096),
             Param::body("all", ParamKind::Boolean, "Back up every guest."),
             Param::body(
                 "pool",
@@ -280,7 +278,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 "With `all`: guest IDs to skip, comma list.",
             )
-            .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
+            .pattern(VMID_LIST_PATTERN, 4096),
             Param::body(
                 "node",
                 ParamKind::String,

@@ -11,15 +11,19 @@ mod access;
 mod agent;
 mod backup;
 mod cluster;
+mod downloads;
 mod filter;
 mod firewall;
 mod gate;
 pub mod indexed;
 mod lxc;
 mod lxc_lifecycle;
+mod mapping;
 mod monitoring;
 mod network;
+mod node_ops;
 mod nodes;
+mod overview;
 mod param;
 pub mod params;
 mod pools;
@@ -42,12 +46,16 @@ pub use types::{
 pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
     [
         nodes::TOOLS,
+        node_ops::TOOLS,
         cluster::TOOLS,
+        overview::TOOLS,
+        mapping::TOOLS,
         qemu::TOOLS,
         qemu_lifecycle::TOOLS,
         lxc::TOOLS,
         lxc_lifecycle::TOOLS,
         storage::TOOLS,
+        downloads::TOOLS,
         backup::TOOLS,
         tasks::TOOLS,
         network::TOOLS,

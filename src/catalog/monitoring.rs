@@ -167,14 +167,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_cluster_metrics_overview",
         title: "Cluster usage overview",
-        description: "Current usage of all guests (default), nodes or storages: status, cpu (fraction), mem/disk (bytes), I/O counters, uptime (s).",
+        description: "Current usage of all guests (default), nodes, storages or SDN zones: status, cpu (fraction), mem/disk (bytes), I/O counters, uptime (s).",
         category: Category::Monitoring,
         params: &[Param::query(
             "type",
             ParamKind::String,
-            "Kind of resource (\"vm\" = guests, default).",
+            "Kind of resource (\"vm\" = guests, default; \"sdn\" = SDN zones).",
         )
-        .one_of(&["vm", "node", "storage"])
+        .one_of(&["vm", "node", "storage", "sdn"])
         .default("vm")],
         backend: get("/cluster/resources"),
         ..ToolSpec::BASE
@@ -225,7 +225,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::Integer,
                 "Lines to return (default 100).",
             )
-            .range(1, 100_000)
+            .min(0)
             .default("100"),
             Param::query(
                 "since",

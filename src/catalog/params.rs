@@ -36,9 +36,9 @@ pub const GUEST: &[Param] = &[NODE, VMID];
 pub const LOG_START: Param =
     Param::query("start", ParamKind::Integer, "First line (0-based).").min(0);
 
-/// Page size for log-like reads.
+/// Page size for log-like reads (Proxmox's own bounds: at least 0, no maximum).
 pub const LOG_LIMIT: Param =
-    Param::query("limit", ParamKind::Integer, "Lines to return (default 50).").range(1, 100_000);
+    Param::query("limit", ParamKind::Integer, "Lines to return (default 50).").min(0);
 
 /// A snapshot name (Proxmox `pve-configid`, at most 40 characters).
 pub const SNAPNAME_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]{0,39}$";
@@ -90,10 +90,23 @@ pub const STORAGE_BODY: Param = Param::body(
 )
 .matching(STORAGE_PATTERN);
 
-/// A resource pool in a body.
-pub const POOL_BODY: Param =
-    Param::body("pool", ParamKind::String, "Add the new guest to this pool.")
-        .matching("^[A-Za-z0-9_.-]{1,64}$");
+/// A pool id (`pve-poolid`): letters, digits, `-`, `_`; nested pools separate up to three
+/// levels with `/` (`prod/web`). Never a path parameter: PVE 9 addresses pools as `?poolid=`.
+pub const POOL_ID_PATTERN: &str = "^[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*){0,2}$";
+
+/// Longest pool id accepted (three levels of generous names).
+pub const POOL_ID_MAX: u32 = 192;
+
+/// A `pve-vmid-list`: guest ids separated by commas, semicolons or spaces, as Proxmox splits it.
+pub const VMID_LIST_PATTERN: &str = "^\\s*[0-9]{3,9}([\\s,;]+[0-9]{3,9})*\\s*$";
+
+/// A resource pool in a body (nested ids such as `prod/web` included).
+pub const POOL_BODY: Param = Param::body(
+    "pool",
+    ParamKind::String,
+    "Add the new guest to this pool, e.g. \"prod\" or nested \"prod/web\".",
+)
+.pattern(POOL_ID_PATTERN, POOL_ID_MAX);
 
 /// Joins parameter lists at compile time, so rows can share key groups (a create row =
 /// address + hardware + cloud-init + create-only keys) without writing a key twice.

@@ -1,44 +1,48 @@
 //! Resource pool tools: named groups of guests and storages used for permissions and
 //! organisation.
 //!
-//! Invariant: membership changes go through `pve_update_pool` only (add by default,
-//! remove with `delete=true`), so there is one way to change a pool and it is gated.
+//! Invariants: membership changes go through `pve_update_pool` only (add by default,
+//! remove with `delete=true`), so there is one way to change a pool and it is gated; every
+//! row uses PVE 9's non-deprecated `/pools` endpoints with `poolid` as a parameter, never
+//! `/pools/{poolid}`, because pveproxy decodes `%2F` before routing and so cannot reach a
+//! nested pool (`prod/web`) through the path.
 
+use super::params::{POOL_ID_MAX, POOL_ID_PATTERN, VMID_LIST_PATTERN};
 use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put};
 
-/// Pool ids: letters, digits, `-`, `_`; nested pools separate levels with `/`.
-const POOL_ID_PATTERN: &str = "^[A-Za-z0-9_][A-Za-z0-9_-]*(/[A-Za-z0-9_][A-Za-z0-9_-]*){0,2}$";
+const POOLID_DESCRIPTION: &str = "Pool ID, e.g. \"prod\" or nested \"prod/web\".";
 
-const POOLID: Param = Param::path("poolid", ParamKind::String, "Pool ID, e.g. \"prod\".")
-    .pattern(POOL_ID_PATTERN, 192);
+/// The pool addressed by a read or a delete (query string).
+const POOLID_QUERY: Param = Param::query("poolid", ParamKind::String, POOLID_DESCRIPTION)
+    .pattern(POOL_ID_PATTERN, POOL_ID_MAX)
+    .required();
+
+/// The pool addressed by an update (form body).
+const POOLID_BODY: Param = Param::body("poolid", ParamKind::String, POOLID_DESCRIPTION)
+    .pattern(POOL_ID_PATTERN, POOL_ID_MAX)
+    .required();
 
 /// Rows of the `pools` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_pools",
         title: "List resource pools",
-        description: "List resource pools: poolid, comment. Filter by member `type`.",
+        description: "List resource pools: poolid, comment. Members and the member `type` filter are in pve_get_pool.",
         category: Category::Pools,
-        params: &[Param::query(
-            "type",
-            ParamKind::String,
-            "Only pools with members of this kind.",
-        )
-        .one_of(&["qemu", "lxc", "storage"])],
         backend: get("/pools"),
         ..ToolSpec::BASE
     },
     ToolSpec {
         name: "pve_get_pool",
         title: "Get pool",
-        description: "One pool's comment and members (guests and storages). Filter members with `type`.",
+        description: "One pool (nested ids like \"prod/web\" too) as a one-entry list [{poolid, comment, members}]; members are guests and storages. Filter members with `type`.",
         category: Category::Pools,
         params: &[
-            POOLID,
+            POOLID_QUERY,
             Param::query("type", ParamKind::String, "Only members of this kind.")
                 .one_of(&["qemu", "lxc", "storage"]),
         ],
-        backend: get("/pools/{poolid}"),
+        backend: get("/pools"),
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -57,7 +61,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 "New pool ID (\"parent/child\" for nested).",
             )
-            .pattern(POOL_ID_PATTERN, 192)
+            .pattern(POOL_ID_PATTERN, POOL_ID_MAX)
             .required(),
             Param::body("comment", ParamKind::String, "Free-text description."),
         ],
@@ -76,14 +80,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         },
         confirm: true,
         params: &[
-            POOLID,
+            POOLID_BODY,
             Param::body("comment", ParamKind::String, "New free-text description."),
             Param::body(
                 "vms",
                 ParamKind::String,
-                "Guest IDs, comma list, e.g. \"101,201\".",
+                "Guest IDs separated by commas, semicolons or spaces, e.g. \"101,201\".",
             )
-            .pattern("^[0-9]{3,9}(,[0-9]{3,9})*$", 4096),
+            .pattern(VMID_LIST_PATTERN, 4096),
             Param::body(
                 "storage",
                 ParamKind::String,
@@ -101,7 +105,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         at_least_one_of: &["comment", "vms", "storage"],
-        backend: put("/pools/{poolid}"),
+        backend: put("/pools"),
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -115,8 +119,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             idempotent: false,
         },
         confirm: true,
-        params: &[POOLID],
-        backend: delete("/pools/{poolid}"),
+        params: &[POOLID_QUERY],
+        backend: delete("/pools"),
         ..ToolSpec::BASE
     },
 ];

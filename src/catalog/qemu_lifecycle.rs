@@ -6,12 +6,13 @@
 //! starts a Proxmox worker says it returns a UPID to follow with pve_get_task_status.
 
 use super::params::{
-    GUEST, NEW_VMID, NODE, POOL_BODY, SNAPNAME_PATTERN, SNAPSHOT, STORAGE_BODY, STORAGE_PATTERN,
-    TARGET_NODE, join, total,
+    GUEST, NEW_VMID, NODE, NODE_PATTERN, POOL_BODY, SNAPNAME_PATTERN, SNAPSHOT, STORAGE_BODY,
+    STORAGE_PATTERN, TARGET_NODE, join, total,
 };
 use super::qemu_params::{CLOUDINIT, HARDWARE, UPDATABLE, UPDATE_ONLY};
 use super::types::{
-    ArgRule, Category, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get, post, put,
+    ArgRule, Backend, Category, CompositeOp, Effect, Legs, Module, Param, ParamKind, Tier,
+    ToolSpec, delete, get, post, put,
 };
 
 const CREATE: Effect = Effect::Write {
@@ -141,7 +142,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::String,
                 "Name of the copy, e.g. \"web-02\".",
             )
-            .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$"),
+            .matching(super::qemu_params::DNS_NAME_PATTERN),
             TARGET_NODE,
             Param::body(
                 "full",
@@ -309,28 +310,45 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_exec_qemu_guest_command",
         title: "Run command in VM (guest agent)",
-        description: "Run a program in a VM via the guest agent, e.g. [\"systemctl\", \"is-active\", \"nginx\"] (no shell unless [\"sh\", \"-c\", ...]). Returns {pid} only.",
+        description: "Run a program in a VM via the guest agent, e.g. [\"systemctl\", \"is-active\", \"nginx\"] (no shell), and wait: exit code, stdout, stderr (capped).",
         category: Category::Qemu,
         legs: Legs::EXECUTES,
         tier: Tier::Full,
+        module: Module::Advanced,
         effect: DESTROY,
         confirm: true,
         params: &[
-            NODE,
-            GUEST[1],
-            Param::body(
+            Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")
+                .matching(NODE_PATTERN)
+                .required(),
+            Param::arg("vmid", ParamKind::Integer, "Guest ID (VMID).")
+                .range(100, 999_999_999)
+                .required(),
+            Param::arg(
                 "command",
                 ParamKind::StringArray,
                 "Program and arguments, one array item each (a string is split on whitespace).",
             )
             .required(),
-            Param::body(
-                "input-data",
-                ParamKind::String,
-                "Standard input text (up to 64 KiB).",
-            ),
+            // Multi-line text: a length cap and no pattern (patterns refuse newlines).
+            Param {
+                max_length: Some(65_536),
+                ..Param::arg(
+                    "input-data",
+                    ParamKind::String,
+                    "Standard input text (up to 64 KiB).",
+                )
+            },
+            Param::arg(
+                "timeout",
+                ParamKind::Integer,
+                "Seconds to wait for the program to exit (default 30).",
+            )
+            .range(1, 600)
+            .default("30"),
         ],
-        backend: post("/nodes/{node}/qemu/{vmid}/agent/exec"),
+        backend: Backend::Composite(CompositeOp::QemuGuestExec),
+        timeout_ms: 30_000,
         ..ToolSpec::BASE
     },
 ];

@@ -64,10 +64,19 @@ pub const CLOUDINIT: &[Param] = &[
     ),
 ];
 
+/// Proxmox's `dns-name` format: dot-separated labels of letters, digits and inner hyphens.
+/// Like Proxmox, no length cap (a VM name is not a host name; longer than 63 is accepted).
+pub const DNS_NAME_PATTERN: &str =
+    "^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)*[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$";
+
 /// Hardware and option keys of a VM configuration.
 pub const HARDWARE: &[Param] = &[
-    Param::body("name", ParamKind::String, "VM name (DNS name).")
-        .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,62})$"),
+    Param::body(
+        "name",
+        ParamKind::String,
+        "VM name: a DNS name, dot-separated labels of letters, digits and inner hyphens.",
+    )
+    .matching(DNS_NAME_PATTERN),
     Param::body("cores", ParamKind::Integer, "Cores per socket (default 1).").min(1),
     Param::body("sockets", ParamKind::Integer, "CPU sockets (default 1).").min(1),
     Param::body("memory", ParamKind::Integer, "Memory in MiB (default 512).").min(16),

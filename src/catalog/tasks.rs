@@ -12,8 +12,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Tasks,
         params: &[
             NODE,
-            Param::query("limit", ParamKind::Integer, "Tasks to return (default 50).")
-                .range(1, 500),
+            Param::query("limit", ParamKind::Integer, "Tasks to return (default 50).").min(0),
             Param::query("start", ParamKind::Integer, "Tasks to skip (paging).").min(0),
             Param::query("vmid", ParamKind::Integer, "Only tasks of this guest.")
                 .range(100, 999_999_999),

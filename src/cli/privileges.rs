@@ -8,6 +8,8 @@
 pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_list_nodes", &[]),
     ("pve_get_node_status", &[("/nodes/{node}", "Sys.Audit")]),
+    ("pve_node_power", &[("/nodes/{node}", "Sys.PowerMgmt")]),
+    ("pve_create_console_ticket", &[]),
     ("pve_get_cluster_status", &[("/", "Sys.Audit")]),
     ("pve_list_cluster_resources", &[]),
     ("pve_get_next_vmid", &[]),
@@ -16,6 +18,28 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_list_cluster_replication", &[("/", "VM.Audit")]),
     ("pve_get_cluster_ha_status", &[("/", "Sys.Audit")]),
     ("pve_list_cluster_backup_info", &[]),
+    ("pve_inventory_overview", &[]),
+    ("pve_capabilities", &[]),
+    ("pve_get_ceph_status", &[("/", "Sys.Audit")]),
+    ("pve_list_sdn_zones", &[("/", "SDN.Audit")]),
+    ("pve_list_sdn_vnets", &[("/", "SDN.Audit")]),
+    ("pve_list_pci_mappings", &[("/", "Mapping.Audit")]),
+    (
+        "pve_get_pci_mapping",
+        &[("/mapping/pci/{id}", "Mapping.Audit")],
+    ),
+    (
+        "pve_create_pci_mapping",
+        &[("/mapping/pci", "Mapping.Modify")],
+    ),
+    (
+        "pve_update_pci_mapping",
+        &[("/mapping/pci/{id}", "Mapping.Modify")],
+    ),
+    (
+        "pve_delete_pci_mapping",
+        &[("/mapping/pci", "Mapping.Modify")],
+    ),
     ("pve_list_qemu_vms", &[("/", "VM.Audit")]),
     ("pve_get_qemu_status", &[("/vms/{vmid}", "VM.Audit")]),
     ("pve_get_qemu_config", &[("/vms/{vmid}", "VM.Audit")]),
@@ -83,10 +107,7 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         "pve_qemu_create_template",
         &[("/vms/{vmid}", "VM.Allocate")],
     ),
-    (
-        "pve_exec_qemu_guest_command",
-        &[("/vms/{vmid}", "VM.GuestAgent.Unrestricted")],
-    ),
+    ("pve_exec_qemu_guest_command", &[]),
     ("pve_list_lxc_containers", &[("/", "VM.Audit")]),
     ("pve_get_lxc_status", &[("/vms/{vmid}", "VM.Audit")]),
     ("pve_get_lxc_config", &[("/vms/{vmid}", "VM.Audit")]),
@@ -173,6 +194,11 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_create_storage", &[("/storage", "Datastore.Allocate")]),
     ("pve_update_storage", &[("/storage", "Datastore.Allocate")]),
     ("pve_delete_storage", &[("/storage", "Datastore.Allocate")]),
+    (
+        "pve_list_cloudinit_snippets",
+        &[("/storage/{storage}", "Datastore.Audit")],
+    ),
+    ("pve_download_to_storage", &[]),
     ("pve_list_backup_jobs", &[("/", "Sys.Audit")]),
     (
         "pve_restore_qemu_backup",
@@ -238,7 +264,7 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_update_guest_firewall_rule", &[]),
     ("pve_delete_guest_firewall_rule", &[]),
     ("pve_list_pools", &[("/", "Pool.Audit")]),
-    ("pve_get_pool", &[("/pool/{poolid}", "Pool.Audit")]),
+    ("pve_get_pool", &[("/", "Pool.Audit")]),
     ("pve_create_pool", &[("/pool/{poolid}", "Pool.Allocate")]),
     ("pve_update_pool", &[("/pool/{poolid}", "Pool.Allocate")]),
     ("pve_delete_pool", &[("/pool/{poolid}", "Pool.Allocate")]),
@@ -288,6 +314,10 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         &[("/vms/{vmid}", "VM.Allocate")],
     ),
     (
+        "pve_qemu_agent_ping",
+        &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
+    ),
+    (
         "pve_get_qemu_agent_info",
         &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
     ),
@@ -302,6 +332,16 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     (
         "pve_get_qemu_agent_fsinfo",
         &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
+    ),
+    ("pve_diagnose_qemu_guest_agent", &[]),
+    ("pve_diagnose_qemu_boot", &[]),
+    (
+        "pve_qemu_agent_file_read",
+        &[("/vms/{vmid}", "VM.GuestAgent.FileRead")],
+    ),
+    (
+        "pve_qemu_agent_file_write",
+        &[("/vms/{vmid}", "VM.GuestAgent.FileWrite")],
     ),
     ("pve_run_remote_diagnostic", &[]),
     ("pve_ssh_batch_diagnostics", &[]),

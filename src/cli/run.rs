@@ -38,11 +38,13 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let http_settings = http_settings()?;
     let settings = Settings::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
+    let limits = pve::ClientLimits::from_lookup(|key| std::env::var(key).ok())
+        .map_err(|e| CliError::Config(e.to_string()))?;
 
     // Held until the server stops: dropping it stops the demo emulator.
     let mut _demo: Option<Emulator> = None;
     let (pve, connection_note, ssh_config) = if args.demo {
-        let (emulator, client) = start_demo().await?;
+        let (emulator, client) = start_demo(limits).await?;
         let note = format!(
             "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203). Nothing real is touched.",
             emulator.base_url()
@@ -51,7 +53,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         _demo = Some(emulator);
         (Some(client), note, None)
     } else {
-        connect_from_config()?
+        connect_from_config(limits)?
     };
     let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
     let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
@@ -106,7 +108,7 @@ async fn serve_http(server: Server, settings: HttpSettings) -> Result<(), CliErr
     Ok(())
 }
 
-async fn start_demo() -> Result<(Emulator, pve::Client), CliError> {
+async fn start_demo(limits: pve::ClientLimits) -> Result<(Emulator, pve::Client), CliError> {
     let options = EmulatorOptions::default();
     let connection = |emulator: &Emulator| pve::Connection {
         host: emulator.host().to_owned(),
@@ -122,7 +124,7 @@ async fn start_demo() -> Result<(Emulator, pve::Client), CliError> {
     let emulator = Emulator::start(EmulatorOptions::default())
         .await
         .map_err(|e| CliError::Runtime(format!("could not start the demo emulator: {e}")))?;
-    let client = pve::Client::new(&connection(&emulator))
+    let client = pve::Client::with_limits(&connection(&emulator), limits)
         .map_err(|e| CliError::Runtime(format!("demo client: {e}")))?;
     Ok((emulator, client))
 }
@@ -156,7 +158,7 @@ pub(super) fn ssh_router(config: &config::SshConfig) -> ssh::Router {
 
 type Connected = (Option<pve::Client>, String, Option<config::SshConfig>);
 
-fn connect_from_config() -> Result<Connected, CliError> {
+fn connect_from_config(limits: pve::ClientLimits) -> Result<Connected, CliError> {
     let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
     let config = config::load(&ProcessEnv, &paths).map_err(|e| CliError::Config(e.to_string()))?;
     let Some(proxmox) = config.proxmox else {
@@ -183,7 +185,8 @@ fn connect_from_config() -> Result<Connected, CliError> {
             TlsSetting::Insecure => pve::TlsMode::Insecure,
         },
     };
-    let client = pve::Client::new(&connection).map_err(|e| CliError::Config(e.to_string()))?;
+    let client = pve::Client::with_limits(&connection, limits)
+        .map_err(|e| CliError::Config(e.to_string()))?;
     let note = format!(
         "Connected to Proxmox at {} as {}@{}!{}.",
         client.base_url(),
@@ -204,7 +207,7 @@ async fn serve_stdio(server: Server) -> Result<(), CliError> {
     if std::io::stdin().is_terminal() {
         eprintln!("nandi-proxmox-mcp: {WAITING_ON_A_TERMINAL}");
     }
-    let service = match server.serve(rmcp::transport::stdio()).await {
+    let service = match server.serve(crate::transport::stdio::stdio()).await {
         Ok(service) => service,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
             tracing::debug!(%during, "stdin closed before the MCP handshake; nothing to serve");

@@ -6,6 +6,17 @@
 //! by the pipeline, reaches Proxmox only through the shared REST client or SSH router in
 //! [`Backends`], and returns one outcome with the number of attempts made.
 
+// Failures are the cold path and are rendered once; boxing them would only add noise
+// (as in `dispatch`).
+#![allow(clippy::result_large_err)]
+
+pub mod address_guard;
+mod calls;
+mod diagnose;
+mod download;
+mod exec;
+mod overview;
+
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -13,6 +24,8 @@ use crate::catalog::{CompositeOp, ToolSpec};
 use crate::dispatch::Backends;
 use crate::envelope::ToolFailure;
 use crate::schema::ValidArgs;
+
+use calls::Calls;
 
 /// Runs one composite operation.
 pub async fn execute(
@@ -22,10 +35,29 @@ pub async fn execute(
     args: &ValidArgs,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
-    // Each arm is filled in with its handler as the operation's tools are added; no row
-    // uses an operation before its handler exists (tests/catalog.rs calls every row).
-    let _ = (backends, args, cancel);
-    (Err(unavailable(op, spec)), 0)
+    if op == CompositeOp::Capabilities {
+        // Works without Proxmox too: it then reports what it can.
+        let mut calls = Calls::new(backends.pve, cancel).ok();
+        let result = overview::capabilities(backends, calls.as_mut()).await;
+        return (result, calls.map_or(0, |c| c.attempts));
+    }
+    let mut calls = match Calls::new(backends.pve, cancel) {
+        Ok(calls) => calls,
+        Err(failure) => return (Err(failure), 0),
+    };
+    let result = match op {
+        CompositeOp::QemuAgentDiagnose => diagnose::agent(&mut calls, args).await,
+        CompositeOp::QemuBootDiagnose => diagnose::boot(&mut calls, args).await,
+        CompositeOp::QemuGuestExec => exec::run(&mut calls, args).await,
+        CompositeOp::InventoryOverview => overview::inventory(&mut calls).await,
+        CompositeOp::DownloadToStorage => {
+            download::run(&mut calls, args, &backends.settings.download_allow).await
+        }
+        CompositeOp::Capabilities | CompositeOp::ApiCall | CompositeOp::WaitTask => {
+            Err(unavailable(op, spec))
+        }
+    };
+    (result, calls.attempts)
 }
 
 fn unavailable(op: CompositeOp, spec: &ToolSpec) -> ToolFailure {

@@ -43,7 +43,7 @@ pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
     ),
     doc(
         HOST,
-        "Proxmox host name or IP address (environment mode applies when no instance file is found)",
+        "Proxmox host name or IP address (a complete PROXMOX_* set beats discovered instance files)",
         "–",
         false,
     ),
@@ -131,6 +131,15 @@ pub(crate) fn any_core_var_set(env: &dyn EnvSource) -> bool {
     REQUIRED
         .iter()
         .any(|k| env.var(k).is_some_and(|v| !v.trim().is_empty()))
+}
+
+/// Whether the environment is a complete configuration on its own: every required variable set.
+/// A complete environment beats discovered instance files (it is what the user chose for this
+/// process; a file in the working directory may come from a cloned repository).
+pub(crate) fn all_core_vars_set(env: &dyn EnvSource) -> bool {
+    REQUIRED
+        .iter()
+        .all(|k| env.var(k).is_some_and(|v| !v.trim().is_empty()))
 }
 
 /// Typed, located access to variables. Blank values count as unset, so `PORT=` in a compose

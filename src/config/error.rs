@@ -204,6 +204,21 @@ pub enum ConfigError {
          project scope"
     )]
     NoHomeDir,
+    /// A discovered instance file (not named by `NANDI_PROXMOX_CONFIG`) that another local
+    /// user could have written: it is not used, because it would choose the Proxmox host, the
+    /// token and the SSH key this server uses.
+    #[error(
+        "refusing the discovered config file {}: {reason}. A file found by discovery must be \
+         owned by you and writable by nobody else (`chmod go-w` it and its folder); to use it \
+         anyway name it with {CONFIG_ENV_VAR}, or configure the PROXMOX_* variables",
+        path.display()
+    )]
+    UntrustedFile {
+        /// The refused file.
+        path: PathBuf,
+        /// What makes it untrusted (owner or permission bits).
+        reason: String,
+    },
     /// The current directory cannot be determined.
     #[error("cannot determine the current directory: {source}")]
     CurrentDir {

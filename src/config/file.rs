@@ -2,7 +2,8 @@
 //!
 //! Invariants: a file is parsed only if it is a regular file of at most [`MAX_FILE_BYTES`] bytes
 //! of UTF-8; discovery never picks one of several candidates on its own, and a candidate that
-//! exists but is broken is reported, never skipped.
+//! exists but is broken is reported, never skipped; a discovered file is used only when this user
+//! owns it and nobody else can write it or its folder ([`check_trusted`]).
 
 use std::fs;
 use std::io::Read;
@@ -12,7 +13,7 @@ use serde_json::Value;
 
 use super::instances::{self, CONFIG_DIR_NAME, LEGACY_FILE_NAME, Scope};
 use super::keys;
-use super::{Config, ConfigError, ConfigSource, MAX_FILE_BYTES, Paths};
+use super::{Config, ConfigError, ConfigSource, FileOrigin, MAX_FILE_BYTES, Paths};
 
 /// Finds the file discovery selects (spec §6.2): the legacy `<cwd>/.nandi-proxmox-mcp/config.json`
 /// first, else the only project-scope instance, else the only user-scope instance. `Ok(None)`
@@ -38,8 +39,50 @@ pub(crate) fn discover(paths: &Paths) -> Result<Option<PathBuf>, ConfigError> {
     }
 }
 
+/// Refuses a discovered file that someone other than this user could have written: owned by
+/// another user (root excepted), or group/world-writable, or in such a folder. Discovery reads
+/// the working directory, which may be a freshly cloned repository; such a file would choose the
+/// Proxmox host, the token and the SSH key this server uses.
+#[cfg(unix)]
+pub(crate) fn check_trusted(path: &Path) -> Result<(), ConfigError> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let untrusted = |reason: String| ConfigError::UntrustedFile {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let folder = path.parent().unwrap_or(Path::new("."));
+    for (what, target) in [("the file", path), ("its folder", folder)] {
+        let meta = fs::metadata(target).map_err(|e| io_error(target, e))?;
+        let owner = meta.uid();
+        if owner != me && owner != 0 {
+            return Err(untrusted(format!(
+                "{what} is owned by uid {owner}, not by you (uid {me})"
+            )));
+        }
+        let mode = meta.mode() & 0o777;
+        if mode & 0o022 != 0 {
+            return Err(untrusted(format!(
+                "{what} is writable by other users (mode {mode:o})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Ownership and permission bits do not map onto Windows ACLs; nothing is checked there.
+#[cfg(not(unix))]
+pub(crate) fn check_trusted(_path: &Path) -> Result<(), ConfigError> {
+    Ok(())
+}
+
 /// Reads, parses and validates one instance file. `home` expands `~` in configured paths.
-pub(crate) fn load_path(path: &Path, home: Option<&Path>) -> Result<Config, ConfigError> {
+pub(crate) fn load_path(
+    path: &Path,
+    home: Option<&Path>,
+    origin: FileOrigin,
+) -> Result<Config, ConfigError> {
     let (text, meta) = read_bounded(path)?;
     warn_if_shared(path, &meta);
     // Windows editors like to prepend a byte-order mark; it is not part of the JSON.
@@ -62,6 +105,7 @@ pub(crate) fn load_path(path: &Path, home: Option<&Path>) -> Result<Config, Conf
         source: ConfigSource::File {
             path: path.to_path_buf(),
             instance: instances::instance_name_for(path),
+            origin,
         },
     })
 }

@@ -1,15 +1,21 @@
 //! Configuration loading: which Proxmox VE cluster to talk to, and how.
 //!
-//! A configuration comes from exactly one place, chosen in this order by [`load`]:
+//! A configuration comes from exactly one place, chosen in this order by [`load`] — what the user
+//! set explicitly beats what was found on disk:
 //! 1. the file named by `NANDI_PROXMOX_CONFIG` (it must load);
-//! 2. a discovered instance file under `.nandi-proxmox-mcp/` (project scope before user scope;
-//!    several candidates are an error, never a silent choice);
-//! 3. the `PROXMOX_*` environment variables;
-//! 4. nothing: the server still starts, and tool calls report that it is not configured.
+//! 2. a complete set of `PROXMOX_*` environment variables (host, user, token name and secret);
+//! 3. a discovered instance file under `.nandi-proxmox-mcp/` (project scope before user scope;
+//!    several candidates are an error, never a silent choice), used only when this user owns it
+//!    and nobody else can write it;
+//! 4. an incomplete `PROXMOX_*` environment, reported as such;
+//! 5. nothing: the server still starts, and tool calls report that it is not configured.
 //!
 //! Invariants guarded here:
-//! * a file that was selected or discovered but cannot be used is reported as such — we never fall
-//!   back to the environment, because that hides the real cause (the reference did, see spec §16/24);
+//! * the source in use is logged at WARN (stderr), naming anything it shadowed;
+//! * a discovered file cannot override a complete environment: a `.nandi-proxmox-mcp/` folder in
+//!   a cloned repository must not redirect the token, or the user's SSH key, to another host;
+//! * a file that was selected or discovered (and not shadowed) but cannot be used is reported as
+//!   such — we never fall back to the environment, because that hides the real cause;
 //! * every value is validated before a [`Config`] exists, so later code can trust it;
 //! * the API token secret is only reachable through [`Secret::expose`]: it never appears in `Debug`
 //!   output or in an error message.
@@ -179,11 +185,31 @@ pub enum ConfigSource {
         path: PathBuf,
         /// Instance name derived from the file name, when it is one.
         instance: Option<String>,
+        /// Whether the file was named by the user or found by discovery.
+        origin: FileOrigin,
     },
     /// The `PROXMOX_*` environment variables.
     Env,
     /// Nothing was configured.
     Unconfigured,
+}
+
+/// How an instance file was chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileOrigin {
+    /// Named by the user: `NANDI_PROXMOX_CONFIG`, `doctor --name`, or written by `setup`.
+    Selected,
+    /// Found by discovery under `.nandi-proxmox-mcp/` (working directory or home).
+    Discovered,
+}
+
+impl FileOrigin {
+    fn suffix(self) -> &'static str {
+        match self {
+            Self::Selected => "",
+            Self::Discovered => ", discovered",
+        }
+    }
 }
 
 impl fmt::Display for ConfigSource {
@@ -192,11 +218,23 @@ impl fmt::Display for ConfigSource {
             Self::File {
                 path,
                 instance: Some(name),
-            } => write!(f, "instance `{name}` ({})", path.display()),
+                origin,
+            } => write!(
+                f,
+                "instance `{name}` ({}{})",
+                path.display(),
+                origin.suffix()
+            ),
             Self::File {
                 path,
                 instance: None,
-            } => write!(f, "config file {}", path.display()),
+                origin: FileOrigin::Selected,
+            } => write!(f, "config file {} ({CONFIG_ENV_VAR})", path.display()),
+            Self::File {
+                path,
+                instance: None,
+                origin: FileOrigin::Discovered,
+            } => write!(f, "config file {} (discovered)", path.display()),
             Self::Env => f.write_str("environment variables"),
             Self::Unconfigured => f.write_str("not configured"),
         }
@@ -341,23 +379,37 @@ pub const ENV_VARS: &[EnvVarDoc] = env::ENV_VARS;
 /// Every key an instance file may contain.
 pub const FILE_KEYS: &[FileKeyDoc] = keys::FILE_KEYS;
 
-/// The one entry point `run` uses: `NANDI_PROXMOX_CONFIG`, else discovery, else environment,
-/// else [`Config::unconfigured`]. A selected or discovered file that fails is an error.
+/// The one entry point `run` uses: `NANDI_PROXMOX_CONFIG`, else a complete `PROXMOX_*`
+/// environment, else a trusted discovered file, else an incomplete environment (an error), else
+/// [`Config::unconfigured`]. A selected or discovered file that fails is an error. The source in
+/// use is logged at WARN, with whatever it shadowed.
 pub fn load(env: &dyn EnvSource, paths: &Paths) -> Result<Config, ConfigError> {
     let home = paths.home.as_deref();
-    let selected = match env.var(CONFIG_ENV_VAR) {
-        Some(raw) => Some(explicit_path(&raw, &paths.cwd)?),
-        None => file::discover(paths)?,
-    };
-    if let Some(path) = selected {
-        if env::any_core_var_set(env) {
-            // Not an error (a shell may export both), but say which one wins.
-            tracing::info!(
-                path = %path.display(),
-                "using the instance file; PROXMOX_* environment variables are ignored"
-            );
-        }
-        return file::load_path(&path, home);
+    if let Some(raw) = env.var(CONFIG_ENV_VAR) {
+        let path = explicit_path(&raw, &paths.cwd)?;
+        let config = file::load_path(&path, home, FileOrigin::Selected)?;
+        let shadowed = env::any_core_var_set(env).then_some("PROXMOX_* environment variables");
+        announce(&config, shadowed);
+        return Ok(config);
+    }
+    if env::all_core_vars_set(env) {
+        let config = env::load(env, home)?;
+        // Whatever discovery would have found (even a broken or ambiguous set) is not used.
+        let shadowed = match file::discover(paths) {
+            Ok(Some(path)) => Some(format!("discovered file {}", path.display())),
+            Ok(None) => None,
+            Err(_) => Some("several discovered instance files".to_owned()),
+        };
+        announce(&config, shadowed.as_deref());
+        return Ok(config);
+    }
+    if let Some(path) = file::discover(paths)? {
+        file::check_trusted(&path)?;
+        let config = file::load_path(&path, home, FileOrigin::Discovered)?;
+        let shadowed =
+            env::any_core_var_set(env).then_some("an incomplete set of PROXMOX_* variables");
+        announce(&config, shadowed);
+        return Ok(config);
     }
     if env::any_core_var_set(env) {
         return env::load(env, home);
@@ -365,9 +417,36 @@ pub fn load(env: &dyn EnvSource, paths: &Paths) -> Result<Config, ConfigError> {
     Ok(Config::unconfigured())
 }
 
+/// Logs the source in use at WARN (a discovered file can change where the token goes, so the
+/// choice must be visible even at the default log level), plus its SSH target and anything it
+/// shadowed.
+fn announce(config: &Config, shadowed: Option<&str>) {
+    let ssh = config.ssh.as_ref().map(|s| {
+        format!(
+            "{}@{}:{} with key {}",
+            s.user,
+            s.host,
+            s.port,
+            s.key_path.display()
+        )
+    });
+    let host = config.proxmox.as_ref().map(|p| p.host.as_str());
+    tracing::warn!(
+        proxmox_host = host.unwrap_or("-"),
+        ssh = ssh.as_deref().unwrap_or("off"),
+        ignored = shadowed.unwrap_or("-"),
+        "Proxmox configuration source: {}",
+        config.source
+    );
+}
+
 /// Loads one specific instance file (`doctor --name`, tests). `~` in paths uses the process home.
 pub fn load_file(path: &Path) -> Result<Config, ConfigError> {
-    file::load_path(path, home_from_env(&ProcessEnv).as_deref())
+    file::load_path(
+        path,
+        home_from_env(&ProcessEnv).as_deref(),
+        FileOrigin::Selected,
+    )
 }
 
 /// Loads the configuration from `PROXMOX_*` environment variables only.
@@ -405,6 +484,7 @@ pub fn parse_instance_object(
         source: ConfigSource::File {
             path: path.to_path_buf(),
             instance: instances::instance_name_for(path),
+            origin: FileOrigin::Selected,
         },
     })
 }

@@ -60,6 +60,7 @@ pub(super) static TABLES: &[&[Route]] = &[
     super::routes_guests::ROUTES,
     super::routes_infra::ROUTES,
     super::routes_security::ROUTES,
+    super::routes_peer::ROUTES,
 ];
 
 /// Every implemented route, in table order.
@@ -195,11 +196,6 @@ static BASE: &[Route] = &[
         "/storage",
         &[one_of("type", STORAGE_TYPES)],
         cluster::storage,
-    ),
-    get(
-        "/pools",
-        &[s("poolid"), one_of("type", &["qemu", "lxc", "storage"])],
-        cluster::pools,
     ),
 ];
 

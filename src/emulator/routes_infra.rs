@@ -313,6 +313,14 @@ const POOL_UPDATE: &[Param] = &[
     s("storage"),
     s("vms"),
 ];
+const POOL_UPDATE_BY_PARAM: &[Param] = &[
+    bool("allow-move"),
+    s("comment"),
+    bool("delete"),
+    s("poolid").required(),
+    s("storage"),
+    s("vms"),
+];
 const SYSLOG: &[Param] = &[
     int("limit"),
     s("service"),
@@ -372,6 +380,15 @@ pub(super) static ROUTES: &[Route] = &[
     ),
     put("/pools/{poolid}", POOL_UPDATE, pools::update),
     delete("/pools/{poolid}", &[], pools::remove),
+    // PVE 9's non-deprecated forms: the pool is a parameter, so nested ids need no `/` in
+    // the path.
+    get(
+        "/pools",
+        &[s("poolid"), one_of("type", &["qemu", "lxc", "storage"])],
+        pools::list,
+    ),
+    put("/pools", POOL_UPDATE_BY_PARAM, pools::update),
+    delete("/pools", &[s("poolid").required()], pools::remove),
     get(
         "/nodes/{node}/rrddata",
         &[

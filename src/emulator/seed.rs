@@ -77,6 +77,7 @@ pub(super) fn seed(
         started: Instant::now(),
         last_pid: 0x0001_2340,
         infra: seed_infra(names),
+        peer: super::state_peer::PeerState::default(),
     }
 }
 
@@ -197,7 +198,7 @@ fn seed_storages() -> Vec<Storage> {
         Storage {
             id: "local".into(),
             kind: "dir".into(),
-            content: "iso,vztmpl,backup".into(),
+            content: "iso,vztmpl,backup,snippets".into(),
             extra: object(json!({ "path": "/var/lib/vz", "prune-backups": "keep-all=1" })),
             total: 100_861_726_720,
             used: 12_884_901_888,
@@ -311,6 +312,13 @@ fn seed_infra(names: &[&str]) -> InfraState {
             412_316_860,
             1_763_859_641,
             Some((201, "ct-docker")),
+        ),
+        volume(
+            "local:snippets/user-data.yaml",
+            "snippet",
+            412,
+            1_731_900_400,
+            None,
         ),
     ];
     infra

@@ -75,6 +75,7 @@ const ADMIN: &[&str] = &[
 
 /// Privileges only `Administrator` has on top of `PVEAdmin`.
 const ADMIN_EXTRA: &[&str] = &[
+    "Mapping.Modify",
     "Permissions.Modify",
     "Realm.Allocate",
     "Realm.AllocateUser",

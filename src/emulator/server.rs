@@ -26,13 +26,16 @@ const API_ROOT: &str = "/api2/json";
 /// nothing the client sends comes close.
 const BODY_LIMIT: usize = 1024 * 1024;
 
-/// Splits the raw path after the API root into percent-decoded segments.
-/// Decoding per segment keeps an encoded `/` inside a segment (never sent
-/// by a correct client) from creating a new segment.
+/// Splits the raw path after the API root into segments the way pveproxy does:
+/// the whole path is percent-decoded first, so an encoded `/` (`%2F`) inside a
+/// value starts a new segment and the request reaches another route — which is
+/// why a correct client never sends one.
 fn decode_segments(raw: &str) -> Vec<String> {
-    raw.split('/')
+    percent_decode_str(raw)
+        .decode_utf8_lossy()
+        .split('/')
         .filter(|s| !s.is_empty())
-        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .map(str::to_owned)
         .collect()
 }
 
@@ -165,6 +168,8 @@ mod tests {
         let segs = decode_segments("/nodes/pve01/tasks/UPID%3Apve01%3A0000ABCD%3A/status");
         assert_eq!(segs[3], "UPID:pve01:0000ABCD:");
         assert_eq!(segs.len(), 5);
+        let split = decode_segments("/cluster/backup/x%2Fincluded_volumes");
+        assert_eq!(split, ["cluster", "backup", "x", "included_volumes"]);
     }
 
     #[test]

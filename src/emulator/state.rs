@@ -289,6 +289,8 @@ pub(super) struct EmuState {
     pub last_pid: u32,
     /// Networks, pool storages and non-disk volumes (`state_infra.rs`).
     pub infra: super::state_infra::InfraState,
+    /// Guest-agent processes and files, PCI mappings (`state_peer.rs`).
+    pub peer: super::state_peer::PeerState,
 }
 
 impl EmuState {

@@ -1,13 +1,20 @@
-//! The HTTP side of the Proxmox client: one pooled `reqwest::Client`, request building, retries
-//! with jittered backoff, per-attempt timeouts and cancellation (answers are read in `response`).
+//! The HTTP side of the Proxmox client: one pooled `reqwest::Client`, request building, a bound on
+//! requests in flight, retries with jittered backoff inside one per-call deadline, per-attempt
+//! timeouts and cancellation (answers are read in `response`).
 //!
 //! Invariants: the `Authorization` header is built once, marked sensitive and never formatted;
-//! only `GET`s with [`RetryPolicy::Reads`] are ever repeated, and only after transient failures;
-//! cancellation stops the call at any point (request in flight or backoff sleep) by dropping the
-//! in-flight future; `Client::new` performs no network I/O.
+//! at most `max_inflight` requests of one client are on the wire at once (the rest wait, and a
+//! slot is held only while an attempt runs, never during backoff); only `GET`s with
+//! [`RetryPolicy::Reads`] are ever repeated, and only after a 502/503/504 or a failure before the
+//! request was sent (see [`PveError::is_retryable`]); no attempt and no backoff outlasts the call's
+//! deadline; cancellation stops the call at any point (queued, in flight or in backoff) by dropping
+//! the in-flight future; `Client::new` performs no network I/O.
 
 use std::sync::Arc;
 use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use rand::Rng;
 use reqwest::Url;
@@ -18,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 use super::error::PveError;
 use super::path::{check_api_path, url_host};
 use super::response::{classify_transport, interpret, snippet};
-use super::{ApiRequest, Connection, MAX_ATTEMPTS, Method, Outcome, RetryPolicy, TlsMode, tls};
+use super::{
+    ApiRequest, ClientLimits, Connection, MAX_ATTEMPTS, Method, Outcome, RetryPolicy, TlsMode, tls,
+};
 
 /// Longest connect phase allowed, whatever the request timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,12 +50,23 @@ struct Inner {
     base_url: String,
     /// `PVEAPIToken=…`; sensitive, so it is never printed by `http`'s `Debug`.
     auth: HeaderValue,
+    /// One permit per request allowed in flight.
+    slots: Semaphore,
+    limits: ClientLimits,
+}
+
+/// How one attempt failed, and whether the request had left this process.
+struct Failed {
+    error: PveError,
+    /// `false` only when the failure is known to precede sending (connect phase, queueing).
+    sent: bool,
 }
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("base_url", &self.inner.base_url)
+            .field("limits", &self.inner.limits)
             .finish_non_exhaustive()
     }
 }
@@ -59,9 +79,16 @@ struct Prepared {
 }
 
 impl Client {
-    /// Validates `conn` and builds the client (TLS config, headers, pool). No network I/O; the CA
-    /// file or the system CA store is read from disk for [`TlsMode::CaFile`] / [`TlsMode::Verify`].
+    /// Validates `conn` and builds the client (TLS config, headers, pool) with the default
+    /// [`ClientLimits`]. No network I/O; the CA file or the system CA store is read from disk for
+    /// [`TlsMode::CaFile`] / [`TlsMode::Verify`].
     pub fn new(conn: &Connection) -> Result<Client, PveError> {
+        Client::with_limits(conn, ClientLimits::default())
+    }
+
+    /// As [`Client::new`], with explicit in-flight and deadline limits (`PVE_MAX_INFLIGHT`,
+    /// `PVE_CALL_DEADLINE_SECS`). A `max_inflight` of 0 is treated as 1.
+    pub fn with_limits(conn: &Connection, limits: ClientLimits) -> Result<Client, PveError> {
         let host = url_host(&conn.host).map_err(PveError::Config)?;
         if conn.port == 0 {
             return Err(PveError::Config(
@@ -100,6 +127,8 @@ impl Client {
                 http,
                 base_url,
                 auth,
+                slots: Semaphore::new(limits.max_inflight.max(1)),
+                limits,
             }),
         })
     }
@@ -109,9 +138,16 @@ impl Client {
         &self.inner.base_url
     }
 
+    /// The limits this client applies to every call.
+    pub fn limits(&self) -> ClientLimits {
+        self.inner.limits
+    }
+
     /// Performs one API call: up to [`MAX_ATTEMPTS`] attempts for a `GET` with
-    /// [`RetryPolicy::Reads`], otherwise one. Returns promptly with [`PveError::Cancelled`] when
-    /// `cancel` fires, dropping any request in flight.
+    /// [`RetryPolicy::Reads`], otherwise one, all within the call's deadline
+    /// (`max(call_deadline, req.timeout)` from now). Each attempt first waits for a free
+    /// in-flight slot. Returns promptly with [`PveError::Cancelled`] when `cancel` fires,
+    /// dropping any request in flight. `attempts` counts requests actually put on the wire.
     pub async fn call(&self, req: ApiRequest, cancel: &CancellationToken) -> Outcome {
         let prepared = match self.prepare(&req) {
             Ok(p) => p,
@@ -127,21 +163,15 @@ impl Client {
         } else {
             1
         };
+        let deadline = Instant::now() + self.inner.limits.call_deadline.max(req.timeout);
         let mut attempts = 0;
         loop {
-            if cancel.is_cancelled() {
-                return Outcome {
-                    result: Err(PveError::Cancelled),
-                    attempts,
-                };
-            }
-            attempts += 1;
             let result = tokio::select! {
                 biased;
-                () = cancel.cancelled() => Err(PveError::Cancelled),
-                r = self.attempt(&prepared, req.timeout) => r,
+                () = cancel.cancelled() => Err(Failed { error: PveError::Cancelled, sent: true }),
+                r = self.queued_attempt(&prepared, req.timeout, deadline, &mut attempts) => r,
             };
-            let err = match result {
+            let failed = match result {
                 Ok(value) => {
                     tracing::debug!(method = %req.method, path = %req.path, attempts, "Proxmox call succeeded");
                     return Outcome {
@@ -149,25 +179,33 @@ impl Client {
                         attempts,
                     };
                 }
-                Err(err) => err,
+                Err(failed) => failed,
             };
-            let retry = attempts < max_attempts && err.is_transient();
+            let delay = backoff_delay(attempts.max(1));
+            let in_time = Instant::now() + delay < deadline;
+            let retry = attempts < max_attempts
+                && in_time
+                && !matches!(
+                    failed.error,
+                    PveError::Saturated { .. } | PveError::Cancelled
+                )
+                && failed.error.is_retryable(failed.sent);
             tracing::debug!(
                 method = %req.method,
                 path = %req.path,
                 attempt = attempts,
-                code = err.code(),
-                error = %err,
+                code = failed.error.code(),
+                error = %failed.error,
+                sent = failed.sent,
                 will_retry = retry,
                 "Proxmox call failed"
             );
             if !retry {
                 return Outcome {
-                    result: Err(err),
+                    result: Err(failed.error),
                     attempts,
                 };
             }
-            let delay = backoff_delay(attempts);
             tokio::select! {
                 biased;
                 () = cancel.cancelled() => {
@@ -176,6 +214,36 @@ impl Client {
                 () = tokio::time::sleep(delay) => {}
             }
         }
+    }
+
+    /// Waits for a free slot (until `deadline`), then makes one attempt bounded by the smaller
+    /// of `timeout` and the time left. `attempts` is incremented only when the request is sent.
+    async fn queued_attempt(
+        &self,
+        p: &Prepared,
+        timeout: Duration,
+        deadline: Instant,
+        attempts: &mut u32,
+    ) -> Result<Value, Failed> {
+        let saturated = || Failed {
+            error: PveError::Saturated {
+                max_inflight: self.inner.limits.max_inflight,
+            },
+            sent: false,
+        };
+        let permit = match tokio::time::timeout_at(deadline, self.inner.slots.acquire()).await {
+            Ok(Ok(permit)) => permit,
+            // The semaphore is never closed; a closed one would mean no request can be sent.
+            Ok(Err(_)) | Err(_) => return Err(saturated()),
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(saturated());
+        }
+        *attempts += 1;
+        let result = self.attempt(p, timeout.min(left)).await;
+        drop(permit);
+        result
     }
 
     /// Checks the path, builds the URL (query for GET/DELETE) and the form body (POST/PUT).
@@ -210,8 +278,10 @@ impl Client {
         Ok(Prepared { method, url, body })
     }
 
-    /// One attempt: send, read the whole answer, interpret it; bounded by `timeout`.
-    async fn attempt(&self, p: &Prepared, timeout: Duration) -> Result<Value, PveError> {
+    /// One attempt: send, read the whole answer, interpret it; bounded by `timeout`. A failure
+    /// reqwest reports as a connect error (refused, unreachable, connect timeout, TLS handshake)
+    /// is marked not sent; anything later, including the overall timeout, counts as sent.
+    async fn attempt(&self, p: &Prepared, timeout: Duration) -> Result<Value, Failed> {
         let exchange = async {
             let mut builder = self
                 .inner
@@ -226,7 +296,10 @@ impl Client {
                     )
                     .body(body.clone());
             }
-            let mut response = builder.send().await.map_err(|e| classify_transport(&e))?;
+            let mut response = builder.send().await.map_err(|e| Failed {
+                error: classify_transport(&e),
+                sent: !e.is_connect(),
+            })?;
             let status = response.status();
             // pveproxy puts its error text in the status line ("500 Configuration file … does
             // not exist"); hyper keeps a non-standard reason phrase as a response extension.
@@ -236,24 +309,32 @@ impl Client {
                 .map(|r| String::from_utf8_lossy(r.as_bytes()).trim().to_owned())
                 .filter(|r| !r.is_empty());
             let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| classify_transport(&e))? {
+            let sent = |error| Failed { error, sent: true };
+            while let Some(chunk) = response
+                .chunk()
+                .await
+                .map_err(|e| sent(classify_transport(&e)))?
+            {
                 if body.len() + chunk.len() > MAX_BODY_BYTES {
-                    return Err(PveError::InvalidResponse {
+                    return Err(sent(PveError::InvalidResponse {
                         status: status.as_u16(),
                         snippet: format!(
                             "answer larger than {} MiB: {}",
                             MAX_BODY_BYTES / (1024 * 1024),
                             snippet(&body)
                         ),
-                    });
+                    }));
                 }
                 body.extend_from_slice(&chunk);
             }
-            interpret(status, reason, &body)
+            interpret(status, reason, &body).map_err(sent)
         };
         match tokio::time::timeout(timeout, exchange).await {
             Ok(result) => result,
-            Err(_elapsed) => Err(PveError::Timeout),
+            Err(_elapsed) => Err(Failed {
+                error: PveError::Timeout,
+                sent: true,
+            }),
         }
     }
 }

@@ -59,6 +59,15 @@ pub enum PveError {
     /// The request itself is malformed (e.g. a path with `..` segments); nothing was sent.
     #[error("invalid Proxmox API request: {0}")]
     InvalidRequest(String),
+    /// The call's deadline passed while it waited for a free request slot; nothing was sent.
+    #[error(
+        "the call waited for one of the {max_inflight} request slots to this cluster until its \
+         deadline passed; nothing was sent to Proxmox"
+    )]
+    Saturated {
+        /// The in-flight bound that was full (`PVE_MAX_INFLIGHT`).
+        max_inflight: usize,
+    },
 }
 
 fn http_text(status: u16, message: &str, errors: Option<&Map<String, Value>>) -> String {
@@ -97,7 +106,7 @@ impl PveError {
                 _ => "PROXMOX_REQUEST_REJECTED",
             },
             PveError::InvalidResponse { .. } => "PROXMOX_INVALID_RESPONSE",
-            PveError::Timeout => "TIMEOUT",
+            PveError::Timeout | PveError::Saturated { .. } => "TIMEOUT",
             PveError::ConnectionRefused => "CONNECTION_REFUSED",
             PveError::Dns => "DNS_RESOLUTION_FAILED",
             PveError::HostUnreachable => "HOST_UNREACHABLE",
@@ -142,22 +151,32 @@ impl PveError {
         }
     }
 
-    /// Whether retrying a read may help: connect failures (not DNS), resets, timeouts, and 5xx
-    /// answers other than 501 and "does not exist" 500s. 595/596 (node unreachable via the
-    /// cluster proxy) are included; they are usually transient.
-    pub fn is_transient(&self) -> bool {
-        matches!(
-            self.code(),
-            "PROXMOX_SERVER_ERROR"
-                | "TIMEOUT"
-                | "CONNECTION_REFUSED"
-                | "CONNECTION_RESET"
-                | "HOST_UNREACHABLE"
-        )
+    /// Whether repeating a read after this failure is safe and may help: a 502/503/504 (a proxy
+    /// or pveproxy could not get an answer), or a connect-phase failure of a request that was
+    /// never sent (`sent == false`: refused, unreachable, reset or timed out while connecting).
+    /// Everything else is final: Proxmox answers 500 for permanent errors (wrong node, unknown
+    /// UPID), a timeout after sending may be a hang that would hang again, DNS and TLS failures
+    /// do not heal between attempts.
+    pub fn is_retryable(&self, sent: bool) -> bool {
+        match self {
+            PveError::Http { status, .. } => matches!(status, 502..=504),
+            PveError::ConnectionRefused
+            | PveError::HostUnreachable
+            | PveError::ConnectionReset
+            | PveError::Timeout => !sent,
+            _ => false,
+        }
     }
 
     /// A short, actionable hint for the user, when there is one.
     pub fn hint(&self) -> Option<String> {
+        if let PveError::Saturated { .. } = self {
+            return Some(
+                "Nothing was sent. Too many calls were in flight at once; send fewer calls in \
+                 parallel, or raise PVE_MAX_INFLIGHT or PVE_CALL_DEADLINE_SECS."
+                    .to_owned(),
+            );
+        }
         let hint = match self.code() {
             "PROXMOX_AUTH_FAILED" => {
                 "Check the token id (user@realm!token), the token secret, and that the token was \
@@ -353,19 +372,22 @@ mod tests {
     }
 
     #[test]
-    fn transient_errors_are_the_retryable_ones() {
-        for (status, message) in [(500, "boom"), (503, "busy"), (596, "timeout")] {
-            assert!(http(status, message).is_transient(), "{status}");
+    fn only_gateway_errors_and_unsent_requests_are_retryable() {
+        for status in [502, 503, 504] {
+            assert!(http(status, "busy").is_retryable(true), "{status}");
         }
-        let permanent = [
+        for (status, message) in [
+            (500, "boom"),
+            (500, "no such task"),
             (500, "VM 999 does not exist"),
             (501, "nope"),
             (400, "bad"),
             (403, "no"),
-            (500, "QEMU guest agent is not running"),
-        ];
-        for (status, message) in permanent {
-            assert!(!http(status, message).is_transient(), "{status} {message}");
+            (595, "no route"),
+            (596, "timeout"),
+        ] {
+            assert!(!http(status, message).is_retryable(true), "{status}");
+            assert!(!http(status, message).is_retryable(false), "{status}");
         }
         for err in [
             PveError::Timeout,
@@ -373,19 +395,25 @@ mod tests {
             PveError::ConnectionReset,
             PveError::HostUnreachable,
         ] {
-            assert!(err.is_transient(), "{err:?}");
+            assert!(err.is_retryable(false), "{err:?} before sending");
+            assert!(!err.is_retryable(true), "{err:?} after sending");
         }
         for err in [
             PveError::Dns,
             PveError::Tls("x".into()),
             PveError::Cancelled,
+            PveError::Saturated { max_inflight: 4 },
             PveError::InvalidResponse {
                 status: 200,
                 snippet: String::new(),
             },
         ] {
-            assert!(!err.is_transient(), "{err:?}");
+            assert!(!err.is_retryable(false), "{err:?}");
         }
+        let saturated = PveError::Saturated { max_inflight: 4 };
+        assert_eq!(saturated.code(), "TIMEOUT");
+        assert!(saturated.hint().unwrap().contains("PVE_MAX_INFLIGHT"));
+        assert!(saturated.to_string().contains("nothing was sent"));
     }
 
     #[test]

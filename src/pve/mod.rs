@@ -9,10 +9,13 @@
 //!   header value is built once, marked sensitive, and never formatted);
 //! - Proxmox's own error detail (message, per-parameter `errors`) is kept, never replaced by a
 //!   generic text;
-//! - only transient failures of reads are retried; 4xx answers and writes are tried exactly once.
+//! - only reads are retried, and only after a 502/503/504 or a failure before the request was sent,
+//!   within one per-call deadline; 4xx/500 answers and writes are tried exactly once;
+//! - at most `PVE_MAX_INFLIGHT` requests of one client (one cluster) are in flight at once.
 
 mod client;
 mod error;
+mod limits;
 mod path;
 mod response;
 mod task;
@@ -24,6 +27,10 @@ use std::time::Duration;
 
 pub use client::Client;
 pub use error::PveError;
+pub use limits::{
+    ClientLimits, DEFAULT_CALL_DEADLINE, DEFAULT_MAX_INFLIGHT, ENV_CALL_DEADLINE, ENV_MAX_INFLIGHT,
+    ENV_VARS, LimitsError,
+};
 pub use path::encode_path_segment;
 pub use task::{Upid, UpidError};
 pub use tls::{certificate_fingerprint, normalize_fingerprint};
@@ -133,9 +140,9 @@ pub enum RetryPolicy {
     /// Exactly one attempt (writes, and anything not known to be idempotent).
     #[default]
     Never,
-    /// Up to [`MAX_ATTEMPTS`] attempts with jittered backoff on transient failures
-    /// (connect failures, resets, timeouts, most 5xx). Honoured for `GET` only: a write is
-    /// never repeated even if a caller asks for it.
+    /// Up to [`MAX_ATTEMPTS`] attempts with jittered backoff, inside the call's deadline, after a
+    /// 502/503/504 or a failure before the request was sent ([`PveError::is_retryable`]).
+    /// Honoured for `GET` only: a write is never repeated even if a caller asks for it.
     Reads,
 }
 
@@ -151,7 +158,8 @@ pub struct ApiRequest {
     pub path: String,
     /// Query parameters (GET/DELETE) or form body fields (POST/PUT), in order.
     pub params: Vec<(String, String)>,
-    /// Time allowed for one attempt (connect, send, and reading the whole answer).
+    /// Time allowed for one attempt (connect, send, and reading the whole answer). The call's
+    /// deadline is the larger of this and the client's `call_deadline`.
     pub timeout: Duration,
     /// Whether transient failures may be retried.
     pub retry: RetryPolicy,
@@ -215,7 +223,8 @@ impl fmt::Debug for ApiRequest {
 }
 
 /// Result of [`Client::call`]: Proxmox's `data` member or the final error, and the number of
-/// attempts actually sent (0 when the request was rejected or cancelled before sending).
+/// attempts actually sent (0 when the request was rejected, queued past its deadline, or
+/// cancelled before sending).
 #[derive(Debug)]
 pub struct Outcome {
     /// `data` of the answer (`Value::Null` when absent or the body was empty), or the error.

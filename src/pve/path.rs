@@ -1,9 +1,11 @@
 //! URL building for the Proxmox API: path segments, host formatting and path checks.
 //!
 //! Invariant: a value placed into a path segment can never change which endpoint is called.
-//! Every byte other than RFC 3986 unreserved characters is percent-encoded (so `/`, `?`, `#`, `:`
-//! cannot split or end the path), and a rendered path with `.`/`..` segments is refused because
-//! URL normalisation would silently move it to another endpoint.
+//! Every byte other than RFC 3986 unreserved characters is percent-encoded (so `?`, `#`, `:`
+//! cannot split or end the path); a rendered path with `.`/`..` segments is refused because URL
+//! normalisation would silently move it to another endpoint; and a segment holding an encoded
+//! `/` (`%2F`) is refused because pveproxy decodes the path before routing, so
+//! `/cluster/backup/x%2Fincluded_volumes` would reach `/cluster/backup/{id}/included_volumes`.
 
 use std::net::Ipv6Addr;
 
@@ -17,7 +19,8 @@ const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 /// Percent-encodes `s` for use as one path segment: every character except the unreserved ones
-/// (`A-Z a-z 0-9 - . _ ~`) is encoded, so `:` becomes `%3A` and `/` becomes `%2F`.
+/// (`A-Z a-z 0-9 - . _ ~`) is encoded, so `:` becomes `%3A` and `/` becomes `%2F` (a path
+/// holding `%2F` is then refused by the client before sending; see the module invariant).
 pub fn encode_path_segment(s: &str) -> String {
     utf8_percent_encode(s, SEGMENT).to_string()
 }
@@ -63,8 +66,8 @@ pub(crate) fn url_host(host: &str) -> Result<String, String> {
     Ok(unbracketed.to_owned())
 }
 
-/// Checks a rendered API path: starts with `/`, has no query/fragment/whitespace, and no segment
-/// that decodes to `.` or `..`.
+/// Checks a rendered API path: starts with `/`, has no query/fragment/whitespace, no segment
+/// that decodes to `.` or `..`, and no encoded `/` inside a segment.
 pub(crate) fn check_api_path(path: &str) -> Result<(), String> {
     if !path.starts_with('/') {
         return Err(format!("API path {path:?} must start with '/'"));
@@ -79,6 +82,12 @@ pub(crate) fn check_api_path(path: &str) -> Result<(), String> {
     }
     for segment in path.split('/').skip(1) {
         let decoded = percent_decode_str(segment).decode_utf8_lossy();
+        if decoded.contains('/') {
+            return Err(format!(
+                "API path {path:?} has a '/' inside a segment; Proxmox decodes it before \
+                 routing, so the request would reach another endpoint"
+            ));
+        }
         if decoded == "." || decoded == ".." {
             return Err(format!(
                 "API path {path:?} contains a '.' or '..' segment; path values cannot be \
@@ -138,7 +147,9 @@ mod tests {
     #[test]
     fn api_paths_are_checked() {
         assert!(check_api_path("/nodes/pve01/qemu/100/status/current").is_ok());
-        assert!(check_api_path("/nodes/a%2Fb").is_ok());
+        assert!(check_api_path("/nodes/a%2Fb").is_err());
+        assert!(check_api_path("/cluster/backup/x%2fincluded_volumes").is_err());
+        assert!(check_api_path("/nodes/a%3Ab").is_ok());
         assert!(check_api_path("/").is_ok());
         assert!(check_api_path("nodes").is_err());
         assert!(check_api_path("/nodes?x=1").is_err());

@@ -4,7 +4,9 @@
 //! Invariants: Proxmox's own words are preferred over generic ones (JSON `message`, then a custom
 //! reason phrase, where pveproxy puts its error text, then a body snippet); per-parameter `errors`
 //! are kept; an empty 2xx body is `null`, not an error; snippets are whitespace-collapsed and at
-//! most 200 characters, so a large HTML page cannot flood a message.
+//! most 200 characters, so a large HTML page cannot flood a message; Proxmox's message and each
+//! per-parameter error are capped too, because Proxmox echoes the offending value (a 1 MB
+//! argument would otherwise come back whole).
 
 use std::error::Error as StdError;
 use std::io;
@@ -17,6 +19,10 @@ use super::tls::describe_tls_error;
 
 /// Longest snippet of a non-JSON body kept in an error, in characters.
 const SNIPPET_CHARS: usize = 200;
+/// Longest Proxmox message kept, in characters (real ones are a line or two).
+const MESSAGE_CHARS: usize = 2000;
+/// Longest per-parameter error kept, in characters (Proxmox quotes the value it refused).
+const PARAM_ERROR_CHARS: usize = 500;
 
 /// Turns a complete answer into `data` or an error, following the module-level rules.
 pub(crate) fn interpret(
@@ -57,8 +63,19 @@ pub(crate) fn interpret(
         .and_then(|e| e.get("errors"))
         .and_then(Value::as_object)
         .filter(|e| !e.is_empty())
-        .cloned();
-    let stated = json_message.or(reason);
+        .map(|errors| {
+            errors
+                .iter()
+                .map(|(name, detail)| {
+                    let detail = match detail {
+                        Value::String(text) => Value::String(cap(text, PARAM_ERROR_CHARS)),
+                        other => Value::String(cap(&other.to_string(), PARAM_ERROR_CHARS)),
+                    };
+                    (cap(name, PARAM_ERROR_CHARS), detail)
+                })
+                .collect()
+        });
+    let stated = json_message.or(reason).map(|m| cap(&m, MESSAGE_CHARS));
     let message = match (stated, envelope.is_none() && !blank) {
         (Some(m), true) => format!("{m}: {}", snippet(body)),
         (Some(m), false) => m,
@@ -167,6 +184,17 @@ fn inspect(e: &(dyn StdError + 'static), facts: &mut Facts) {
     }
 }
 
+/// `text` itself when it has at most `max` characters, else its start and a note of how much
+/// was left out.
+pub(crate) fn cap(text: &str, max: usize) -> String {
+    let total = text.chars().count();
+    if total <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max).collect();
+    format!("{kept}… [{} more characters]", total - max)
+}
+
 /// Whitespace-collapsed start of a body, at most [`SNIPPET_CHARS`] characters, for messages.
 pub(crate) fn snippet(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
@@ -272,6 +300,25 @@ mod tests {
             PveError::Other("weird".into())
         );
         assert_eq!(classify_chain(&other, true, false), PveError::Timeout);
+    }
+
+    #[test]
+    fn echoed_values_are_capped() {
+        let huge = "A".repeat(100_000);
+        let body = json!({
+            "data": null,
+            "message": format!("value '{huge}' is bad\n"),
+            "errors": {"comment": format!("value '{huge}' does not look like a comment")},
+        })
+        .to_string();
+        let err = interpret(StatusCode::BAD_REQUEST, None, body.as_bytes()).unwrap_err();
+        let text = err.to_string();
+        assert!(text.len() < 3_000, "{} characters", text.len());
+        assert!(text.contains("more characters]"), "{text}");
+        let details = err.details().unwrap().to_string();
+        assert!(details.len() < 1_000, "{} characters", details.len());
+        assert_eq!(cap("short", 10), "short");
+        assert_eq!(cap("abcdef", 3), "abc… [3 more characters]");
     }
 
     #[test]

@@ -3,4 +3,6 @@
 //! Invariant: every transport serves clones of one [`crate::server::Server`], so the tool
 //! registry and the pooled Proxmox client are built once per process, never per request.
 
+pub mod dupkeys;
 pub mod http;
+pub mod stdio;

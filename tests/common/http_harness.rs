@@ -102,6 +102,23 @@ impl Running {
         id
     }
 
+    /// Opens the standalone event stream (GET) of session `id`; it stays open while the
+    /// returned response is alive.
+    pub async fn open_stream(&self, id: &str) -> Response {
+        let response = self
+            .client
+            .get(self.url("/mcp"))
+            .bearer_auth(TOKEN)
+            .header("accept", "text/event-stream")
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-06-18")
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(response.status(), StatusCode::OK);
+        response
+    }
+
     /// A request inside session `id`, answered by the reply with JSON-RPC id `rpc_id`.
     pub async fn call(&self, id: &str, rpc_id: u64, method: &str, params: Value) -> Value {
         let response = self

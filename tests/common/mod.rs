@@ -367,3 +367,4 @@ pub mod sshd;
 
 /// Helpers shared by the guest lifecycle tool tests.
 pub mod guests;
+pub mod peer;

@@ -67,6 +67,13 @@ const WRITES: &[&str] = &[
     "pve_exec_in_container",
     "pve_docker_ps_in_container",
     "pve_docker_logs_in_container",
+    "pve_node_power",
+    "pve_create_console_ticket",
+    "pve_create_pci_mapping",
+    "pve_update_pci_mapping",
+    "pve_delete_pci_mapping",
+    "pve_download_to_storage",
+    "pve_qemu_agent_file_write",
 ];
 const DESTRUCTIVE: &[&str] = &[
     "pve_stop_qemu_vm",
@@ -122,6 +129,11 @@ const DESTRUCTIVE: &[&str] = &[
     "pve_set_qemu_cloudinit",
     "pve_create_qemu_template",
     "pve_exec_in_container",
+    "pve_node_power",
+    "pve_update_pci_mapping",
+    "pve_delete_pci_mapping",
+    "pve_download_to_storage",
+    "pve_qemu_agent_file_write",
 ];
 const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_update_config",
@@ -130,9 +142,11 @@ const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_run_remote_diagnostic",
     "pve_docker_ps_in_container",
     "pve_docker_logs_in_container",
+    "pve_qemu_agent_file_write",
 ];
 const OPEN_WORLD: &[&str] = &[
     "pve_create_storage",
     "pve_run_backup",
     "pve_create_backup_job",
+    "pve_download_to_storage",
 ];

@@ -172,7 +172,7 @@ fn load_config(
                 ConfigSource::File { instance, .. } => instance.clone(),
                 _ => None,
             };
-            report.push(Item::green("config", c.source.to_string()));
+            report.push(Item::green("config", source_detail(&c, paths)));
             Some((c, key))
         }
         Err(e) => {
@@ -180,6 +180,26 @@ fn load_config(
             None
         }
     }
+}
+
+/// The source in use; for environment variables, also the discovered files they shadow (a
+/// `.nandi-proxmox-mcp/` folder in the working directory is ignored, and the user should know).
+fn source_detail(config: &Config, paths: &Paths) -> String {
+    let source = config.source.to_string();
+    if config.source != ConfigSource::Env {
+        return source;
+    }
+    let ignored: Vec<String> = config::instances::list_instances(paths)
+        .iter()
+        .map(|i| i.path.display().to_string())
+        .collect();
+    if ignored.is_empty() {
+        return source;
+    }
+    format!(
+        "{source} (a complete PROXMOX_* environment wins over discovery; ignored: {})",
+        ignored.join(", ")
+    )
 }
 
 /// Validates the client entries; returns the env of the first valid entry (its tier/module).

@@ -1,6 +1,8 @@
 //! Tests of source selection, discovery and secret hygiene, plus helpers shared with `values`.
 //! Every test uses temporary folders as cwd/home and a `MapEnv`, never the process state.
 
+#[cfg(unix)]
+mod discovery;
 mod values;
 
 use std::cell::RefCell;
@@ -88,7 +90,7 @@ pub(super) fn full_env() -> Vec<(&'static str, &'static str)> {
 
 pub(super) fn file_path(config: &Config) -> (&Path, Option<&str>) {
     match &config.source {
-        ConfigSource::File { path, instance } => (path.as_path(), instance.as_deref()),
+        ConfigSource::File { path, instance, .. } => (path.as_path(), instance.as_deref()),
         other => panic!("expected a file source, got {other:?}"),
     }
 }
@@ -96,7 +98,7 @@ pub(super) fn file_path(config: &Config) -> (&Path, Option<&str>) {
 pub(super) fn load_with_file(body: &str) -> Result<Config, ConfigError> {
     let dirs = Dirs::new();
     let path = dirs.project("lab.json", body);
-    file::load_path(&path, dirs.paths().home.as_deref())
+    file::load_path(&path, dirs.paths().home.as_deref(), FileOrigin::Selected)
 }
 
 #[test]
@@ -131,7 +133,7 @@ fn several_instances_are_ambiguous() {
     let dirs = Dirs::new();
     dirs.project("one.json", &rest_only("a.lan").to_string());
     dirs.project("two.json", &rest_only("b.lan").to_string());
-    let err = load(&env(&full_env()), &dirs.paths()).unwrap_err();
+    let err = load(&env(&[]), &dirs.paths()).unwrap_err();
     let msg = err.to_string();
     assert!(
         matches!(err, ConfigError::AmbiguousInstances { .. }),
@@ -203,7 +205,7 @@ fn half_filled_environment_is_reported() {
 fn broken_discovered_file_is_an_error_not_env() {
     let dirs = Dirs::new();
     dirs.project("lab.json", "{ not json");
-    let err = load(&env(&full_env()), &dirs.paths()).unwrap_err();
+    let err = load(&env(&[("PROXMOX_HOST", "pve.lan")]), &dirs.paths()).unwrap_err();
     assert!(matches!(err, ConfigError::InvalidJson { .. }), "{err}");
     assert!(err.to_string().contains("lab.json"), "{err}");
 }

@@ -81,7 +81,7 @@ fn ssh_block_rules() {
                "sshNodes": {"pve2": {"host": "10.0.0.2", "port": 2222}}}),
     );
     let path = dirs.project("lab.json", &body);
-    let ssh = file::load_path(&path, Some(dirs.home.path()))
+    let ssh = file::load_path(&path, Some(dirs.home.path()), FileOrigin::Selected)
         .unwrap()
         .ssh
         .unwrap();

@@ -28,7 +28,7 @@ fn agent_enabled(g: &Guest) -> bool {
 }
 
 /// The guest behind an agent call, checked as Proxmox checks it.
-fn agent_guest<'c>(call: &'c mut Call<'_>) -> Result<&'c mut Guest, ApiError> {
+pub(super) fn agent_guest<'c>(call: &'c mut Call<'_>) -> Result<&'c mut Guest, ApiError> {
     let g = guest(call, GuestKind::Qemu)?;
     if !agent_enabled(g) {
         return Err(ApiError::server("No QEMU guest agent configured"));
@@ -134,7 +134,9 @@ pub(in super::super) fn exec(call: &mut Call<'_>) -> Result<Value, ApiError> {
     }
     agent_guest(call)?;
     call.st.last_pid = call.st.last_pid.wrapping_add(7);
-    Ok(json!({"pid": call.st.last_pid % 100_000}))
+    let pid = call.st.last_pid % 100_000;
+    super::peer::record_exec(call, pid, &argv);
+    Ok(json!({"pid": pid}))
 }
 
 /// `GET /nodes/{node}/qemu/{vmid}/cloudinit/dump?type=user|network|meta`.

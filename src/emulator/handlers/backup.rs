@@ -123,19 +123,8 @@ pub(in super::super) fn vzdump(call: &mut Call<'_>) -> Result<Value, ApiError> {
             "storage '{storage}' does not support backups"
         )));
     }
-    let listed: Option<Vec<u32>> = call.str("vmid").map(|list| {
-        list.split(',')
-            .filter_map(|v| v.trim().parse().ok())
-            .collect()
-    });
-    let excluded: Vec<u32> = call
-        .str("exclude")
-        .map(|list| {
-            list.split(',')
-                .filter_map(|v| v.trim().parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
+    let listed: Option<Vec<u32>> = call.str("vmid").map(vmid_list);
+    let excluded: Vec<u32> = call.str("exclude").map(vmid_list).unwrap_or_default();
     let pool = call.str("pool").map(String::from);
     if let Some(ids) = &listed
         && let Some(missing) = ids
@@ -184,4 +173,11 @@ pub(in super::super) fn vzdump(call: &mut Call<'_>) -> Result<Value, ApiError> {
         .st
         .spawn_task(&node, "vzdump", &id, "backup job (vzdump)");
     Ok(json!(upid))
+}
+
+/// A `pve-vmid-list` as Proxmox splits it: ids separated by commas, semicolons or whitespace.
+fn vmid_list(list: &str) -> Vec<u32> {
+    list.split(|c: char| c == ',' || c == ';' || c.is_whitespace())
+        .filter_map(|v| v.parse().ok())
+        .collect()
 }

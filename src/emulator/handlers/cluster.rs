@@ -186,37 +186,3 @@ pub(in super::super) fn storage(call: &mut Call<'_>) -> Result<Value, ApiError> 
         .collect();
     Ok(Value::Array(rows))
 }
-
-/// `GET /pools`: with `poolid`, only that pool and its members.
-pub(in super::super) fn pools(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let st = &*call.st;
-    let wanted = call.str("poolid");
-    let member_type = call.str("type");
-    if let Some(id) = wanted
-        && !st.pools.iter().any(|p| p.id == id)
-    {
-        return Err(ApiError::server(format!("pool '{id}' does not exist")));
-    }
-    let rows = st
-        .pools
-        .iter()
-        .filter(|p| wanted.is_none_or(|id| id == p.id))
-        .map(|p| {
-            let mut row = json!({ "poolid": p.id, "comment": p.comment });
-            if wanted.is_some() {
-                let members: Vec<Value> = st
-                    .guests
-                    .iter()
-                    .filter(|g| g.pool.as_deref() == Some(p.id.as_str()))
-                    .filter(|g| member_type.is_none_or(|t| t == g.kind.word()))
-                    .map(guest_resource)
-                    .collect();
-                if let Some(map) = row.as_object_mut() {
-                    map.insert("members".into(), Value::Array(members));
-                }
-            }
-            row
-        })
-        .collect();
-    Ok(Value::Array(rows))
-}

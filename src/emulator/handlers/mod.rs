@@ -16,6 +16,7 @@ pub(super) mod lifecycle;
 pub(super) mod monitoring;
 pub(super) mod network;
 pub(super) mod nodes;
+pub(super) mod peer;
 pub(super) mod pools;
 pub(super) mod snapshots;
 pub(super) mod storage;

@@ -1,8 +1,12 @@
-//! Pool endpoints: read one pool with its members, create, update membership, delete.
+//! Pool endpoints: list pools (or one pool with its members), create, update membership,
+//! delete — in PVE 9's `/pools?poolid=` form and the deprecated `/pools/{poolid}` form.
 //!
-//! Invariant: a guest belongs to at most one pool (moving needs `allow-move`), members
+//! Invariants: a guest belongs to at most one pool (moving needs `allow-move`), members
 //! must exist, and a pool with members cannot be deleted — Proxmox's rules — so a
-//! membership change is visible to every later read.
+//! membership change is visible to every later read; `type` without `poolid` is refused
+//! as PVE 9 refuses it (the member filter needs a pool).
+
+use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
@@ -18,9 +22,45 @@ fn exists(call: &Call<'_>, id: &str) -> Result<(), ApiError> {
     }
 }
 
+/// The pool addressed: the `{poolid}` capture of the deprecated routes, else the
+/// `poolid` parameter of the `/pools` routes.
+fn pool_id(call: &Call<'_>) -> String {
+    match call.cap("poolid") {
+        "" => call.str("poolid").unwrap_or_default().to_string(),
+        captured => captured.to_string(),
+    }
+}
+
+/// `GET /pools`: every pool (poolid, comment), or with `poolid` a one-entry list that
+/// also carries the members; `type` filters members and so requires `poolid`.
+pub(in super::super) fn list(call: &mut Call<'_>) -> Result<Value, ApiError> {
+    let Some(id) = call.str("poolid").map(String::from) else {
+        if call.str("type").is_some() {
+            let mut errors = BTreeMap::new();
+            errors.insert(
+                "poolid".to_string(),
+                "missing property - 'type' requires this property".to_string(),
+            );
+            return Err(ApiError::params(errors));
+        }
+        let rows = call
+            .st
+            .pools
+            .iter()
+            .map(|p| json!({ "poolid": p.id, "comment": p.comment }))
+            .collect();
+        return Ok(Value::Array(rows));
+    };
+    let mut pool = get(call)?;
+    if let Some(map) = pool.as_object_mut() {
+        map.insert("poolid".into(), json!(id));
+    }
+    Ok(Value::Array(vec![pool]))
+}
+
 /// `GET /pools/{poolid}`: comment and members (guests, then storages per node).
 pub(in super::super) fn get(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let id = call.cap("poolid").to_string();
+    let id = pool_id(call);
     exists(call, &id)?;
     let wanted = call.str("type");
     let st = &*call.st;
@@ -72,7 +112,7 @@ pub(in super::super) fn create(call: &mut Call<'_>) -> Result<Value, ApiError> {
     Ok(Value::Null)
 }
 
-fn list(call: &Call<'_>, name: &str) -> Vec<String> {
+fn split_list(call: &Call<'_>, name: &str) -> Vec<String> {
     call.str(name)
         .unwrap_or("")
         .split([',', ';', ' '])
@@ -81,17 +121,18 @@ fn list(call: &Call<'_>, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// `PUT /pools/{poolid}`: comment, and members added (or removed with `delete`).
+/// `PUT /pools` (or `/pools/{poolid}`): comment, and members added (or removed with
+/// `delete`).
 pub(in super::super) fn update(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let id = call.cap("poolid").to_string();
+    let id = pool_id(call);
     exists(call, &id)?;
     let remove = call.flag("delete");
     let allow_move = call.flag("allow-move");
-    let vms: Vec<u32> = list(call, "vms")
+    let vms: Vec<u32> = split_list(call, "vms")
         .iter()
         .map(|v| v.parse().unwrap_or(0))
         .collect();
-    let storages = list(call, "storage");
+    let storages = split_list(call, "storage");
     // Check everything first, so a refused update changes nothing.
     for vmid in &vms {
         let Some(guest) = call.st.guests.iter().find(|g| g.vmid == *vmid) else {
@@ -136,9 +177,9 @@ pub(in super::super) fn update(call: &mut Call<'_>) -> Result<Value, ApiError> {
     Ok(Value::Null)
 }
 
-/// `DELETE /pools/{poolid}`: only an empty pool.
+/// `DELETE /pools` (or `/pools/{poolid}`): only an empty pool.
 pub(in super::super) fn remove(call: &mut Call<'_>) -> Result<Value, ApiError> {
-    let id = call.cap("poolid").to_string();
+    let id = pool_id(call);
     exists(call, &id)?;
     let st = &mut *call.st;
     let has_guests = st

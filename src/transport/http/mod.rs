@@ -2,9 +2,11 @@
 //!
 //! Request path, outermost first: security headers (`nosniff`, `no-store`) → JSON-RPC-shaped
 //! error bodies → request/body timeouts → Host/Origin guard → 413 on an oversized body (before
-//! it is read) → routes. `/mcp` adds: rate limit (429) → bearer auth (401) → live-session bound
-//! (503) → rmcp `StreamableHttpService` (sessions, SSE, DELETE, 404 for unknown sessions).
-//! `/health`, `/ready` and a JSON 404 fallback complete the surface.
+//! it is read) → routes. `/mcp` adds: bearer auth (401; failures rate-limited per address, 429)
+//! → rate limit of authenticated traffic (429, per token) → inspection (duplicate JSON keys in
+//! `tools/call`: -32602; room for a new session: 503; `DELETE` answered 200) → rmcp
+//! `StreamableHttpService` (sessions, SSE, DELETE, 404 for unknown sessions). Refusals are
+//! logged at a bounded rate. `/health`, `/ready` and a JSON 404 fallback complete the surface.
 //!
 //! Invariant: every session is served by a clone of the one [`Server`] given to [`start`] (one
 //! registry, one pooled Proxmox client); nothing is rebuilt per request.
@@ -12,9 +14,11 @@
 pub mod auth;
 pub mod errors;
 pub mod guard;
+pub mod inspect;
 pub mod listener;
 pub mod ratelimit;
 pub mod ready;
+pub mod refusals;
 pub mod sessions;
 pub mod settings;
 
@@ -24,8 +28,8 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::get;
@@ -41,11 +45,13 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::server::Server;
-use auth::BearerAuth;
+use auth::{BearerAuth, Gate};
 use errors::{SERVER_ERROR, json_error};
 use guard::HostGuard;
+use inspect::Inspect;
 use ratelimit::RateLimit;
 use ready::Readiness;
+use refusals::RefusalLog;
 use sessions::BoundedSessions;
 pub use settings::{Auth, HttpSettings, SettingsError, VARS};
 
@@ -117,8 +123,16 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
     .map_err(HttpError::Config)?;
     let shutdown = CancellationToken::new();
     let rate = RateLimit::new(settings.rate_limit_max, settings.rate_limit_window);
-    let app = router(server, &settings, guard, rate.clone(), shutdown.clone());
-    spawn_rate_limit_sweeper(rate, settings.rate_limit_window, shutdown.clone());
+    let refusals = Arc::new(RefusalLog::default());
+    let app = router(
+        server,
+        &settings,
+        guard,
+        rate.clone(),
+        refusals.clone(),
+        shutdown.clone(),
+    );
+    spawn_sweeper(rate, refusals, settings.rate_limit_window, shutdown.clone());
 
     if settings.auth == Auth::Disabled {
         tracing::warn!(
@@ -153,6 +167,7 @@ fn router(
     settings: &HttpSettings,
     guard: HostGuard,
     rate: RateLimit,
+    refusals: Arc<RefusalLog>,
     shutdown: CancellationToken,
 ) -> Router {
     let sessions = Arc::new(BoundedSessions::new(
@@ -178,14 +193,19 @@ fn router(
         Auth::Bearer(secret) => Some(secret.expose()),
         Auth::Disabled => None,
     };
+    let inspect = Inspect {
+        sessions,
+        refusals: refusals.clone(),
+    };
+    let gate = Gate {
+        auth: BearerAuth::new(token),
+        rate,
+        refusals: refusals.clone(),
+    };
     let mcp = Router::new()
         .route_service(MCP_PATH, mcp_service)
-        .layer(middleware::from_fn_with_state(sessions, session_bound))
-        .layer(middleware::from_fn_with_state(
-            BearerAuth::new(token),
-            auth::require_bearer,
-        ))
-        .layer(middleware::from_fn_with_state(rate, ratelimit::limit));
+        .layer(middleware::from_fn_with_state(inspect, inspect::inspect))
+        .layer(middleware::from_fn_with_state(gate, auth::gate));
     let bodies = ServiceBuilder::new()
         .layer(RequestBodyTimeoutLayer::new(settings.request_timeout))
         .layer(RequestBodyLimitLayer::new(settings.max_body_bytes))
@@ -196,7 +216,10 @@ fn router(
         .merge(mcp)
         .fallback(errors::not_found)
         .layer(bodies)
-        .layer(middleware::from_fn_with_state(Arc::new(guard), check_host))
+        .layer(middleware::from_fn_with_state(
+            (Arc::new(guard), refusals),
+            check_host,
+        ))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             settings.request_timeout,
@@ -213,7 +236,11 @@ fn router(
 }
 
 /// Middleware: the Host/Origin guard (400/403).
-async fn check_host(State(guard): State<Arc<HostGuard>>, request: Request, next: Next) -> Response {
+async fn check_host(
+    State((guard, refusals)): State<(Arc<HostGuard>, Arc<RefusalLog>)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let headers = request.headers();
     let host = headers
         .get(header::HOST)
@@ -225,53 +252,37 @@ async fn check_host(State(guard): State<Arc<HostGuard>>, request: Request, next:
         .map(|v| v.to_str().unwrap_or("\u{0}"));
     if let Err(refusal) = guard.check(host.as_deref(), origin) {
         let (status, message) = refusal.status_and_message();
-        let peer = request
-            .extensions()
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|c| c.0.ip().to_string())
-            .unwrap_or_default();
-        tracing::warn!(method = %request.method(), path = %request.uri().path(), remote = %peer,
-            host = host.as_deref().unwrap_or(""), reason = message, "HTTP request refused");
+        let peer = auth::peer_ip(&request);
+        refusals.note(
+            message,
+            peer,
+            request.method().as_str(),
+            request.uri().path(),
+        );
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
         return json_error(status, SERVER_ERROR, message);
     }
     next.run(request).await
 }
 
-/// Middleware: 503 for a new session (a POST without `Mcp-Session-Id`) when the bound is reached.
-async fn session_bound(
-    State(sessions): State<Arc<BoundedSessions>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if request.method() == Method::POST
-        && !request.headers().contains_key("mcp-session-id")
-        && sessions.live().await >= sessions.max()
-    {
-        tracing::warn!(
-            limit = sessions.max(),
-            "HTTP request refused: live-session limit reached"
-        );
-        let mut response = json_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            SERVER_ERROR,
-            "Too many sessions: close one (DELETE) or retry later",
-        );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
-        return response;
-    }
-    next.run(request).await
-}
-
-fn spawn_rate_limit_sweeper(rate: RateLimit, window: Duration, shutdown: CancellationToken) {
+/// Periodic upkeep: forget rate-limit state of idle clients, write pending refusal summaries.
+fn spawn_sweeper(
+    rate: RateLimit,
+    refusals: Arc<RefusalLog>,
+    window: Duration,
+    shutdown: CancellationToken,
+) {
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(window.max(Duration::from_secs(1)));
+        let mut forget = tokio::time::interval(window.max(Duration::from_secs(1)));
+        let mut summary = tokio::time::interval(refusals::SUMMARY_INTERVAL);
         loop {
             tokio::select! {
-                () = shutdown.cancelled() => return,
-                _ = tick.tick() => rate.forget_idle_clients(),
+                () = shutdown.cancelled() => {
+                    refusals.flush(true);
+                    return;
+                }
+                _ = forget.tick() => rate.forget_idle_clients(),
+                _ = summary.tick() => refusals.flush(false),
             }
         }
     });

@@ -1,18 +1,19 @@
-//! Per-client rate limit on `/mcp` (the `governor` crate's GCRA, keyed by socket IP).
+//! Rate limits on `/mcp` (the `governor` crate's GCRA), one for authenticated traffic and one for
+//! traffic that failed authentication.
 //!
-//! Invariant: at most `MCP_RATE_LIMIT_MAX` requests per window pass for one client address
-//! (a burst of that size, refilled evenly over the window); a refusal is 429 with
-//! `Retry-After` and draft-6 `RateLimit-Limit/-Remaining/-Reset` headers, like the reference.
-//! The socket address is used, never a forwarded header, so a client cannot pick its own key.
+//! Invariants: at most `MCP_RATE_LIMIT_MAX` requests per window pass for one key (a burst of that
+//! size, refilled evenly over the window). Authenticated requests are keyed by the token (by the
+//! client address when authentication is off); refused ones by the client address, in a separate
+//! limiter — so a flood of wrong tokens can never use up the allowance of the legitimate client.
+//! A refusal is 429 with `Retry-After` and draft-6 `RateLimit-Limit/-Remaining/-Reset` headers,
+//! like the reference. The socket address is used, never a forwarded header.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::middleware::Next;
 use axum::response::Response;
 use governor::clock::{Clock, DefaultClock};
 use governor::middleware::StateInformationMiddleware;
@@ -21,13 +22,23 @@ use governor::{Quota, RateLimiter};
 
 use super::errors::{SERVER_ERROR, json_error};
 
-type Limiter =
-    RateLimiter<IpAddr, DefaultKeyedStateStore<IpAddr>, DefaultClock, StateInformationMiddleware>;
+/// What an allowance belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RateKey {
+    /// Every request that presented the configured bearer token.
+    Token,
+    /// A client address (authentication off, or a request that failed it).
+    Peer(IpAddr),
+}
 
-/// The shared limiter.
+type Limiter =
+    RateLimiter<RateKey, DefaultKeyedStateStore<RateKey>, DefaultClock, StateInformationMiddleware>;
+
+/// The shared limiters.
 #[derive(Clone)]
 pub struct RateLimit {
-    limiter: Arc<Limiter>,
+    authenticated: Arc<Limiter>,
+    unauthenticated: Arc<Limiter>,
     max: u32,
     window: Duration,
 }
@@ -38,25 +49,86 @@ impl std::fmt::Debug for RateLimit {
     }
 }
 
+/// The outcome of one check: remaining allowance, or how long to wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Allowed; this many requests remain in the burst.
+    Allowed {
+        /// Requests left before the limit.
+        remaining: u32,
+    },
+    /// Refused; retry after this long.
+    Limited {
+        /// Time until one request is allowed again.
+        wait: Duration,
+    },
+}
+
 impl RateLimit {
-    /// `max` requests per `window` per client address (both already validated as > 0).
+    /// `max` requests per `window` per key (both already validated as > 0).
     pub fn new(max: u32, window: Duration) -> RateLimit {
         let burst = NonZeroU32::new(max).unwrap_or(NonZeroU32::MIN);
         let quota = Quota::with_period(window / burst.get())
             .unwrap_or_else(|| Quota::per_second(NonZeroU32::MAX))
             .allow_burst(burst);
+        let limiter =
+            || Arc::new(RateLimiter::keyed(quota).with_middleware::<StateInformationMiddleware>());
         RateLimit {
-            limiter: Arc::new(
-                RateLimiter::keyed(quota).with_middleware::<StateInformationMiddleware>(),
-            ),
+            authenticated: limiter(),
+            unauthenticated: limiter(),
             max,
             window,
         }
     }
 
-    /// Drops state of clients that are back to a full allowance, so memory stays bounded.
+    /// Drops state of keys that are back to a full allowance, so memory stays bounded.
     pub fn forget_idle_clients(&self) {
-        self.limiter.retain_recent();
+        self.authenticated.retain_recent();
+        self.unauthenticated.retain_recent();
+    }
+
+    /// Counts one authenticated request against `key`.
+    pub fn check_authenticated(&self, key: RateKey) -> Verdict {
+        Self::check(&self.authenticated, key)
+    }
+
+    /// Counts one request that failed authentication against its client address.
+    pub fn check_unauthenticated(&self, peer: IpAddr) -> Verdict {
+        Self::check(&self.unauthenticated, RateKey::Peer(peer))
+    }
+
+    fn check(limiter: &Limiter, key: RateKey) -> Verdict {
+        match limiter.check_key(&key) {
+            Ok(snapshot) => Verdict::Allowed {
+                remaining: snapshot.remaining_burst_capacity(),
+            },
+            Err(not_until) => Verdict::Limited {
+                wait: not_until.wait_time_from(limiter.clock().now()),
+            },
+        }
+    }
+
+    /// Adds the `RateLimit-*` headers of an allowed request.
+    pub fn allowed_headers(&self, remaining: u32, headers: &mut HeaderMap) {
+        // Time until the allowance is full again.
+        let used = self.max.saturating_sub(remaining);
+        let reset = self.window / self.max.max(1) * used;
+        self.headers(remaining, reset, headers);
+    }
+
+    /// The 429 answer for a refused request.
+    pub fn too_many(&self, wait: Duration) -> Response {
+        let mut response = json_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            SERVER_ERROR,
+            "Too Many Requests",
+        );
+        self.headers(0, wait, response.headers_mut());
+        let retry = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        response
+            .headers_mut()
+            .insert("retry-after", HeaderValue::from(retry.max(1)));
+        response
     }
 
     fn headers(&self, remaining: u32, reset: Duration, headers: &mut HeaderMap) {
@@ -75,37 +147,27 @@ impl RateLimit {
     }
 }
 
-/// Middleware: 429 once a client address has used up its allowance.
-pub async fn limit(State(rate): State<RateLimit>, request: Request, next: Next) -> Response {
-    let ip = request
-        .extensions()
-        .get::<ConnectInfo<SocketAddr>>()
-        .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip());
-    match rate.limiter.check_key(&ip) {
-        Ok(snapshot) => {
-            let remaining = snapshot.remaining_burst_capacity();
-            // Time until the allowance is full again.
-            let used = rate.max.saturating_sub(remaining);
-            let reset = rate.window / rate.max.max(1) * used;
-            let mut response = next.run(request).await;
-            rate.headers(remaining, reset, response.headers_mut());
-            response
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_authentication_does_not_spend_the_token_allowance() {
+        let rate = RateLimit::new(2, Duration::from_secs(60));
+        let peer = IpAddr::from([127, 0, 0, 1]);
+        for _ in 0..2 {
+            assert!(matches!(
+                rate.check_unauthenticated(peer),
+                Verdict::Allowed { .. }
+            ));
         }
-        Err(not_until) => {
-            let wait = not_until.wait_time_from(rate.limiter.clock().now());
-            tracing::warn!(method = %request.method(), path = %request.uri().path(), remote = %ip,
-                "HTTP request refused: rate limit exceeded");
-            let mut response = json_error(
-                StatusCode::TOO_MANY_REQUESTS,
-                SERVER_ERROR,
-                "Too Many Requests",
-            );
-            rate.headers(0, wait, response.headers_mut());
-            let retry = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-            response
-                .headers_mut()
-                .insert("retry-after", HeaderValue::from(retry.max(1)));
-            response
-        }
+        assert!(matches!(
+            rate.check_unauthenticated(peer),
+            Verdict::Limited { .. }
+        ));
+        assert_eq!(
+            rate.check_authenticated(RateKey::Token),
+            Verdict::Allowed { remaining: 1 }
+        );
     }
 }

@@ -1,13 +1,19 @@
 //! A bounded wrapper around rmcp's in-memory session manager.
 //!
-//! Invariant: at most `max` sessions are live; a session idle for longer than the configured
-//! timeout is closed by rmcp's session worker (which then removes it), so a client that never
-//! sends DELETE cannot grow memory without limit. Creation is serialized so concurrent
-//! `initialize` requests cannot overshoot the bound.
+//! Invariants: at most `max` sessions are live; only sessions count (a request that needs none is
+//! never refused for want of one). When the bound is reached, a new session takes the place of
+//! the least recently used *idle* session (no response or event stream open); only when every
+//! session is busy is it refused — so one token holder cannot lock every client out by opening
+//! `max` sessions and leaving them. A session idle for longer than the configured timeout is
+//! closed by rmcp's session worker. Creation is serialized so concurrent `initialize` requests
+//! cannot overshoot the bound.
 
-use std::time::Duration;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::WorkerTransport;
 use rmcp::transport::streamable_http_server::SessionManager;
@@ -28,12 +34,29 @@ pub enum SessionsError {
     Inner(#[from] LocalSessionManagerError),
 }
 
+/// When a session was last used, and how many of its streams are open.
+#[derive(Debug)]
+struct Usage {
+    last_used: Instant,
+    open_streams: Arc<AtomicUsize>,
+}
+
+/// Keeps a session's stream counted as open until the stream is dropped.
+struct OpenStream(Arc<AtomicUsize>);
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// rmcp's [`LocalSessionManager`] with a bound on live sessions.
 #[derive(Debug)]
 pub struct BoundedSessions {
     inner: LocalSessionManager,
     max: usize,
     create: tokio::sync::Mutex<()>,
+    usage: Mutex<HashMap<SessionId, Usage>>,
 }
 
 impl BoundedSessions {
@@ -47,7 +70,78 @@ impl BoundedSessions {
             inner,
             max,
             create: tokio::sync::Mutex::new(()),
+            usage: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Makes room for one new session: `true` when there is room (after closing the least
+    /// recently used idle session if the bound was reached), `false` when every session is busy.
+    pub async fn make_room(&self) -> bool {
+        let live: HashSet<SessionId> = self.inner.sessions.read().await.keys().cloned().collect();
+        let victim = {
+            let Ok(mut usage) = self.usage.lock() else {
+                return false;
+            };
+            // Forget sessions rmcp has closed on its own (idle expiry), so this map stays bounded.
+            usage.retain(|id, _| live.contains(id));
+            if live.len() < self.max {
+                return true;
+            }
+            live.iter()
+                .filter(|id| {
+                    usage
+                        .get(*id)
+                        .is_none_or(|u| u.open_streams.load(Ordering::Acquire) == 0)
+                })
+                .min_by_key(|id| usage.get(*id).map(|u| u.last_used))
+                .cloned()
+        };
+        let Some(victim) = victim else {
+            return false;
+        };
+        tracing::info!(
+            limit = self.max,
+            "closing the least recently used idle MCP session to make room for a new one"
+        );
+        let _ = self.inner.close_session(&victim).await;
+        self.forget(&victim);
+        true
+    }
+
+    /// Marks a session as used now; `None` when it is unknown.
+    fn touch(&self, id: &SessionId) -> Option<Arc<AtomicUsize>> {
+        let mut usage = self.usage.lock().ok()?;
+        let entry = usage.entry(id.clone()).or_insert_with(|| Usage {
+            last_used: Instant::now(),
+            open_streams: Arc::new(AtomicUsize::new(0)),
+        });
+        entry.last_used = Instant::now();
+        Some(entry.open_streams.clone())
+    }
+
+    fn forget(&self, id: &SessionId) {
+        if let Ok(mut usage) = self.usage.lock() {
+            usage.remove(id);
+        }
+    }
+
+    /// Counts `stream` as open on session `id` until it ends or is dropped.
+    fn counted<S>(
+        &self,
+        id: &SessionId,
+        stream: S,
+    ) -> impl Stream<Item = S::Item> + Send + Sync + 'static
+    where
+        S: Stream + Send + Sync + 'static,
+    {
+        let guard = self.touch(id).map(|open| {
+            open.fetch_add(1, Ordering::AcqRel);
+            OpenStream(open)
+        });
+        stream.map(move |item| {
+            let _open = &guard;
+            item
+        })
     }
 
     /// Number of live sessions.
@@ -67,14 +161,12 @@ impl SessionManager for BoundedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _serialized = self.create.lock().await;
-        if self.live().await >= self.max {
-            tracing::warn!(
-                limit = self.max,
-                "new MCP session refused: live-session limit reached"
-            );
+        if !self.make_room().await {
             return Err(SessionsError::Full(self.max));
         }
-        Ok(self.inner.create_session().await?)
+        let (id, transport) = self.inner.create_session().await?;
+        self.touch(&id);
+        Ok((id, transport))
     }
 
     async fn initialize_session(
@@ -82,7 +174,9 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.inner.initialize_session(id, message).await?)
+        let answer = self.inner.initialize_session(id, message).await?;
+        self.touch(id);
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -90,6 +184,7 @@ impl SessionManager for BoundedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        self.forget(id);
         Ok(self.inner.close_session(id).await?)
     }
 
@@ -98,7 +193,8 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_stream(id, message).await?)
+        let stream = self.inner.create_stream(id, message).await?;
+        Ok(self.counted(id, stream))
     }
 
     async fn accept_message(
@@ -106,14 +202,17 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<(), Self::Error> {
-        Ok(self.inner.accept_message(id, message).await?)
+        self.inner.accept_message(id, message).await?;
+        self.touch(id);
+        Ok(())
     }
 
     async fn create_standalone_stream(
         &self,
         id: &SessionId,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.create_standalone_stream(id).await?)
+        let stream = self.inner.create_standalone_stream(id).await?;
+        Ok(self.counted(id, stream))
     }
 
     async fn resume(
@@ -121,6 +220,7 @@ impl SessionManager for BoundedSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.inner.resume(id, last_event_id).await?)
+        let stream = self.inner.resume(id, last_event_id).await?;
+        Ok(self.counted(id, stream))
     }
 }

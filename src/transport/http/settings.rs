@@ -3,7 +3,8 @@
 //! Invariants: a malformed or non-positive number is a start-up error naming the variable (the
 //! reference silently fell back to defaults); the bearer token is only reachable through
 //! [`Secret::expose`] and never printed; running without a token needs both a loopback bind
-//! address and `MCP_ALLOW_NO_AUTH=true`.
+//! address and `MCP_ALLOW_NO_AUTH=true`; off loopback the token needs at least
+//! [`MIN_TOKEN_BITS_OFF_LOOPBACK`] bits of estimated entropy (other machines can guess at it).
 
 use crate::config::EnvVarDoc;
 use std::net::IpAddr;
@@ -20,6 +21,8 @@ pub const DEFAULT_HOST: &str = "127.0.0.1";
 pub const DEFAULT_PORT: u16 = 3000;
 /// Shortest bearer token accepted: shorter ones are guessable.
 pub const MIN_TOKEN_LEN: usize = 16;
+/// Least estimated entropy of a bearer token when `MCP_HOST` is not a loopback address.
+pub const MIN_TOKEN_BITS_OFF_LOOPBACK: f64 = 128.0;
 
 /// Why the HTTP settings cannot be used.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -104,7 +107,11 @@ pub const VARS: &[EnvVarDoc] = &[
     var("MCP_TRANSPORT", "stdio", "`http` serves Streamable HTTP"),
     var("MCP_HOST", DEFAULT_HOST, "bind address"),
     var("MCP_PORT", "3000", "port; 0 picks a free one"),
-    var("MCP_AUTH_TOKEN", "–", "bearer token required on /mcp"),
+    var(
+        "MCP_AUTH_TOKEN",
+        "–",
+        "bearer token required on /mcp (off loopback: ≥ 128 bits, e.g. `openssl rand -hex 32`)",
+    ),
     var("MCP_AUTH_TOKEN_FILE", "–", "file holding the bearer token"),
     var(
         "MCP_ALLOW_NO_AUTH",
@@ -125,7 +132,7 @@ pub const VARS: &[EnvVarDoc] = &[
     var(
         "MCP_RATE_LIMIT_MAX",
         "120",
-        "requests per window per client IP",
+        "requests per window per token (failed authentication: per client IP, separately)",
     ),
     var("MCP_MAX_BODY_SIZE_BYTES", "262144", "request body limit"),
     var("MCP_HEADERS_TIMEOUT_MS", "15000", "time to send headers"),
@@ -140,7 +147,11 @@ pub const VARS: &[EnvVarDoc] = &[
         "idle keep-alive connection",
     ),
     var("MCP_MAX_HEADERS_COUNT", "64", "most request headers"),
-    var("MCP_MAX_SESSIONS", "100", "most live MCP sessions"),
+    var(
+        "MCP_MAX_SESSIONS",
+        "100",
+        "most live MCP sessions (the least recently used idle one makes room)",
+    ),
     var(
         "MCP_SESSION_IDLE_TIMEOUT_MS",
         "1800000",
@@ -246,14 +257,14 @@ fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, 
                 problem: "set either MCP_AUTH_TOKEN or MCP_AUTH_TOKEN_FILE, not both".into(),
             });
         }
-        (Some(token), None) => Some(check_token("MCP_AUTH_TOKEN".into(), token)?),
+        (Some(token), None) => Some(check_token("MCP_AUTH_TOKEN".into(), token, host)?),
         (None, Some(path)) => {
             let name = format!("MCP_AUTH_TOKEN_FILE {}", path.display());
             let text = std::fs::read_to_string(&path).map_err(|e| SettingsError::BadToken {
                 source_name: name.clone(),
                 problem: format!("cannot be read: {}", e.kind()),
             })?;
-            Some(check_token(name, text.trim().to_owned())?)
+            Some(check_token(name, text.trim().to_owned(), host)?)
         }
         (None, None) => None,
     };
@@ -277,11 +288,18 @@ fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, 
     }
 }
 
-fn check_token(source_name: String, token: String) -> Result<Secret, SettingsError> {
+fn check_token(source_name: String, token: String, host: &str) -> Result<Secret, SettingsError> {
+    let bits = estimated_entropy_bits(&token);
     let problem = if token.len() < MIN_TOKEN_LEN {
         format!("the token is shorter than {MIN_TOKEN_LEN} characters")
     } else if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
         "the token contains whitespace or control characters".to_owned()
+    } else if !is_loopback(host) && bits < MIN_TOKEN_BITS_OFF_LOOPBACK {
+        format!(
+            "the token is too weak for MCP_HOST={host} (other machines can reach it): about \
+             {bits:.0} bits of estimated entropy, at least {MIN_TOKEN_BITS_OFF_LOOPBACK:.0} needed; \
+             generate one with `openssl rand -hex 32`"
+        )
     } else {
         return Ok(Secret::new(token));
     };
@@ -289,6 +307,40 @@ fn check_token(source_name: String, token: String) -> Result<Secret, SettingsErr
         source_name,
         problem,
     })
+}
+
+/// A conservative estimate of a token's entropy in bits: its length times the smaller of the
+/// per-character Shannon entropy of its own characters and the size of the character classes it
+/// uses. Repetition (`aaaa…`) scores near zero; `openssl rand -hex 32` scores about 240.
+pub fn estimated_entropy_bits(token: &str) -> f64 {
+    let chars: Vec<char> = token.chars().collect();
+    if chars.is_empty() {
+        return 0.0;
+    }
+    let total = chars.len() as f64;
+    let mut counts: std::collections::HashMap<char, usize> = std::collections::HashMap::new();
+    for c in &chars {
+        *counts.entry(*c).or_default() += 1;
+    }
+    let shannon: f64 = counts
+        .values()
+        .map(|&n| {
+            let p = n as f64 / total;
+            -p * p.log2()
+        })
+        .sum();
+    let classes = [
+        (chars.iter().any(char::is_ascii_lowercase), 26.0),
+        (chars.iter().any(char::is_ascii_uppercase), 26.0),
+        (chars.iter().any(char::is_ascii_digit), 10.0),
+        (chars.iter().any(|c| !c.is_ascii_alphanumeric()), 33.0),
+    ];
+    let alphabet: f64 = classes
+        .iter()
+        .filter(|(used, _)| *used)
+        .map(|(_, n)| n)
+        .sum();
+    total * shannon.min(alphabet.log2())
 }
 
 #[cfg(test)]
@@ -366,6 +418,33 @@ mod tests {
         assert!(settings(&[TOKEN, ("MCP_AUTH_TOKEN_FILE", file)]).is_err());
         let missing = settings(&[("MCP_AUTH_TOKEN_FILE", "/nonexistent/token")]).unwrap_err();
         assert!(matches!(missing, SettingsError::BadToken { .. }));
+    }
+
+    #[test]
+    fn off_loopback_a_token_needs_128_bits_of_estimated_entropy() {
+        let hex = "3f9a0c7d51e2b846a9d03c5e7f1b2a8d6c4e0f9b3a5d7c1e8f2a4b6c9d0e1f3a";
+        let weak = [
+            "aaaaaaaaaaaaaaaa",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+            "abababababababababababababababab",
+            TOKEN.1,
+        ];
+        for host in ["0.0.0.0", "192.168.1.5", "mcp.lan", "::"] {
+            for token in weak {
+                let err = settings(&[("MCP_HOST", host), ("MCP_AUTH_TOKEN", token)]).unwrap_err();
+                let msg = err.to_string();
+                assert!(msg.contains("openssl rand -hex 32"), "{msg}");
+                assert!(!msg.contains(token), "{msg}");
+            }
+            assert!(settings(&[("MCP_HOST", host), ("MCP_AUTH_TOKEN", hex)]).is_ok());
+        }
+        // Loopback keeps today's rule: any token of at least 16 characters.
+        for host in ["127.0.0.1", "::1", "localhost"] {
+            let s = settings(&[("MCP_HOST", host), ("MCP_AUTH_TOKEN", "aaaaaaaaaaaaaaaa")]);
+            assert!(s.is_ok(), "{host}");
+        }
+        assert!(estimated_entropy_bits("aaaaaaaaaaaaaaaa") < 1.0);
+        assert!(estimated_entropy_bits(hex) > 200.0);
     }
 
     #[test]

@@ -1,0 +1,101 @@
+//! `pve_exec_qemu_guest_command`: start an argv through the guest agent, then follow
+//! `agent/exec-status` until the program exits or the call's own timeout passes.
+//!
+//! Invariant: the argv is sent as Proxmox's array (one form key per item, never joined
+//! into a shell line); stdout and stderr come back capped with truncation flags, as data.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::calls::{Calls, cap_text, integer, qemu_path};
+use crate::envelope::{ToolFailure, codes, failure_from};
+use crate::pve::ApiRequest;
+use crate::schema::{ArgValue, ValidArgs};
+
+/// Bytes of stdout and of stderr returned at most.
+pub const OUTPUT_CAP: usize = 65_536;
+
+/// First and longest pause between status polls.
+const FIRST_POLL: Duration = Duration::from_millis(100);
+const LONGEST_POLL: Duration = Duration::from_millis(1_000);
+
+/// Runs the argv and follows it; see the module docs.
+pub(super) async fn run(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Value, ToolFailure> {
+    let base = qemu_path(args)?;
+    let argv = match args.values.get("command") {
+        Some(ArgValue::List(items)) if !items.is_empty() => items.clone(),
+        _ => {
+            return Err(ToolFailure::new(
+                codes::TOOL_INPUT_REJECTED,
+                "command must be a non-empty argv array; nothing was sent to Proxmox.",
+            ));
+        }
+    };
+    let timeout = Duration::from_secs(integer(args, "timeout").unwrap_or(30).clamp(1, 600) as u64);
+    let mut start = ApiRequest::post(format!("{base}/agent/exec"));
+    for item in &argv {
+        start = start.param("command", item.clone());
+    }
+    if let Some(input) = args.str("input-data") {
+        start = start.param("input-data", input);
+    }
+    let started = calls.send(start).await.map_err(failure_from)?;
+    let pid = started.get("pid").and_then(Value::as_i64).ok_or_else(|| {
+        ToolFailure::new(
+            codes::TOOL_INPUT_REJECTED,
+            format!("The guest agent did not return a pid: {started}"),
+        )
+    })?;
+    let deadline = Instant::now() + timeout;
+    let mut delay = FIRST_POLL;
+    loop {
+        let status = calls
+            .send(
+                ApiRequest::get(format!("{base}/agent/exec-status")).param("pid", pid.to_string()),
+            )
+            .await
+            .map_err(failure_from)?;
+        if truthy(status.get("exited")) {
+            return Ok(render(pid, &status, true));
+        }
+        if Instant::now() >= deadline || calls.cancelled() {
+            let mut out = render(pid, &status, false);
+            out["note"] = json!(format!(
+                "Still running after {}s; the program keeps running in the guest.",
+                timeout.as_secs()
+            ));
+            return Ok(out);
+        }
+        calls
+            .pause(delay.min(deadline.saturating_duration_since(Instant::now())))
+            .await;
+        delay = (delay * 2).min(LONGEST_POLL);
+    }
+}
+
+fn truthy(value: Option<&Value>) -> bool {
+    match value {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0) != 0,
+        Some(Value::String(s)) => s == "1" || s == "true",
+        _ => false,
+    }
+}
+
+/// The answer: pid, exit code, capped stdout/stderr with their truncation flags.
+fn render(pid: i64, status: &Value, exited: bool) -> Value {
+    let text = |key: &str| status.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (stdout, stdout_cut) = cap_text(text("out-data"), OUTPUT_CAP);
+    let (stderr, stderr_cut) = cap_text(text("err-data"), OUTPUT_CAP);
+    json!({
+        "pid": pid,
+        "exited": exited,
+        "exitcode": status.get("exitcode").cloned().unwrap_or(Value::Null),
+        "signal": status.get("signal").cloned().unwrap_or(Value::Null),
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdout_truncated": stdout_cut || truthy(status.get("out-truncated")),
+        "stderr_truncated": stderr_cut || truthy(status.get("err-truncated")),
+    })
+}

@@ -1,0 +1,117 @@
+//! The last stage before rmcp on `/mcp`: looks at a POST body once, as bytes.
+//!
+//! * A `tools/call` that repeats a JSON key is answered with JSON-RPC `-32602` naming the key
+//!   (rmcp's decoder would silently keep the last value; see [`crate::transport::dupkeys`]).
+//! * An `initialize` without a session id is the only request that creates a session: when the
+//!   session bound is reached, the least recently used idle session makes room, else 503.
+//!   Requests that need no session (stateless `tools/list`, `server/discover`) are never refused
+//!   for want of one.
+//! * A successful `DELETE` is answered 200 (rmcp says 202, which official SDKs report as a
+//!   failed session termination).
+//!
+//! Invariant: the body handed on to rmcp is byte for byte the body received; it is read at most
+//! once and never beyond the configured body limit.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::body::{Body, to_bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::auth::peer_ip;
+use super::errors::{SERVER_ERROR, json_error};
+use super::refusals::RefusalLog;
+use super::sessions::BoundedSessions;
+use crate::transport::dupkeys;
+
+/// What the inspection stage needs.
+#[derive(Clone, Debug)]
+pub struct Inspect {
+    /// The session manager rmcp also uses.
+    pub sessions: Arc<BoundedSessions>,
+    /// Bounded log of refusals.
+    pub refusals: Arc<RefusalLog>,
+}
+
+/// Middleware: duplicate keys, session room, `DELETE` status (see the module docs).
+pub async fn inspect(State(stage): State<Inspect>, request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    if method == Method::DELETE {
+        let mut response = next.run(request).await;
+        if response.status() == StatusCode::ACCEPTED {
+            *response.status_mut() = StatusCode::OK;
+        }
+        return response;
+    }
+    if method != Method::POST {
+        return next.run(request).await;
+    }
+    let ip = peer_ip(&request);
+    let (parts, body) = request.into_parts();
+    // The body-limit layer outside bounds this read; its error is the 413 answer.
+    let bytes = match to_bytes(body, usize::MAX).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return json_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                SERVER_ERROR,
+                "Request entity too large",
+            );
+        }
+    };
+    if let Some(duplicate) = dupkeys::duplicate_in_tool_call(&bytes) {
+        stage
+            .refusals
+            .note("duplicate JSON key in tools/call", ip, "POST", "/mcp");
+        return (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            duplicate.response().to_string(),
+        )
+            .into_response();
+    }
+    if !parts.headers.contains_key("mcp-session-id")
+        && is_initialize(&bytes)
+        && !stage.sessions.make_room().await
+    {
+        return sessions_full(&stage, ip);
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// Whether the body is an `initialize` request (the only one that opens a session).
+fn is_initialize(bytes: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        method: Option<String>,
+    }
+    serde_json::from_slice::<Envelope>(bytes)
+        .ok()
+        .and_then(|e| e.method)
+        .is_some_and(|m| m == "initialize")
+}
+
+fn sessions_full(stage: &Inspect, ip: IpAddr) -> Response {
+    stage.refusals.note(
+        "every session is busy (MCP_MAX_SESSIONS)",
+        ip,
+        "POST",
+        "/mcp",
+    );
+    let mut response = json_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        SERVER_ERROR,
+        "Too many sessions: close one (DELETE) or retry later",
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("30"));
+    response
+}

@@ -1,0 +1,176 @@
+//! The download address guard on its own: every refused class in every spelling, names
+//! resolving to loopback, and the allow-list letting one through.
+
+use nandi_proxmox_mcp::composite::address_guard::{
+    AllowList, CheckedUrl, GuardError, check, check_resolved, check_syntax, parse_ipv4_legacy,
+};
+
+fn none() -> AllowList {
+    AllowList::default()
+}
+
+#[test]
+fn inet_aton_spellings_parse_like_the_c_library() {
+    for (text, want) in [
+        ("127.0.0.1", "127.0.0.1"),
+        ("2130706433", "127.0.0.1"),
+        ("0177.0.0.1", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("0x7f000001", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("127.0.1", "127.0.0.1"),
+        ("10.0x10.1", "10.16.0.1"),
+        ("127.0.0.1.", "127.0.0.1"),
+        ("017700000001", "127.0.0.1"),
+    ] {
+        assert_eq!(
+            parse_ipv4_legacy(text).map(|a| a.to_string()).as_deref(),
+            Some(want),
+            "{text}"
+        );
+    }
+    for text in [
+        "256.0.0.1",
+        "1.2.3.4.5",
+        "example.com",
+        "1..2",
+        "08.0.0.1",
+        "4294967296",
+        "",
+    ] {
+        assert_eq!(parse_ipv4_legacy(text), None, "{text}");
+    }
+}
+
+#[test]
+fn every_refused_class_in_every_spelling() {
+    let refused = [
+        // loopback
+        "http://127.0.0.1/x.iso",
+        "http://2130706433/x.iso",
+        "http://0177.0.0.1/x.iso",
+        "http://0x7f.1/x.iso",
+        "http://127.1/x.iso",
+        "http://127.0.0.1./x.iso",
+        "http://[::1]/x.iso",
+        "http://good@127.0.0.1/x.iso",
+        "http://localhost/x.iso",
+        "http://foo.localhost/x.iso",
+        // private
+        "https://10.1.2.3/x.iso",
+        "https://172.16.0.1/x.iso",
+        "https://172.31.255.255/x.iso",
+        "https://192.168.1.1/x.iso",
+        "https://0xc0a80101/x.iso",
+        "https://3232235777/x.iso",
+        // link-local and metadata
+        "http://169.254.169.254/latest/meta-data/",
+        "http://0xa9fea9fe/",
+        "http://2852039166/",
+        "http://[fe80::1]/",
+        "http://[fd00:ec2::254]/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://METADATA.google.internal./",
+        // CGNAT
+        "http://100.64.0.1/",
+        "http://100.100.100.200/",
+        // multicast, unspecified, broadcast
+        "http://224.0.0.1/",
+        "http://[ff02::1]/",
+        "http://0.0.0.0/",
+        "http://0/",
+        "http://[::]/",
+        "http://255.255.255.255/",
+        // IPv4-mapped / compatible IPv6, unique-local
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:7f00:1]/",
+        "http://[::127.0.0.1]/",
+        "http://[fc00::1]/",
+        "http://[64:ff9b::a00:1]/",
+    ];
+    for url in refused {
+        let err = check_syntax(url, &none()).expect_err(url);
+        assert!(
+            matches!(
+                err,
+                GuardError::Address { .. } | GuardError::BlockedName(_) | GuardError::Credentials
+            ),
+            "{url}: {err}"
+        );
+    }
+}
+
+#[test]
+fn schemes_and_credentials_are_refused() {
+    for url in [
+        "file:///etc/passwd",
+        "ftp://example.com/x",
+        "gopher://x/",
+        "javascript:alert(1)",
+    ] {
+        assert!(check_syntax(url, &none()).is_err(), "{url}");
+    }
+    assert_eq!(
+        check_syntax("https://user:pw@example.com/x.iso", &none()),
+        Err(GuardError::Credentials)
+    );
+}
+
+#[test]
+fn public_addresses_pass_and_are_normalised() {
+    let ok = check_syntax("https://0x5d.0xb8.0xd8.0x22/debian.iso", &none()).unwrap();
+    assert_eq!(ok.url, "https://93.184.216.34/debian.iso");
+    assert!(!ok.needs_resolution);
+    let named = check_syntax("https://Deb.Debian.ORG./x.iso", &none()).unwrap();
+    assert_eq!(named.host, "deb.debian.org");
+    assert!(named.needs_resolution);
+    // A backslash cannot hide a host: the URL sent is the normalised one.
+    let tricky = check_syntax("http://example.com\\@127.0.0.1/x", &none()).unwrap();
+    assert_eq!(tricky.host, "example.com");
+    assert!(tricky.url.starts_with("http://example.com/"));
+}
+
+#[tokio::test]
+async fn a_name_resolving_to_loopback_is_refused_after_resolution() {
+    // The resolution step on its own: `localhost` resolves to loopback and is refused as
+    // an address (not only by name).
+    let checked = CheckedUrl {
+        url: "http://localhost/x.iso".into(),
+        host: "localhost".into(),
+        port: 80,
+        needs_resolution: true,
+    };
+    let err = check_resolved(&checked, &none()).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            GuardError::Address {
+                class: "loopback",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        check_resolved(&checked, &AllowList::parse(["127.0.0.0/8", "::1"]))
+            .await
+            .is_ok()
+    );
+    let err = check("http://ip6-localhost/x.iso", &none()).await;
+    assert!(err.is_err(), "{err:?}");
+    let allow = AllowList::parse(["ip6-localhost"]);
+    // Listed by name: passes without resolving.
+    assert!(check("http://ip6-localhost/x.iso", &allow).await.is_ok());
+}
+
+#[test]
+fn the_allow_list_lets_listed_hosts_and_networks_through() {
+    let allow = AllowList::parse(["127.0.0.1", "10.0.0.0/8", "mirror.lan"]);
+    assert!(check_syntax("http://127.0.0.1/x.iso", &allow).is_ok());
+    assert!(check_syntax("http://0x7f.0.0.1/x.iso", &allow).is_ok());
+    assert!(check_syntax("http://10.9.8.7/x.iso", &allow).is_ok());
+    assert!(check_syntax("http://127.0.0.2/x.iso", &allow).is_err());
+    assert!(check_syntax("http://192.168.0.1/x.iso", &allow).is_err());
+    let lan = check_syntax("http://mirror.lan/x.iso", &allow).unwrap();
+    assert!(!lan.needs_resolution);
+}
