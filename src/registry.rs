@@ -15,7 +15,7 @@ use rmcp::model::{MetaObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
 use crate::catalog::{self, ToolSpec};
-use crate::policy::{AliasMode, DEFAULT_OUTPUT_CAP, Settings, Surface};
+use crate::policy::{AliasMode, DEFAULT_OUTPUT_CAP, Settings};
 use crate::schema;
 
 /// Claude Code's key for "a person must approve each call of this tool".
@@ -73,9 +73,6 @@ impl Registry {
         for entry in &mut registry.entries {
             entry.output_cap = settings.output_cap;
         }
-        if settings.surface == Surface::Compact {
-            registry.listed = Arc::new(crate::compact::tools(&registry));
-        }
         registry
     }
 
@@ -125,6 +122,13 @@ impl Registry {
             index,
             listed: Arc::new(listed),
         }
+    }
+
+    /// The same entries with another `tools/list` payload: the compact surface lists its
+    /// meta-tools over these entries (see `compact`).
+    pub fn with_listing(mut self, listed: Vec<Tool>) -> Registry {
+        self.listed = Arc::new(listed);
+        self
     }
 
     /// Looks a wire name up; `None` for unknown or filtered names.

@@ -56,7 +56,11 @@ pub struct Server {
 
 impl Server {
     /// Wraps the shared state.
-    pub fn new(state: AppState) -> Server {
+    pub fn new(mut state: AppState) -> Server {
+        if state.settings.surface == Surface::Compact {
+            let listing = compact::tools(&state.registry);
+            state.registry = state.registry.with_listing(listing);
+        }
         let info = ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_tools()

@@ -7,7 +7,8 @@
 //! `scripts/tools-list-size.py` measures); a listing that grows past its budget fails here,
 //! and the fix is a tighter description or schema, not a bigger number.
 
-use nandi_proxmox_mcp::policy::Settings;
+use nandi_proxmox_mcp::compact;
+use nandi_proxmox_mcp::policy::{Settings, Surface};
 use nandi_proxmox_mcp::registry::{Capabilities, Registry};
 use rmcp::model::Tool;
 
@@ -48,9 +49,15 @@ fn model_visible(tools: &[Tool]) -> usize {
         .sum()
 }
 
+/// The listing as the server builds it (`Server::new` swaps in the meta-tools on the compact
+/// surface).
 fn measure(vars: &[(&str, &str)]) -> (usize, usize) {
-    let registry = Registry::build_for(&settings(vars), Capabilities { ssh: false });
-    let tools = registry.tools();
+    let settings = settings(vars);
+    let registry = Registry::build_for(&settings, Capabilities { ssh: false });
+    let tools = match settings.surface {
+        Surface::Compact => compact::tools(&registry),
+        Surface::Full => registry.tools().as_ref().clone(),
+    };
     (tools.len(), model_visible(&tools))
 }
 

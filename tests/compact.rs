@@ -365,14 +365,10 @@ fn compact_alias_modes_list_hide_or_refuse_the_old_names() {
         listed_names(&[full, ("PVE_ALIASES", "off")]),
         (false, false)
     );
-    // The compact surface lists the meta-tools only, whatever the alias mode.
-    let compact = registry_with(&[
-        full,
-        ("PVE_TOOL_SURFACE", "compact"),
-        ("PVE_ALIASES", "listed"),
-    ]);
-    assert_eq!(compact.tools().len(), 3);
-    assert!(compact.get("pve_stop_qemu_vm").is_some());
+    // The compact listing is the meta-tools only, whatever the alias mode.
+    let registry = registry_with(&[full, ("PVE_ALIASES", "listed")]);
+    assert_eq!(nandi_proxmox_mcp::compact::tools(&registry).len(), 3);
+    assert!(registry.get("stopVM").is_some());
 }
 
 #[test]
