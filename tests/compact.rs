@@ -388,3 +388,36 @@ fn compact_bad_surface_and_alias_values_are_startup_errors() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_confirm_mode_needs_the_flag_inside_the_inner_arguments() {
+    let emu = emulator().await;
+    let vars = [
+        COMPACT_FULL[0],
+        COMPACT_FULL[1],
+        ("PVE_HUMAN_APPROVAL", "confirm"),
+    ];
+    let env = with_policy(env_for(&emu), &vars);
+    let (client, _home) = connect_stdio(Person::new(Answer::Accept), &env).await;
+    let refused = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
+    assert_eq!(
+        refused["error"]["code"], "CONFIRMATION_REQUIRED",
+        "{refused}"
+    );
+    assert!(changes(&emu).is_empty());
+    let confirmed = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101, "confirm": true}),
+    )
+    .await;
+    assert_eq!(confirmed["ok"], true, "{confirmed}");
+    assert_eq!(confirmed["meta"]["approval"], "confirm-flag");
+    assert_eq!(changes(&emu).len(), 1);
+    client.cancel().await.ok();
+}
