@@ -18,6 +18,7 @@
 //! - [`dispatch`] — validation, request building, backend, envelope.
 //! - [`lean`] — list projection/paging and the result size cap.
 //! - [`composite`] — tools made of several requests or a guarded one.
+//! - [`tasks`] — UPIDs as MCP tasks, `wait`, progress parsed from task logs.
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
@@ -46,4 +47,5 @@ pub mod registry;
 pub mod schema;
 pub mod server;
 pub mod ssh;
+pub mod tasks;
 pub mod transport;

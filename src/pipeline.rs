@@ -1,5 +1,5 @@
 //! The call pipeline, one straight line: validate → gate → (dry-run: preview, stop) →
-//! approve → dispatch → envelope.
+//! approve → dispatch → (long tasks: MCP task or wait) → envelope.
 //!
 //! Each stage has one home: validation in `dispatch::preflight` (from the row), the gate in
 //! `gate` (from the row and the arguments), the preview in `preview`, approval in `approval`
@@ -78,8 +78,22 @@ pub async fn run(
         registry: &state.registry,
         settings: &state.settings,
     };
-    let (outcome, attempts) = dispatch::execute(&backends, spec, &args, cancel).await;
+    let (outcome, attempts) =
+        crate::tasks::progress_scope(context, dispatch::execute(&backends, spec, &args, cancel))
+            .await;
     let outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));
+    // Stage: long tasks — a UPID becomes an MCP task, or is followed to its end (`wait`).
+    let dispatched = crate::tasks::Dispatched {
+        entry,
+        args: &args,
+        outcome: &outcome,
+        attempts,
+        started,
+        approved_by,
+    };
+    if let Some(response) = crate::tasks::after_dispatch(state, dispatched, context).await {
+        return response;
+    }
     dispatch::finish(entry, started, outcome, attempts, approved_by).into()
 }
 

@@ -51,6 +51,10 @@ pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
 
 /// Default time a person has to answer (seconds).
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
+/// How long an MCP task id stays valid after its creation.
+pub const ENV_TASK_TTL: &str = "PVE_TASK_TTL_SECS";
+/// Default task id lifetime (seconds): a day, longer than most backups and migrations.
+pub const DEFAULT_TASK_TTL_SECS: u64 = 86_400;
 
 /// The policy variables, documented (README table and registry descriptor are checked against it).
 pub const ENV_VARS: &[EnvVarDoc] = &[
@@ -118,6 +122,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         name: ENV_DOWNLOAD_ALLOW,
         description: "Comma list of hosts, addresses or CIDRs `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses.",
         default: "none",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_TASK_TTL,
+        description: "Seconds an MCP task id (a task-starting call from a client with the tasks extension) stays readable with `tasks/get`.",
+        default: "86400",
         secret: false,
     },
 ];
@@ -260,6 +270,12 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// `PVE_TASK_TTL_SECS` is not a whole number of seconds in 1..=604800.
+    #[error("{ENV_TASK_TTL}={value:?} is not valid; use whole seconds from 1 to 604800")]
+    InvalidTaskTtl {
+        /// The rejected value.
+        value: String,
+    },
     /// `PVE_CATEGORIES` names a category that does not exist.
     #[error("{ENV_CATEGORIES} names unknown categories: {unknown}; valid categories: {valid}")]
     UnknownCategories {
@@ -307,6 +323,8 @@ pub struct Settings {
     pub output_cap: usize,
     /// Download address-guard exceptions (`PVE_DOWNLOAD_ALLOW`), lower-cased entries.
     pub download_allow: Vec<String>,
+    /// How long an MCP task id stays valid.
+    pub task_ttl: Duration,
 }
 
 impl Default for Settings {
@@ -324,6 +342,7 @@ impl Default for Settings {
             aliases: AliasMode::Hidden,
             output_cap: DEFAULT_OUTPUT_CAP,
             download_allow: Vec::new(),
+            task_ttl: Duration::from_secs(DEFAULT_TASK_TTL_SECS),
         }
     }
 }
@@ -382,6 +401,14 @@ impl Settings {
         }
         if let Some(value) = get(ENV_DOWNLOAD_ALLOW) {
             settings.download_allow = split_list(&value).map(str::to_ascii_lowercase).collect();
+        }
+        if let Some(value) = get(ENV_TASK_TTL) {
+            let seconds = value
+                .parse::<u64>()
+                .ok()
+                .filter(|s| (1..=604_800).contains(s))
+                .ok_or(PolicyError::InvalidTaskTtl { value })?;
+            settings.task_ttl = Duration::from_secs(seconds);
         }
         Ok(settings)
     }

@@ -37,15 +37,36 @@ pub const DRY_RUN: &str = "dry_run";
 
 const DRY_RUN_DESCRIPTION: &str = "true: preview the request, send nothing.";
 
+/// Name of the control argument that follows a started Proxmox task to its end; never sent.
+pub const WAIT: &str = "wait";
+
+const WAIT_DESCRIPTION: &str =
+    "true: follow the task to its end; return its exit status and log tail, not the UPID.";
+
+/// Name of the control argument bounding `wait`, in seconds; never sent.
+pub const WAIT_TIMEOUT: &str = "wait_timeout";
+
+const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds `wait` follows it (default 300); the task runs on.";
+
+/// Largest `wait_timeout` (seconds).
+pub const MAX_WAIT_SECS: u64 = 86_400;
+
 /// The control arguments a row accepts besides its parameters: `confirm` where a call can
-/// need approval, `dry_run` on every tool that changes something, and the shaping arguments
-/// (`fields`, `limit`, `offset`) of list rows.
+/// need approval, `dry_run` on every tool that changes something, `wait`/`wait_timeout`
+/// on the tools that start a Proxmox task, and the shaping arguments (`fields`, `limit`,
+/// `offset`) of list rows.
 pub fn control_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
     let confirm = spec.can_be_gated().then_some(CONFIRM);
     let dry_run = (!spec.effect.is_read()).then_some(DRY_RUN);
+    let wait = spec
+        .starts_task
+        .then_some([WAIT, WAIT_TIMEOUT])
+        .into_iter()
+        .flatten();
     confirm
         .into_iter()
         .chain(dry_run)
+        .chain(wait)
         .chain(shaping_arguments(spec))
 }
 
@@ -166,6 +187,16 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
             json!({"type": "boolean", "description": DRY_RUN_DESCRIPTION}),
         );
     }
+    if spec.starts_task {
+        properties.insert(
+            WAIT.to_owned(),
+            json!({"type": "boolean", "description": WAIT_DESCRIPTION}),
+        );
+        properties.insert(
+            WAIT_TIMEOUT.to_owned(),
+            json!({"type": "integer", "minimum": 1, "maximum": MAX_WAIT_SECS, "description": WAIT_TIMEOUT_DESCRIPTION}),
+        );
+    }
     for name in shaping_arguments(spec) {
         properties.insert(name.to_owned(), shaping_schema(name));
     }
@@ -275,6 +306,10 @@ pub struct ValidArgs {
     pub confirmed: bool,
     /// Whether `dry_run` was exactly `true`.
     pub dry_run: bool,
+    /// Whether `wait` was exactly `true` (task-starting tools).
+    pub wait: bool,
+    /// `wait_timeout` in seconds, when given.
+    pub wait_timeout: Option<u64>,
     /// Projection and paging of a list result (`fields`, `limit`, `offset`).
     pub shape: Shape,
 }
@@ -334,6 +369,12 @@ pub fn validate(
         }
         if shaping_arguments(spec).any(|name| name == key) {
             if let Err(message) = read_shaping(key, value, &mut valid.shape) {
+                errors.insert(key.clone(), message);
+            }
+            continue;
+        }
+        if spec.starts_task && (key == WAIT || key == WAIT_TIMEOUT) {
+            if let Err(message) = wait_argument(&mut valid, key, value) {
                 errors.insert(key.clone(), message);
             }
             continue;
@@ -511,6 +552,31 @@ fn pattern_matches(pattern: &str, value: &str) -> bool {
         .or_insert_with(|| Regex::new(pattern).ok())
         .as_ref()
         .is_some_and(|re| re.is_match(value))
+}
+
+/// Reads `wait` or `wait_timeout` into `valid`.
+fn wait_argument(valid: &mut ValidArgs, key: &str, value: &Value) -> Result<(), String> {
+    match (key, value) {
+        (_, Value::Null) => Ok(()),
+        (WAIT, Value::Bool(b)) => {
+            valid.wait = *b;
+            Ok(())
+        }
+        (WAIT, _) => Err("must be a boolean (true to wait for the task)".into()),
+        (_, Value::Number(n)) => match n.as_u64().filter(|s| (1..=MAX_WAIT_SECS).contains(s)) {
+            Some(seconds) => {
+                valid.wait_timeout = Some(seconds);
+                Ok(())
+            }
+            None => Err(format!(
+                "must be a whole number of seconds from 1 to {MAX_WAIT_SECS}"
+            )),
+        },
+        _ => Err(format!(
+            "must be of type integer, got {}",
+            json_type_name(value)
+        )),
+    }
 }
 
 fn json_type_name(value: &Value) -> &'static str {

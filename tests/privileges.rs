@@ -144,7 +144,15 @@ struct Row {
 fn rows(endpoints: &Value) -> Vec<Row> {
     catalog::all()
         .map(|spec| {
-            let Some((method, path)) = spec.backend.method_and_path() else {
+            // A composite row that only reads one endpoint needs what that endpoint needs.
+            let route = match spec.backend {
+                catalog::Backend::Composite(catalog::CompositeOp::WaitTask) => Some((
+                    catalog::HttpMethod::Get,
+                    "/nodes/{node}/tasks/{upid}/status",
+                )),
+                backend => backend.method_and_path(),
+            };
+            let Some((method, path)) = route else {
                 // SSH rows: the SSH key, not an API privilege, grants what they do.
                 return Row {
                     tool: spec.name,

@@ -66,6 +66,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_restore_qemu_backup",
+        starts_task: true,
         title: "Restore VM from backup",
         description: "Create a VM from a vzdump archive volid (pve_list_backups). `force` overwrites an existing VMID. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Backup,
@@ -109,6 +110,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_restore_lxc_backup",
+        starts_task: true,
         title: "Restore container from backup",
         description: "Create a container from a vzdump archive volid (pve_list_backups). `force` overwrites an existing VMID. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Backup,
@@ -191,6 +193,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_run_backup",
+        starts_task: true,
         title: "Run a backup now",
         description: "Back up guests now on one node: `vmid` list, `all` or a `pool`. Returns a task UPID (poll pve_get_task_status); the archive is in pve_list_backups.",
         category: Category::Backup,

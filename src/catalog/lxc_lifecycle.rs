@@ -175,6 +175,7 @@ const CREATE_GATES: &[ArgRule] = &[
 pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_create",
+        starts_task: true,
         title: "Create container",
         description: "Create a container from `ostemplate` (pve_list_storage_templates). Usual keys: hostname, cores, memory, rootfs, net0, ssh-public-keys, unprivileged. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
@@ -187,6 +188,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_lxc_delete",
+        starts_task: true,
         title: "Delete container",
         description: "Destroy a container and its volumes, permanently (stopped unless `force`). `purge` also drops backup/replication/HA references. Returns a task UPID.",
         category: Category::Lxc,
@@ -217,6 +219,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_lxc_migrate",
+        starts_task: true,
         title: "Migrate container",
         description: "Move a container to another node; a running one needs `restart` (shut down, move, start). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
@@ -249,6 +252,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_lxc_clone",
+        starts_task: true,
         title: "Clone container",
         description: "Copy a container or template to a new VMID (linked clone from a template unless `full`). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
@@ -317,6 +321,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_lxc_create_snapshot",
+        starts_task: true,
         title: "Snapshot container",
         description: "Snapshot a container's volumes (needs LVM-thin, ZFS or Ceph). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
@@ -343,6 +348,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_lxc_delete_snapshot",
+        starts_task: true,
         title: "Delete container snapshot",
         description: "Delete a container snapshot (current state unchanged). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,
@@ -364,6 +370,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_lxc_rollback_snapshot",
+        starts_task: true,
         title: "Roll container back to snapshot",
         description: "Roll a container back to a snapshot; later changes are lost. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Lxc,

@@ -324,6 +324,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_apply_network_changes",
+        starts_task: true,
         title: "Apply pending network changes",
         description: "Make staged network changes live (ifreload). Check pve_list_networks first: a mistake can cut the node off. Returns a task UPID.",
         category: Category::Network,

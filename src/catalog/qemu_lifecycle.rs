@@ -58,6 +58,7 @@ const CREATE_GATES: &[ArgRule] = &[
 pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_create",
+        starts_task: true,
         title: "Create VM",
         description: "Create a VM. Usual keys: name, cores, memory (MiB), ostype, scsi0=\"local-lvm:32\" (GiB), net0=\"virtio,bridge=vmbr0\", boot, agent, cloud-init. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -70,6 +71,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_delete",
+        starts_task: true,
         title: "Delete VM",
         description: "Destroy a stopped VM and all its disks, permanently. `purge` also drops backup/replication/HA references. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -95,6 +97,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_migrate",
+        starts_task: true,
         title: "Migrate VM",
         description: "Move a VM to another node; running needs `online`, local disks need `with-local-disks`. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -122,6 +125,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_clone",
+        starts_task: true,
         title: "Clone VM",
         description: "Copy a VM or template to a new VMID; linked clone from a template unless `full` (needed for a normal VM). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -191,6 +195,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_resize_disk",
+        starts_task: true,
         title: "Resize VM disk",
         description: "Grow a VM disk (never shrink): size \"+10G\" or \"64G\". Grow partitions inside the guest afterwards. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -230,6 +235,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_create_snapshot",
+        starts_task: true,
         title: "Snapshot VM",
         description: "Snapshot a VM's disks (RAM with `vmstate`). Not a backup: same storage. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -255,6 +261,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_delete_snapshot",
+        starts_task: true,
         title: "Delete VM snapshot",
         description: "Delete a VM snapshot (current state unchanged). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -276,6 +283,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_rollback_snapshot",
+        starts_task: true,
         title: "Roll VM back to snapshot",
         description: "Roll a VM back to a snapshot; later changes are lost. Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,
@@ -297,6 +305,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     },
     ToolSpec {
         name: "pve_qemu_create_template",
+        starts_task: true,
         title: "Convert VM to template",
         description: "Convert a stopped VM into a template, irreversibly (clone it with pve_qemu_clone). Returns a task UPID (poll pve_get_task_status).",
         category: Category::Qemu,

@@ -1,7 +1,9 @@
 //! Task tools: Proxmox's record of every long-running action (start, backup, migrate, …).
 
-use super::params::{LOG_LIMIT, LOG_START, NODE, UPID};
-use super::types::{Category, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get};
+use super::params::{LOG_LIMIT, LOG_START, NODE, NODE_PATTERN, UPID, UPID_PATTERN};
+use super::types::{
+    Backend, Category, CompositeOp, Effect, Legs, Param, ParamKind, Tier, ToolSpec, delete, get,
+};
 
 /// Rows of the `tasks` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
@@ -50,6 +52,33 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         legs: Legs::UNTRUSTED,
         params: &[NODE, UPID, LOG_START, LOG_LIMIT],
         backend: get("/nodes/{node}/tasks/{upid}/log"),
+        ..ToolSpec::BASE
+    },
+    ToolSpec {
+        name: "pve_wait_task",
+        title: "Wait for a task",
+        description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress notifications. Returns status, exitstatus, succeeded, logTail; a failed task is an error. Ending the wait never stops it.",
+        category: Category::Tasks,
+        params: &[
+            Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")
+                .required()
+                .matching(NODE_PATTERN),
+            Param::arg(
+                "upid",
+                ParamKind::String,
+                "Task ID (UPID); `node` must be the node in it.",
+            )
+            .required()
+            .pattern(UPID_PATTERN, 512),
+            Param::arg(
+                "timeout",
+                ParamKind::Integer,
+                "Seconds to wait (default 300).",
+            )
+            .range(1, 86_400),
+        ],
+        backend: Backend::Composite(CompositeOp::WaitTask),
+        legs: Legs::UNTRUSTED,
         ..ToolSpec::BASE
     },
     ToolSpec {

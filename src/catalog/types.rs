@@ -408,6 +408,9 @@ pub struct ToolSpec {
     pub timeout_ms: u64,
     /// Keeps only the matching entries of a list answer (for filters the API lacks).
     pub result_filter: Option<ResultFilter>,
+    /// The call starts a Proxmox worker and answers its UPID: it can become an MCP task
+    /// and accepts `wait`/`wait_timeout`.
+    pub starts_task: bool,
 }
 
 impl ToolSpec {
@@ -434,6 +437,7 @@ impl ToolSpec {
         },
         timeout_ms: 15_000,
         result_filter: None,
+        starts_task: false,
     };
 
     /// Looks a parameter up by name (an indexed family by its prefix).
@@ -492,6 +496,7 @@ pub const fn power_action(
         aliases,
         params,
         backend: post(path),
+        starts_task: true,
         ..ToolSpec::BASE
     }
 }

@@ -235,6 +235,7 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_list_tasks", &[("/", "Sys.Audit")]),
     ("pve_get_task_status", &[("/", "Sys.Audit")]),
     ("pve_get_task_log", &[("/", "Sys.Audit")]),
+    ("pve_wait_task", &[("/", "Sys.Audit")]),
     ("pve_stop_task", &[("/", "Sys.Modify")]),
     ("pve_list_networks", &[]),
     ("pve_get_network", &[("/nodes/{node}", "Sys.Audit")]),

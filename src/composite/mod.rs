@@ -16,6 +16,7 @@ mod diagnose;
 mod download;
 mod exec;
 mod overview;
+mod wait_task;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -35,6 +36,9 @@ pub async fn execute(
     args: &ValidArgs,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
+    if op == CompositeOp::WaitTask {
+        return wait_task::run(backends, args, cancel).await;
+    }
     if op == CompositeOp::Capabilities {
         // Works without Proxmox too: it then reports what it can.
         let mut calls = Calls::new(backends.pve, cancel).ok();

@@ -51,6 +51,9 @@ use faults::FaultSet;
 use state::EmuState;
 use tls::TlsMaterial;
 
+/// Default time between two progress lines of an emulated task (milliseconds).
+pub const DEFAULT_PROGRESS_PACE_MS: u64 = 400;
+
 /// How to start an emulator.
 #[derive(Debug, Clone)]
 pub struct EmulatorOptions {
@@ -68,6 +71,9 @@ pub struct EmulatorOptions {
     /// How long a task stays "running" before it stops with "OK"
     /// (default 250 ms).
     pub task_duration: Duration,
+    /// Time between two progress lines of the tasks that print progress (clone, disk move,
+    /// backup, migration, restore: four steps, so a clone runs about 1.6 s by default).
+    pub progress_pace: Duration,
     /// Three nodes plus the "emu-cluster" record (default) instead of a
     /// standalone `pve01`.
     pub cluster: bool,
@@ -91,6 +97,7 @@ impl Default for EmulatorOptions {
             token_name: "emu".into(),
             token_secret: "emulator-secret-token".into(),
             task_duration: Duration::from_millis(250),
+            progress_pace: Duration::from_millis(DEFAULT_PROGRESS_PACE_MS),
             cluster: true,
             privileges: None,
             node_addresses: Vec::new(),
@@ -204,6 +211,7 @@ impl Emulator {
             format!("{}@{}", opts.user, opts.realm),
             opts.token_name.clone(),
         );
+        state.progress_pace = opts.progress_pace;
         if let Some(privileges) = &opts.privileges {
             restrict_privileges(
                 &mut state,
@@ -286,6 +294,14 @@ impl Emulator {
     pub fn arm_fault(&self, fault: Fault) {
         tracing::debug!(?fault, "emulator fault armed");
         lock(&self.shared.faults).arm(fault);
+    }
+
+    /// Makes the next tasks of worker type `kind` (e.g. `qmclone`) end with `exitstatus`
+    /// instead of `OK`, the way a real worker reports an error.
+    pub fn fail_tasks(&self, kind: &str, exitstatus: &str) {
+        lock(&self.shared.state)
+            .task_failures
+            .push((kind.to_owned(), exitstatus.to_owned()));
     }
 
     /// Disarms every fault.

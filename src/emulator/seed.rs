@@ -72,6 +72,8 @@ pub(super) fn seed(
         security: super::seed_security::seed(&user, &token_name),
         fingerprint,
         task_duration,
+        progress_pace: Duration::from_millis(super::DEFAULT_PROGRESS_PACE_MS),
+        task_failures: Vec::new(),
         user,
         token_name,
         started: Instant::now(),

@@ -279,6 +279,10 @@ pub(super) struct EmuState {
     pub fingerprint: String,
     /// How long a task stays running.
     pub task_duration: Duration,
+    /// Time between two progress lines of a task that prints progress (clone, backup, …).
+    pub progress_pace: Duration,
+    /// Worker types whose next tasks end with this exit status instead of `OK`.
+    pub task_failures: Vec<(String, String)>,
     /// The token's user (`svc_mcp@pve`) and token id (`emu`), as tasks show.
     pub user: String,
     /// Token name recorded in UPIDs.
@@ -352,14 +356,17 @@ impl EmuState {
         };
         let upid_text = upid.render();
         tracing::debug!(upid = %upid_text, "emulator task started");
-        self.tasks.push(Task {
+        let final_status = match self.task_failures.iter().position(|(k, _)| k == kind) {
+            Some(index) => self.task_failures.remove(index).1,
+            None => "OK".to_string(),
+        };
+        self.tasks.push(Task::started(
             upid,
-            upid_text: upid_text.clone(),
-            created: Instant::now(),
-            duration: self.task_duration,
-            stopped: None,
-            description: description.to_string(),
-        });
+            description,
+            self.task_duration,
+            self.progress_pace,
+            final_status,
+        ));
         upid_text
     }
 

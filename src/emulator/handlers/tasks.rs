@@ -126,6 +126,7 @@ pub(in super::super) fn stop(call: &mut Call<'_>) -> Result<Value, ApiError> {
     let task = task(call)?;
     if task.is_running() {
         task.stopped = Some((unix_now(), "interrupted by signal".to_string()));
+        task.stopped_at = Some(std::time::Instant::now());
     }
     Ok(Value::Null)
 }

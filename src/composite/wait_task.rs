@@ -1,0 +1,68 @@
+//! `pve_wait_task`: follow a Proxmox task to its end and answer its exit status and log
+//! tail, with progress notifications when the client asked for them.
+//!
+//! Invariant: waiting only reads; when the wait ends first (timeout, MCP cancellation),
+//! the Proxmox task keeps running.
+
+// Failures are the cold path and are rendered once; boxing them would only add noise.
+#![allow(clippy::result_large_err)]
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::dispatch::Backends;
+use crate::envelope::{ToolFailure, codes, not_configured};
+use crate::pve::Upid;
+use crate::schema::{ArgValue, ValidArgs};
+use crate::tasks::{self, follow};
+
+/// Follows the task named by `node` + `upid` for at most `timeout` seconds.
+pub async fn run(
+    backends: &Backends<'_>,
+    args: &ValidArgs,
+    cancel: &CancellationToken,
+) -> (Result<Value, ToolFailure>, u32) {
+    let Some(client) = backends.pve else {
+        return (Err(not_configured()), 0);
+    };
+    let upid = match args.str("upid").map(Upid::parse) {
+        Some(Ok(upid)) => upid,
+        Some(Err(err)) => {
+            return (
+                Err(ToolFailure::new(
+                    codes::TOOL_INPUT_REJECTED,
+                    err.to_string(),
+                )),
+                0,
+            );
+        }
+        None => {
+            return (
+                Err(ToolFailure::new(
+                    codes::TOOL_INPUT_REJECTED,
+                    "upid is required",
+                )),
+                0,
+            );
+        }
+    };
+    let seconds = match args.values.get("timeout") {
+        Some(ArgValue::Int(s)) => u64::try_from(*s).unwrap_or(tasks::DEFAULT_WAIT_SECS),
+        _ => tasks::DEFAULT_WAIT_SECS,
+    };
+    let limit = Duration::from_secs(seconds);
+    let sink = tasks::current_sink();
+    let ended = follow::follow(
+        client,
+        &upid,
+        Some(Instant::now() + limit),
+        sink.as_ref(),
+        false,
+        cancel,
+    )
+    .await;
+    let outcome = ended.and_then(|ending| tasks::outcome_of(ending, limit));
+    (outcome, 1)
+}

@@ -1,0 +1,378 @@
+//! Long Proxmox work the MCP way: a task-starting call becomes an MCP Task (SEP-2663) for
+//! clients that declared the tasks extension, or is followed to its end with `wait: true`;
+//! `tasks/get` and `tasks/cancel` read and stop the Proxmox task behind a task id.
+//!
+//! Invariants: the task id is derived from the UPID (see [`id`]), so no store is shared
+//! and a later session can still read it until the TTL; a Proxmox task is stopped only
+//! by `tasks/cancel` after the same approval `pve_stop_task` needs; following (progress,
+//! waits) only reads and never stops the task when the wait ends.
+
+// Failures are the cold path and are rendered once; boxing them would only add noise.
+#![allow(clippy::result_large_err)]
+
+pub mod follow;
+pub mod id;
+pub mod progress;
+pub mod pve_io;
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CreateTaskResult, DetailedTask, ErrorCode,
+    GetTaskResult, MetaObject, Task, TaskPayload, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{Approver, Question, Verdict};
+use crate::dispatch;
+use crate::envelope::{CallMeta, ToolFailure, not_configured, render};
+use crate::pve;
+use crate::registry::Entry;
+use crate::schema::ValidArgs;
+use crate::server::AppState;
+
+use follow::{Ending, ProgressSink, Snapshot, Watch};
+use id::{IdError, TaskHandle};
+
+/// Error code of a followed task that stopped with an exit status other than OK.
+pub const TASK_FAILED: &str = "TASK_FAILED";
+/// Error code of a wait that ended before the task did.
+pub const TASK_WAIT_TIMEOUT: &str = "TASK_WAIT_TIMEOUT";
+/// Default time a `wait: true` call or `pve_wait_task` follows a task (seconds).
+pub const DEFAULT_WAIT_SECS: u64 = 300;
+/// Suggested `tasks/get` polling interval.
+const POLL_INTERVAL_MS: u64 = 1_000;
+/// The tool whose approval a `tasks/cancel` needs (and whose arguments bind it).
+const STOP_TOOL: &str = "pve_stop_task";
+
+tokio::task_local! {
+    static PROGRESS: Option<ProgressSink>;
+}
+
+/// The progress sink of the request, when the client sent a progress token.
+pub fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressSink> {
+    context.meta.get_progress_token().map(|token| ProgressSink {
+        peer: context.peer.clone(),
+        token,
+    })
+}
+
+/// Runs a dispatch with the request's progress sink in scope, so a composite handler that
+/// follows a task (`pve_wait_task`) can report progress without knowing the client.
+pub async fn progress_scope<F: Future>(context: &RequestContext<RoleServer>, work: F) -> F::Output {
+    PROGRESS.scope(progress_sink(context), work).await
+}
+
+/// The progress sink in scope (see [`progress_scope`]), if any.
+pub fn current_sink() -> Option<ProgressSink> {
+    PROGRESS.try_with(Clone::clone).ok().flatten()
+}
+
+/// A call that reached its backend, as the task stage sees it.
+#[derive(Debug)]
+pub struct Dispatched<'a> {
+    /// The tool called.
+    pub entry: &'a Entry,
+    /// Its validated arguments (`wait`, `wait_timeout`).
+    pub args: &'a ValidArgs,
+    /// What the backend answered.
+    pub outcome: &'a Result<Value, ToolFailure>,
+    /// Requests made.
+    pub attempts: u32,
+    /// When the call started.
+    pub started: Instant,
+    /// How it was approved, if it was gated.
+    pub approved_by: Option<&'static str>,
+}
+
+/// The task stage, after dispatch: a UPID from a task-starting tool becomes an MCP task
+/// (client declared the tasks extension) or is followed to its end (`wait: true`).
+/// `None` leaves the answer as it is.
+pub async fn after_dispatch(
+    state: &AppState,
+    call: Dispatched<'_>,
+    context: &RequestContext<RoleServer>,
+) -> Option<CallToolResponse> {
+    let spec = call.entry.spec;
+    if !spec.starts_task {
+        return None;
+    }
+    let upid = call.outcome.as_ref().ok().and_then(pve_io::upid_of)?;
+    let client = state.pve.as_ref()?;
+    let tasks_client = context
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks());
+    if tasks_client {
+        let handle = TaskHandle::new(upid.clone(), call.entry.wire_name);
+        if let Some(sink) = progress_sink(context) {
+            spawn_background_progress(client.clone(), upid.clone(), state.settings.task_ttl, sink);
+        }
+        let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
+        let now = rmcp::task_manager::current_timestamp();
+        let task = Task::new(
+            handle.encode(),
+            TaskStatus::Working,
+            handle.created_at(),
+            now,
+        )
+        .with_ttl_ms(ttl_ms)
+        .with_poll_interval_ms(POLL_INTERVAL_MS)
+        .with_status_message(format!("Proxmox task {upid} started"));
+        let mut meta = Map::new();
+        meta.insert("upid".into(), upid.to_string().into());
+        meta.insert("node".into(), upid.node.clone().into());
+        return Some(CallToolResponse::Task(
+            CreateTaskResult::new(task).with_meta(MetaObject(meta)),
+        ));
+    }
+    if !call.args.wait {
+        return None;
+    }
+    let limit = Duration::from_secs(call.args.wait_timeout.unwrap_or(DEFAULT_WAIT_SECS));
+    let sink = progress_sink(context);
+    let ended = follow::follow(
+        client,
+        &upid,
+        Some(Instant::now() + limit),
+        sink.as_ref(),
+        false,
+        &context.ct,
+    )
+    .await;
+    let outcome = match ended {
+        Ok(ending) => outcome_of(ending, limit),
+        Err(failure) => Err(failure),
+    };
+    Some(
+        dispatch::finish(
+            call.entry,
+            call.started,
+            outcome,
+            call.attempts,
+            call.approved_by,
+        )
+        .into(),
+    )
+}
+
+/// What a follow means for the caller: success, a failed task, a timeout.
+pub fn outcome_of(ending: Ending, limit: Duration) -> Result<Value, ToolFailure> {
+    match ending {
+        Ending::Stopped(snapshot) => stopped(&snapshot),
+        Ending::TimedOut(snapshot) => Err(ToolFailure::new(
+            TASK_WAIT_TIMEOUT,
+            format!(
+                "The Proxmox task {} was still running after {} s; it keeps running.",
+                snapshot.upid,
+                limit.as_secs()
+            ),
+        )
+        .with_hint("Call pve_wait_task with this node and upid to wait longer, or pve_stop_task to stop it.")
+        .with_details(snapshot.to_json())),
+        Ending::Cancelled => Err(ToolFailure::new(
+            TASK_WAIT_TIMEOUT,
+            "The wait was cancelled; the Proxmox task keeps running.",
+        )),
+    }
+}
+
+fn stopped(snapshot: &Snapshot) -> Result<Value, ToolFailure> {
+    if snapshot.state.succeeded() {
+        return Ok(snapshot.to_json());
+    }
+    Err(ToolFailure::new(
+        TASK_FAILED,
+        format!(
+            "The Proxmox task {} ended with: {}",
+            snapshot.upid,
+            snapshot
+                .state
+                .exitstatus
+                .as_deref()
+                .unwrap_or("unknown status")
+        ),
+    )
+    .with_hint("The log tail in details says why; fix the cause before running it again.")
+    .with_details(snapshot.to_json()))
+}
+
+/// Keeps sending progress for a task answered as an MCP task, until it stops, the TTL
+/// passes or the client stops taking notifications.
+fn spawn_background_progress(
+    client: pve::Client,
+    upid: pve::Upid,
+    ttl: Duration,
+    sink: ProgressSink,
+) {
+    tokio::spawn(async move {
+        let cancel = CancellationToken::new();
+        let deadline = Some(Instant::now() + ttl);
+        let _ = follow::follow(&client, &upid, deadline, Some(&sink), true, &cancel).await;
+    });
+}
+
+fn id_error(err: IdError) -> McpError {
+    McpError::new(ErrorCode::INVALID_PARAMS, err.to_string(), None)
+}
+
+fn failure_error(failure: ToolFailure) -> McpError {
+    McpError::new(
+        ErrorCode::INTERNAL_ERROR,
+        failure.message.clone(),
+        Some(json!({"code": failure.code, "hint": failure.hint})),
+    )
+}
+
+/// `tasks/get`: the Proxmox task's state; when stopped, the tool result with the exit
+/// status and log tail (`isError` when the exit status is not OK).
+pub async fn get(
+    state: &AppState,
+    task_id: &str,
+    context: &RequestContext<RoleServer>,
+) -> Result<GetTaskResult, McpError> {
+    let handle = TaskHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+    let client = state
+        .pve
+        .as_ref()
+        .ok_or_else(|| failure_error(not_configured()))?;
+    let started = Instant::now();
+    let snapshot = Watch::new(&handle.upid)
+        .round(client, &context.ct)
+        .await
+        .map_err(failure_error)?;
+    let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
+    let task = Task::new(
+        task_id,
+        TaskStatus::Working,
+        handle.created_at(),
+        rmcp::task_manager::current_timestamp(),
+    )
+    .with_ttl_ms(ttl_ms)
+    .with_poll_interval_ms(POLL_INTERVAL_MS);
+    if snapshot.state.running {
+        let task = task.with_status_message(snapshot.reading.message.clone());
+        return Ok(GetTaskResult::new(DetailedTask::new(
+            task,
+            TaskPayload::Working,
+        )));
+    }
+    let message = format!(
+        "Proxmox task stopped: {}",
+        snapshot
+            .state
+            .exitstatus
+            .as_deref()
+            .unwrap_or("unknown status")
+    );
+    let tool = state
+        .registry
+        .get(&handle.tool)
+        .map_or("pve_wait_task", |entry| entry.wire_name);
+    let meta = CallMeta {
+        tool,
+        alias_for: None,
+        duration: started.elapsed(),
+        attempts: 2,
+        retries: 0,
+        approval: None,
+    };
+    let result = render(stopped(&snapshot), &meta);
+    let result = match serde_json::to_value(result) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    Ok(GetTaskResult::new(DetailedTask::new(
+        task.with_status_message(message),
+        TaskPayload::Completed { result },
+    )))
+}
+
+/// `tasks/cancel`: stops the Proxmox task after the approval `pve_stop_task` needs — a
+/// person where the client can ask, else `_meta.confirm: true` where the mode allows it.
+pub async fn cancel(
+    state: &AppState,
+    approver: &Approver,
+    task_id: &str,
+    confirmed: bool,
+    context: &RequestContext<RoleServer>,
+) -> Result<(), McpError> {
+    let handle = TaskHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+    let client = state
+        .pve
+        .as_ref()
+        .ok_or_else(|| failure_error(not_configured()))?;
+    if state.registry.get(STOP_TOOL).is_none() {
+        return Err(McpError::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Cancelling Proxmox tasks needs {STOP_TOOL}, which the policy in force does not expose."
+            ),
+            None,
+        ));
+    }
+    let upid = &handle.upid;
+    let current = pve_io::read_state(client, upid, &context.ct)
+        .await
+        .map_err(failure_error)?;
+    if !current.running {
+        return Err(McpError::new(
+            ErrorCode::INVALID_PARAMS,
+            "Cannot cancel a task that already stopped.",
+            None,
+        ));
+    }
+    let mut arguments = Map::new();
+    arguments.insert("node".into(), upid.node.clone().into());
+    arguments.insert("upid".into(), upid.to_string().into());
+    let request = CallToolRequestParams::new(STOP_TOOL).with_arguments(arguments);
+    let question = Question {
+        message: format!(
+            "Stop the running Proxmox task '{}' ({}) on node '{}'? It is interrupted where it is; work it did is not rolled back.",
+            upid.kind,
+            if upid.id.is_empty() { "-" } else { &upid.id },
+            upid.node
+        ),
+    };
+    match approver
+        .decide(context, &request, &question, confirmed)
+        .await
+    {
+        Verdict::Approved(by) => {
+            tracing::info!(approval = by.as_str(), "tasks/cancel approved");
+        }
+        Verdict::Refused(failure) => return Err(refusal(failure)),
+        Verdict::AskClient(_) => {
+            return Err(McpError::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "tasks/cancel cannot carry an approval round trip; call {STOP_TOOL} with this node and upid instead."
+                ),
+                Some(json!({"node": upid.node, "upid": upid.to_string()})),
+            ));
+        }
+    }
+    let path = format!(
+        "/nodes/{}/tasks/{}",
+        pve::encode_path_segment(&upid.node),
+        pve::encode_path_segment(&upid.to_string())
+    );
+    let request = pve::ApiRequest::new(pve::Method::Delete, path);
+    client
+        .call(request, &context.ct)
+        .await
+        .result
+        .map_err(|err| failure_error(crate::envelope::failure_from(err)))?;
+    Ok(())
+}
+
+fn refusal(failure: ToolFailure) -> McpError {
+    McpError::new(
+        ErrorCode::INVALID_REQUEST,
+        format!("The task was not cancelled: {}", failure.message),
+        Some(json!({"code": failure.code, "hint": failure.hint})),
+    )
+}
