@@ -62,7 +62,8 @@ pub async fn execute(
     }
 }
 
-/// Logs the outcome and renders the envelope with the call's meta.
+/// Logs the outcome, cuts an answer over the size cap (with a note on how to page), and
+/// renders the envelope with the call's meta.
 pub fn finish(
     entry: &Entry,
     started: Instant,
@@ -86,6 +87,8 @@ pub fn finish(
         ),
         Err(f) => tracing::info!(tool = entry.wire_name, code = f.code, "tool call failed"),
     }
+    // The one place every answer passes: nothing larger than the cap reaches the client.
+    let outcome = outcome.map(|data| crate::lean::cap(data, entry.spec, entry.output_cap));
     render(outcome, &meta)
 }
 

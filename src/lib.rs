@@ -9,12 +9,14 @@
 //! - [`schema`] — JSON input schema and argument validation derived from a row.
 //! - [`registry`] — the exposed tools, built once (rmcp `Tool`s with annotations and `_meta`).
 //! - [`server`] — the rmcp `ServerHandler`.
+//! - [`compact`] — the compact surface: find, describe and call tools through three meta-tools.
 //! - [`prompts`] — prompt recipes, offered when their tools are registered.
 //! - [`pipeline`] — one call, in order: validate → gate → dry-run → approve → dispatch.
 //! - [`gate`] — whether a call needs approval, from the row and the arguments.
 //! - [`approval`] — asks a person (elicitation, MRTR) or checks the confirm flag.
 //! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
 //! - [`dispatch`] — validation, request building, backend, envelope.
+//! - [`lean`] — list projection/paging and the result size cap.
 //! - [`composite`] — tools made of several requests or a guarded one.
 //! - [`tasks`] — UPIDs as MCP tasks, `wait`, progress parsed from task logs.
 //! - [`redact`] — per-field masking of secrets in results and audited arguments.
@@ -30,6 +32,7 @@ pub mod approval;
 pub mod audit;
 pub mod catalog;
 pub mod cli;
+pub mod compact;
 pub mod composite;
 pub mod config;
 pub mod dispatch;
@@ -37,6 +40,7 @@ pub mod docs;
 pub mod emulator;
 pub mod envelope;
 pub mod gate;
+pub mod lean;
 pub mod pipeline;
 pub mod policy;
 pub mod preview;

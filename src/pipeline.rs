@@ -102,10 +102,12 @@ pub async fn run(
         registry: &state.registry,
         settings: &state.settings,
     };
-    let (mut outcome, attempts) =
+    let (outcome, attempts) =
         crate::tasks::progress_scope(context, dispatch::execute(&backends, spec, &args, cancel))
             .await;
-    // Redact and audit here: a task-bound answer below does not come back through `conclude`.
+    // Shape first (projection, paging), then redact and audit what is returned: a
+    // task-bound answer below does not come back through `conclude`.
+    let mut outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));
     dispatch::seal(&record, entry, started, &mut outcome, approved_by).await;
     // Stage: long tasks — a UPID becomes an MCP task, or is followed to its end (`wait`).
     let dispatched = crate::tasks::Dispatched {

@@ -39,6 +39,16 @@ pub const ENV_APPROVAL_TIMEOUT: &str = "PVE_APPROVAL_TIMEOUT_SECS";
 /// Hosts and addresses `pve_download_to_storage` may fetch from despite the address guard.
 pub const ENV_DOWNLOAD_ALLOW: &str = "PVE_DOWNLOAD_ALLOW";
 
+/// Which tools `tools/list` shows: every permitted tool, or a few meta-tools over them.
+pub const ENV_SURFACE: &str = "PVE_TOOL_SURFACE";
+/// Whether legacy alias names are listed, callable but unlisted, or off.
+pub const ENV_ALIASES: &str = "PVE_ALIASES";
+/// Largest tool result, in bytes, before it is cut with a note on how to page or narrow.
+pub const ENV_OUTPUT_CAP: &str = "PVE_OUTPUT_CAP_BYTES";
+
+/// Default result size cap (64 KiB).
+pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
+
 /// Default time a person has to answer (seconds).
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
 /// How long an MCP task id stays valid after its creation.
@@ -91,6 +101,24 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         secret: false,
     },
     EnvVarDoc {
+        name: ENV_SURFACE,
+        description: "`full` lists every permitted tool; `compact` lists three meta-tools (find, describe, call) over the same tools, for clients with small context or tool limits.",
+        default: "full",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_ALIASES,
+        description: "Legacy alias names (`stopVM`, `getVMStatus`…): `listed`, `hidden` (callable, not listed) or `off`.",
+        default: "hidden",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_OUTPUT_CAP,
+        description: "Largest tool result in bytes (1024 to 16777216); a bigger one is cut with a note saying how to page or narrow.",
+        default: "65536",
+        secret: false,
+    },
+    EnvVarDoc {
         name: ENV_DOWNLOAD_ALLOW,
         description: "Comma list of hosts, addresses or CIDRs `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses.",
         default: "none",
@@ -103,6 +131,61 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         secret: false,
     },
 ];
+
+/// What `tools/list` shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// Every permitted tool, each with its full schema.
+    Full,
+    /// Three meta-tools (find, describe, call) over the same permitted tools.
+    Compact,
+}
+
+impl Surface {
+    /// The wire form used in `PVE_TOOL_SURFACE`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Surface::Full => "full",
+            Surface::Compact => "compact",
+        }
+    }
+
+    /// Parses the exact wire form.
+    pub fn parse(value: &str) -> Option<Surface> {
+        [Surface::Full, Surface::Compact]
+            .into_iter()
+            .find(|s| s.as_str() == value)
+    }
+}
+
+/// How legacy alias names are served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AliasMode {
+    /// Listed next to their canonical tool and callable.
+    Listed,
+    /// Callable, not listed: old configs and prompts keep working at no context cost.
+    Hidden,
+    /// Neither listed nor callable.
+    Off,
+}
+
+impl AliasMode {
+    /// The wire form used in `PVE_ALIASES`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            AliasMode::Listed => "listed",
+            AliasMode::Hidden => "hidden",
+            AliasMode::Off => "off",
+        }
+    }
+
+    /// Parses the exact wire form.
+    pub fn parse(value: &str) -> Option<AliasMode> {
+        [AliasMode::Listed, AliasMode::Hidden, AliasMode::Off]
+            .into_iter()
+            .find(|m| m.as_str() == value)
+    }
+}
 
 /// Who approves a gated call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +252,24 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// `PVE_TOOL_SURFACE` is not `full` or `compact`.
+    #[error("{ENV_SURFACE}={value:?} is not a valid tool surface; use one of: full, compact")]
+    InvalidSurface {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_ALIASES` is not `listed`, `hidden` or `off`.
+    #[error("{ENV_ALIASES}={value:?} is not valid; use one of: listed, hidden, off")]
+    InvalidAliases {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_OUTPUT_CAP_BYTES` is not a whole number in range.
+    #[error("{ENV_OUTPUT_CAP}={value:?} is not valid; use whole bytes from 1024 to 16777216")]
+    InvalidOutputCap {
+        /// The rejected value.
+        value: String,
+    },
     /// `PVE_TASK_TTL_SECS` is not a whole number of seconds in 1..=604800.
     #[error("{ENV_TASK_TTL}={value:?} is not valid; use whole seconds from 1 to 604800")]
     InvalidTaskTtl {
@@ -214,6 +315,12 @@ pub struct Settings {
     pub approval: ApprovalMode,
     /// How long a person has to answer.
     pub approval_timeout: Duration,
+    /// What `tools/list` shows.
+    pub surface: Surface,
+    /// How legacy alias names are served.
+    pub aliases: AliasMode,
+    /// Largest tool result in bytes before it is cut.
+    pub output_cap: usize,
     /// Download address-guard exceptions (`PVE_DOWNLOAD_ALLOW`), lower-cased entries.
     pub download_allow: Vec<String>,
     /// How long an MCP task id stays valid.
@@ -231,6 +338,9 @@ impl Default for Settings {
             whitelist: BTreeSet::new(),
             approval: ApprovalMode::Auto,
             approval_timeout: Duration::from_secs(DEFAULT_APPROVAL_TIMEOUT_SECS),
+            surface: Surface::Full,
+            aliases: AliasMode::Hidden,
+            output_cap: DEFAULT_OUTPUT_CAP,
             download_allow: Vec::new(),
             task_ttl: Duration::from_secs(DEFAULT_TASK_TTL_SECS),
         }
@@ -274,6 +384,21 @@ impl Settings {
                 .ok_or(PolicyError::InvalidApprovalTimeout { value })?;
             settings.approval_timeout = Duration::from_secs(seconds);
         }
+        if let Some(value) = get(ENV_SURFACE) {
+            settings.surface =
+                Surface::parse(&value).ok_or(PolicyError::InvalidSurface { value })?;
+        }
+        if let Some(value) = get(ENV_ALIASES) {
+            settings.aliases =
+                AliasMode::parse(&value).ok_or(PolicyError::InvalidAliases { value })?;
+        }
+        if let Some(value) = get(ENV_OUTPUT_CAP) {
+            settings.output_cap = value
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1024..=16 * 1024 * 1024).contains(n))
+                .ok_or(PolicyError::InvalidOutputCap { value })?;
+        }
         if let Some(value) = get(ENV_DOWNLOAD_ALLOW) {
             settings.download_allow = split_list(&value).map(str::to_ascii_lowercase).collect();
         }
@@ -313,6 +438,9 @@ impl Settings {
         ];
         if self.approval != ApprovalMode::Auto {
             parts.push(format!("approval {}", self.approval.as_str()));
+        }
+        if self.surface != Surface::Full {
+            parts.push(format!("surface {}", self.surface.as_str()));
         }
         if !self.categories.is_empty() {
             let names: Vec<&str> = self.categories.iter().map(|c| c.as_str()).collect();

@@ -7,6 +7,8 @@
 
 use rmcp::model::{Prompt, PromptMessage, Role};
 
+use crate::compact;
+use crate::policy::Surface;
 use crate::registry::Registry;
 
 /// One recipe.
@@ -102,8 +104,15 @@ pub fn listing(recipe: &Recipe) -> Prompt {
 }
 
 /// The messages `prompts/get` returns for a recipe.
-pub fn messages(recipe: &Recipe) -> Vec<PromptMessage> {
-    vec![PromptMessage::new_text(Role::User, recipe.body)]
+///
+/// On the compact surface the body is preceded by the two sentences that explain how the
+/// tools it names are reached (through `pve_call_tool`).
+pub fn messages(recipe: &Recipe, surface: Surface) -> Vec<PromptMessage> {
+    let body = match surface {
+        Surface::Full => recipe.body.to_owned(),
+        Surface::Compact => format!("{}\n\n{}", compact::FLOW, recipe.body),
+    };
+    vec![PromptMessage::new_text(Role::User, body)]
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! The registry: the tools exposed under the current policy, built once per process.
 //!
-//! Invariant: `tools/list` and `tools/call` see the same set — a name is callable iff it
-//! is listed — because both read this one structure. The rmcp `Tool` values (schema,
+//! Invariant: `tools/list` and `tools/call` see the same set, because both read this one
+//! structure: a listed name is callable, and the only callable names that are not listed
+//! are hidden aliases (`PVE_ALIASES=hidden`) and, on the compact surface
+//! (`PVE_TOOL_SURFACE=compact`), the permitted tools the meta-tools reach. A tool the
+//! policy filters out is in neither. The rmcp `Tool` values (schema,
 //! annotations, `_meta`) are computed at build time, so listing tools is a clone, not a
 //! rebuild; an alias shares its canonical tool's schema `Arc`.
 
@@ -12,7 +15,7 @@ use rmcp::model::{MetaObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
 use crate::catalog::{self, ToolSpec};
-use crate::policy::Settings;
+use crate::policy::{AliasMode, DEFAULT_OUTPUT_CAP, Settings};
 use crate::schema;
 
 /// Claude Code's key for "a person must approve each call of this tool".
@@ -27,6 +30,8 @@ pub struct Entry {
     pub wire_name: &'static str,
     /// For an alias, the canonical name.
     pub alias_for: Option<&'static str>,
+    /// Largest result in bytes before it is cut with a paging note (`PVE_OUTPUT_CAP_BYTES`).
+    pub output_cap: usize,
 }
 
 /// The exposed tools.
@@ -59,15 +64,28 @@ impl Registry {
     /// Builds the registry for `settings`, leaving out tools whose backend is missing
     /// (the SSH tools without SSH settings): a tool that can only fail is not offered.
     pub fn build_for(settings: &Settings, capabilities: Capabilities) -> Registry {
-        Registry::from_specs(
+        let mut registry = Registry::from_specs_with(
             catalog::all()
                 .filter(|spec| capabilities.ssh || !spec.backend.is_ssh())
                 .filter(|spec| settings.decide(spec)),
-        )
+            settings.aliases,
+        );
+        for entry in &mut registry.entries {
+            entry.output_cap = settings.output_cap;
+        }
+        registry
     }
 
-    /// Builds a registry from the given canonical rows (aliases added automatically).
+    /// Builds a registry from the given canonical rows with every alias listed.
     pub fn from_specs(specs: impl Iterator<Item = &'static ToolSpec>) -> Registry {
+        Registry::from_specs_with(specs, AliasMode::Listed)
+    }
+
+    /// Builds a registry from the given canonical rows, serving aliases as `aliases` says.
+    pub fn from_specs_with(
+        specs: impl Iterator<Item = &'static ToolSpec>,
+        aliases: AliasMode,
+    ) -> Registry {
         let mut entries = Vec::new();
         let mut listed = Vec::new();
         for spec in specs {
@@ -76,15 +94,22 @@ impl Registry {
                 spec,
                 wire_name: spec.name,
                 alias_for: None,
+                output_cap: DEFAULT_OUTPUT_CAP,
             });
             listed.push(canonical_tool(spec, input_schema.clone()));
+            if aliases == AliasMode::Off {
+                continue;
+            }
             for alias in spec.aliases {
                 entries.push(Entry {
                     spec,
                     wire_name: alias,
                     alias_for: Some(spec.name),
+                    output_cap: DEFAULT_OUTPUT_CAP,
                 });
-                listed.push(alias_tool(spec, alias, input_schema.clone()));
+                if aliases == AliasMode::Listed {
+                    listed.push(alias_tool(spec, alias, input_schema.clone()));
+                }
             }
         }
         let index = entries
@@ -97,6 +122,13 @@ impl Registry {
             index,
             listed: Arc::new(listed),
         }
+    }
+
+    /// The same entries with another `tools/list` payload: the compact surface lists its
+    /// meta-tools over these entries (see `compact`).
+    pub fn with_listing(mut self, listed: Vec<Tool>) -> Registry {
+        self.listed = Arc::new(listed);
+        self
     }
 
     /// Looks a wire name up; `None` for unknown or filtered names.

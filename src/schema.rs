@@ -30,32 +30,31 @@ fn echoed_name(key: &str) -> String {
     }
 }
 
-const CONFIRM_DESCRIPTION: &str =
-    "true once a person approved this exact call; otherwise nothing runs.";
+const CONFIRM_DESCRIPTION: &str = "true once the user approved this exact call.";
 
 /// Name of the control argument that previews a change instead of making it; never sent.
 pub const DRY_RUN: &str = "dry_run";
 
-const DRY_RUN_DESCRIPTION: &str =
-    "true: send nothing; return the exact request, the approval decision and current values.";
+const DRY_RUN_DESCRIPTION: &str = "true: preview the request, send nothing.";
 
 /// Name of the control argument that follows a started Proxmox task to its end; never sent.
 pub const WAIT: &str = "wait";
 
-const WAIT_DESCRIPTION: &str = "true: follow the started Proxmox task to its end (progress notifications) and return its exit status and log tail instead of the UPID.";
+const WAIT_DESCRIPTION: &str =
+    "true: follow the task to its end; return its exit status and log tail, not the UPID.";
 
 /// Name of the control argument bounding `wait`, in seconds; never sent.
 pub const WAIT_TIMEOUT: &str = "wait_timeout";
 
-const WAIT_TIMEOUT_DESCRIPTION: &str =
-    "Seconds `wait` follows the task (default 300); the task keeps running after it.";
+const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds `wait` follows it (default 300); the task runs on.";
 
 /// Largest `wait_timeout` (seconds).
 pub const MAX_WAIT_SECS: u64 = 86_400;
 
 /// The control arguments a row accepts besides its parameters: `confirm` where a call can
 /// need approval, `dry_run` on every tool that changes something, `wait`/`wait_timeout`
-/// on the tools that start a Proxmox task.
+/// on the tools that start a Proxmox task, and the shaping arguments (`fields`, `limit`,
+/// `offset`) of list rows.
 pub fn control_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
     let confirm = spec.can_be_gated().then_some(CONFIRM);
     let dry_run = (!spec.effect.is_read()).then_some(DRY_RUN);
@@ -64,7 +63,102 @@ pub fn control_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> 
         .then_some([WAIT, WAIT_TIMEOUT])
         .into_iter()
         .flatten();
-    confirm.into_iter().chain(dry_run).chain(wait)
+    confirm
+        .into_iter()
+        .chain(dry_run)
+        .chain(wait)
+        .chain(shaping_arguments(spec))
+}
+
+/// Name of the list control argument that keeps only some keys of each item; never sent.
+pub const FIELDS: &str = "fields";
+/// Name of the list control argument that caps how many items come back; never sent.
+pub const LIMIT: &str = "limit";
+/// Name of the list control argument that skips items (paging); never sent.
+pub const OFFSET: &str = "offset";
+
+const FIELDS_DESCRIPTION: &str = "Keys to keep per item.";
+const LIMIT_DESCRIPTION: &str = "Max items to return.";
+const OFFSET_DESCRIPTION: &str = "Items to skip first.";
+
+/// How a list result is shaped before it is returned: projection and paging, applied to
+/// the answer, never sent to Proxmox.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shape {
+    /// Keys to keep in each item; empty keeps all.
+    pub fields: Vec<String>,
+    /// Most items to return.
+    pub limit: Option<usize>,
+    /// Items to skip first.
+    pub offset: usize,
+}
+
+/// A list row: a read named `pve_list_*`; its answer is a list of items.
+pub fn is_list(spec: &ToolSpec) -> bool {
+    spec.effect.is_read() && spec.name.starts_with("pve_list_")
+}
+
+/// The shaping arguments a row takes: list rows get `fields`, and `limit`/`offset` unless
+/// the API pages the list itself (a row with its own `limit` or `start`).
+pub fn shaping_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
+    let list = is_list(spec);
+    let own = |name: &str| spec.params.iter().any(|p| p.name == name);
+    let fields = (list && !own(FIELDS)).then_some(FIELDS);
+    let pages = list && !own(LIMIT) && !own(OFFSET) && !own("start");
+    let paging = pages.then_some([LIMIT, OFFSET]).into_iter().flatten();
+    fields.into_iter().chain(paging)
+}
+
+fn shaping_schema(name: &str) -> Value {
+    match name {
+        FIELDS => {
+            json!({"type": "array", "items": {"type": "string"}, "description": FIELDS_DESCRIPTION})
+        }
+        LIMIT => json!({"type": "integer", "description": LIMIT_DESCRIPTION}),
+        _ => json!({"type": "integer", "description": OFFSET_DESCRIPTION}),
+    }
+}
+
+/// Reads one shaping argument into `shape`; `Err` says what is wrong with it.
+fn read_shaping(name: &str, value: &Value, shape: &mut Shape) -> Result<(), String> {
+    match (name, value) {
+        (_, Value::Null) => Ok(()),
+        (FIELDS, Value::Array(items)) => {
+            shape.fields = items
+                .iter()
+                .map(|item| match item {
+                    Value::String(s) if !s.is_empty() => Ok(s.clone()),
+                    _ => Err("every item must be a non-empty string".to_owned()),
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(())
+        }
+        (FIELDS, Value::String(s)) => {
+            shape.fields = s
+                .split(',')
+                .map(str::trim)
+                .filter(|f| !f.is_empty())
+                .map(str::to_owned)
+                .collect();
+            Ok(())
+        }
+        (FIELDS, _) => Err("must be an array of key names".into()),
+        (LIMIT, Value::Number(n)) => match n.as_u64() {
+            Some(n) => {
+                shape.limit = Some(usize::try_from(n).unwrap_or(usize::MAX));
+                Ok(())
+            }
+            None => Err("must be a whole number (0 or more)".into()),
+        },
+        (_, Value::Number(n)) => match n.as_u64() {
+            Some(n) => {
+                shape.offset = usize::try_from(n).unwrap_or(usize::MAX);
+                Ok(())
+            }
+            None => Err("must be a whole number (0 or more)".into()),
+        },
+        _ => Err("must be an integer".into()),
+    }
 }
 
 /// Builds the JSON Schema of a tool's arguments.
@@ -102,6 +196,9 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
             WAIT_TIMEOUT.to_owned(),
             json!({"type": "integer", "minimum": 1, "maximum": MAX_WAIT_SECS, "description": WAIT_TIMEOUT_DESCRIPTION}),
         );
+    }
+    for name in shaping_arguments(spec) {
+        properties.insert(name.to_owned(), shaping_schema(name));
     }
     let required: Vec<Value> = spec
         .params
@@ -213,6 +310,8 @@ pub struct ValidArgs {
     pub wait: bool,
     /// `wait_timeout` in seconds, when given.
     pub wait_timeout: Option<u64>,
+    /// Projection and paging of a list result (`fields`, `limit`, `offset`).
+    pub shape: Shape,
 }
 
 impl ValidArgs {
@@ -265,6 +364,12 @@ pub fn validate(
                 _ => {
                     errors.insert(key.clone(), "must be a boolean (true to preview)".into());
                 }
+            }
+            continue;
+        }
+        if shaping_arguments(spec).any(|name| name == key) {
+            if let Err(message) = read_shaping(key, value, &mut valid.shape) {
+                errors.insert(key.clone(), message);
             }
             continue;
         }

@@ -279,12 +279,11 @@ async fn the_five_tools_work_through_the_binary() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_owned())
         .collect();
+    // Legacy aliases (runRemoteDiagnostic, execInContainer) are callable, not listed.
     for name in [
         "pve_run_remote_diagnostic",
-        "runRemoteDiagnostic",
         "pve_ssh_batch_diagnostics",
         "pve_exec_in_container",
-        "execInContainer",
         "pve_docker_ps_in_container",
         "pve_docker_logs_in_container",
     ] {

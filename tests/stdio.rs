@@ -58,9 +58,10 @@ async fn default_settings_list_only_read_only_core_tools() {
     let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
     mcp.initialize().await;
     let listed = names(&mcp.list_tools().await);
+    // Aliases are callable but not listed by default (PVE_ALIASES=hidden).
     let expected: Vec<&str> = catalog::all()
         .filter(|s| s.tier == Tier::ReadOnly && s.module == Module::Core)
-        .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
+        .map(|s| s.name)
         .collect();
     assert_eq!(listed, expected);
     assert!(!listed.iter().any(|n| n == "pve_stop_qemu_vm"));
@@ -83,7 +84,8 @@ async fn default_settings_list_only_read_only_core_tools() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn full_tier_lists_the_whole_slice_with_gates() {
     let emu = emulator().await;
-    let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), FULL));
+    let listed_aliases = [FULL[0], ("PVE_ALIASES", "listed")];
+    let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), &listed_aliases));
     mcp.initialize().await;
     let tools = mcp.list_tools().await;
     let canonical = tools

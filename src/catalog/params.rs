@@ -6,7 +6,8 @@
 use super::types::{Param, ParamKind};
 
 /// Proxmox node names are host names: letters, digits and inner hyphens.
-pub const NODE_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9-]{0,62}$";
+/// (Kept short: it is advertised on nearly every tool; leading hyphens are left to Proxmox.)
+pub const NODE_PATTERN: &str = "^[A-Za-z0-9-]{1,63}$";
 
 /// A task id as Proxmox prints it: `UPID:<node>:<pid>:<pstart>:<starttime>:<type>:<id>:<user>:`.
 pub const UPID_PATTERN: &str =
@@ -14,7 +15,7 @@ pub const UPID_PATTERN: &str =
 
 /// The node a request is addressed to.
 pub const NODE: Param =
-    Param::path("node", ParamKind::String, "Node name (pve_list_nodes).").matching(NODE_PATTERN);
+    Param::path("node", ParamKind::String, "Node, e.g. pve01.").matching(NODE_PATTERN);
 
 /// A guest id.
 pub const VMID: Param =
