@@ -45,8 +45,9 @@ fn project(item: Value, fields: &[String]) -> Value {
     }
 }
 
-/// Cuts `data` to at most `cap` bytes of JSON, with a `truncated` note saying how to get
-/// the rest.
+/// Cuts `data` to at most `cap` bytes of JSON, with a note saying how to get the rest: for
+/// lists and plain text a `truncated` object; for an object answer `truncated: true` (the
+/// meaning tools already give the key) plus an `outputCap` object.
 pub fn cap(data: Value, spec: &ToolSpec, cap: usize) -> Value {
     let size = json_len(&data);
     if size <= cap {
@@ -120,10 +121,17 @@ fn cut_object(
     if let Some((key, len)) = largest {
         let rest = size - len;
         if let (true, Some(Value::String(text))) = (rest < budget, map.get(&key)) {
-            let (kept, lines, total) = cut_lines(text, budget - rest);
+            let (mut kept, lines, total) = cut_lines(text, budget - rest);
+            if lines == 0 {
+                // One long line (base64, minified JSON): keep what fits, on a char boundary.
+                kept = cut_chars(text, budget - rest);
+            }
             let note = text_note(spec, size, cap, lines, total);
             map.insert(key, kept.into());
-            map.insert("truncated".into(), note);
+            // `truncated: true` keeps the meaning tools already give it (output was cut);
+            // the note says by whom and how to get the rest.
+            map.insert("truncated".into(), true.into());
+            map.insert("outputCap".into(), note);
             return Value::Object(map);
         }
     }
@@ -140,6 +148,21 @@ fn cut_object(
             "next": "The JSON answer was cut at the cap (see `partial`). Narrow the request, or raise PVE_OUTPUT_CAP_BYTES.",
         }
     })
+}
+
+/// Keeps the longest prefix of `text` whose JSON form fits in `budget` bytes.
+fn cut_chars(text: &str, budget: usize) -> String {
+    let mut kept = String::new();
+    let mut used = 2;
+    for ch in text.chars() {
+        let len = json_len(&Value::from(ch.to_string())) - 2;
+        if used + len > budget {
+            break;
+        }
+        used += len;
+        kept.push(ch);
+    }
+    kept
 }
 
 /// Keeps the first whole lines of `text` that fit in `budget` bytes of JSON.
@@ -229,13 +252,26 @@ mod tests {
         assert!(json_len(&capped) <= 2048);
         assert!(capped["stdout"].as_str().unwrap().ends_with('\n'));
         assert_eq!(capped["node"], "pve01");
-        assert_eq!(capped["truncated"]["totalLines"], 2000);
+        assert_eq!(capped["truncated"], true);
+        assert_eq!(capped["outputCap"]["totalLines"], 2000);
         assert!(
-            capped["truncated"]["next"]
+            capped["outputCap"]["next"]
                 .as_str()
                 .unwrap()
                 .contains("tail")
         );
+    }
+
+    #[test]
+    fn one_long_line_is_cut_by_characters_not_dropped() {
+        let data =
+            json!({"content": "A".repeat(100_000), "encoding": "base64", "truncated": false});
+        let capped = cap(data, spec("pve_docker_logs_in_container"), 4096);
+        assert!(json_len(&capped) <= 4096, "{}", json_len(&capped));
+        let kept = capped["content"].as_str().unwrap().len();
+        assert!(kept > 3000, "kept {kept}");
+        assert_eq!(capped["truncated"], true);
+        assert_eq!(capped["encoding"], "base64");
     }
 
     #[test]

@@ -56,6 +56,8 @@ fn ssh_env(emu: &Emulator, sshd: &Sshd, tier: &str, module: &str) -> Vec<(String
         ("PROXMOX_SSH_KNOWN_HOSTS", known.display().to_string()),
         ("PVE_ACCESS_TIER", tier.to_owned()),
         ("PVE_MODULE_MODE", module.to_owned()),
+        // These tests exercise the tools' own 1 MiB caps, above the default output cap.
+        ("PVE_OUTPUT_CAP_BYTES", "4194304".to_owned()),
     ] {
         env.push((k.to_owned(), v));
     }

@@ -188,7 +188,14 @@ fn elapsed_secs(upid: &Upid) -> u64 {
 
 impl Snapshot {
     /// The JSON a caller gets: task identity, status, exit status and log tail.
+    /// The snapshot as returned to clients: the log tail is Proxmox-written text, so the
+    /// redaction text rules (passwords, keys, tokens) run over every line.
     pub fn to_json(&self) -> Value {
+        let tail: Vec<String> = self
+            .tail
+            .iter()
+            .map(|line| crate::redact::mask_text(line))
+            .collect();
         json!({
             "upid": self.upid.to_string(),
             "node": self.upid.node,
@@ -199,7 +206,36 @@ impl Snapshot {
             "succeeded": self.state.succeeded(),
             "progress": self.reading.message,
             "logLines": self.lines,
-            "logTail": self.tail,
+            "logTail": tail,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_tail_is_returned_with_its_secrets_masked() {
+        let upid: Upid = "UPID:pve01:00001234:00005678:6561A1B2:vzdump:101:root@pam:"
+            .parse()
+            .expect("valid upid");
+        let snapshot = Snapshot {
+            upid,
+            state: TaskState {
+                running: false,
+                exitstatus: Some("OK".into()),
+            },
+            tail: vec!["password: hunter2-canary".into(), "INFO: done".into()],
+            lines: 2,
+            reading: Reading {
+                progress: 100.0,
+                total: Some(100.0),
+                message: "done".into(),
+            },
+        };
+        let json = snapshot.to_json().to_string();
+        assert!(!json.contains("hunter2-canary"), "{json}");
+        assert!(json.contains("INFO: done"));
     }
 }
