@@ -5,40 +5,12 @@
 mod approval_common;
 mod common;
 
-use approval_common::{Answer, Person, args, changes, envelope};
+use approval_common::{Answer, Person, args, changes, connect_stateless, envelope};
 use common::{emulator, env_for, with_policy};
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, ProtocolVersion};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::service::RunningService;
 use serde_json::{Value, json};
-
-async fn connect(
-    person: Person,
-    env: &[(String, String)],
-) -> (RunningService<RoleClient, Person>, tempfile::TempDir) {
-    let home = tempfile::tempdir().expect("temp home");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nandi-proxmox-mcp"));
-    command
-        .arg("run")
-        .env_clear()
-        .env("HOME", home.path())
-        .current_dir(home.path());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let transport = TokioChildProcess::new(command).expect("spawn");
-    let client = person
-        .serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("2026-07-28 client connects");
-    (client, home)
-}
 
 fn stop(vmid: u64) -> CallToolRequestParams {
     CallToolRequestParams::new("pve_stop_qemu_vm")
@@ -79,7 +51,7 @@ async fn a_stateless_peer_is_asked_through_input_required_and_runs_on_accept() {
         version: ProtocolVersion::V_2026_07_28,
         ..Person::new(Answer::Accept)
     };
-    let (client, _home) = connect(person.clone(), &env).await;
+    let (client, _home) = connect_stateless(person.clone(), &env).await;
     // rmcp's high-level call drives the rounds through the handler.
     let result = client.call_tool(stop(101)).await.expect("answered");
     assert_ne!(result.is_error, Some(true), "{result:?}");
@@ -98,7 +70,7 @@ async fn tampered_replayed_and_swapped_states_are_refused() {
         version: ProtocolVersion::V_2026_07_28,
         ..Person::new(Answer::Accept)
     };
-    let (client, _home) = connect(person, &env).await;
+    let (client, _home) = connect_stateless(person, &env).await;
 
     let CallToolResponse::InputRequired(asked) = once(&client, stop(101)).await else {
         panic!("a gated call asks first");

@@ -7,15 +7,14 @@
 mod approval_common;
 mod common;
 
-use approval_common::{Answer, Person, args, changes, connect_stdio, envelope};
+use approval_common::{Answer, Person, args, changes, connect_stateless, connect_stdio, envelope};
 use common::{emulator, env_for, with_policy};
 use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     ProtocolVersion,
 };
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};
-use rmcp::transport::TokioChildProcess;
+use rmcp::service::RunningService;
 use serde_json::{Value, json};
 
 const COMPACT_FULL: &[(&str, &str)] =
@@ -179,34 +178,6 @@ async fn compact_declined_approval_sends_nothing() {
     );
     assert!(changes(&emu).is_empty());
     client.cancel().await.ok();
-}
-
-async fn connect_stateless(
-    person: Person,
-    env: &[(String, String)],
-) -> (RunningService<RoleClient, Person>, tempfile::TempDir) {
-    let home = tempfile::tempdir().expect("temp home");
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nandi-proxmox-mcp"));
-    command
-        .arg("run")
-        .env_clear()
-        .env("HOME", home.path())
-        .current_dir(home.path())
-        .stderr(std::process::Stdio::null());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let transport = TokioChildProcess::new(command).expect("spawn");
-    let client = person
-        .serve_with_lifecycle(
-            transport,
-            ClientLifecycleMode::Discover {
-                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-            },
-        )
-        .await
-        .expect("2026-07-28 client connects");
-    (client, home)
 }
 
 fn complete(response: CallToolResponse) -> CallToolResult {

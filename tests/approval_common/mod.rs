@@ -10,9 +10,9 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
     ElicitResult, ElicitationAction, Implementation, ProtocolVersion,
 };
-use rmcp::service::{RequestContext, RunningService};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, ErrorData as McpError, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ErrorData as McpError, RoleClient};
 use serde_json::{Map, Value, json};
 
 /// What the person answers.
@@ -100,10 +100,30 @@ impl ClientHandler for Person {
 }
 
 /// Starts the built binary with `env` (a clean environment, empty cwd and HOME) and
-/// connects `person` to it over stdio.
+/// connects `person` to it over stdio with `initialize`.
 pub async fn connect_stdio(
     person: Person,
     env: &[(String, String)],
+) -> (RunningService<RoleClient, Person>, tempfile::TempDir) {
+    connect_stdio_with(person, env, ClientLifecycleMode::Initialize).await
+}
+
+/// Like [`connect_stdio`], as a stateless 2026-07-28 peer (`server/discover`, no session).
+pub async fn connect_stateless(
+    person: Person,
+    env: &[(String, String)],
+) -> (RunningService<RoleClient, Person>, tempfile::TempDir) {
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    connect_stdio_with(person, env, lifecycle).await
+}
+
+/// Starts the built binary and connects `person` with the given lifecycle.
+pub async fn connect_stdio_with(
+    person: Person,
+    env: &[(String, String)],
+    lifecycle: ClientLifecycleMode,
 ) -> (RunningService<RoleClient, Person>, tempfile::TempDir) {
     let home = tempfile::tempdir().expect("temp home");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nandi-proxmox-mcp"));
@@ -118,7 +138,10 @@ pub async fn connect_stdio(
         command.env(key, value);
     }
     let transport = TokioChildProcess::new(command).expect("spawn");
-    let client = person.serve(transport).await.expect("client connects");
+    let client = person
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .expect("client connects");
     (client, home)
 }
 
