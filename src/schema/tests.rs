@@ -1,0 +1,97 @@
+//! Unit tests of schema generation and argument validation.
+use super::*;
+use crate::catalog;
+
+fn spec(name: &str) -> &'static ToolSpec {
+    catalog::find(name).unwrap()
+}
+
+fn args(v: Value) -> Map<String, Value> {
+    v.as_object().unwrap().clone()
+}
+
+#[test]
+fn schema_is_plain_object_with_described_properties() {
+    for spec in catalog::all() {
+        let schema = input_schema(spec);
+        assert_eq!(schema["type"], "object");
+        for key in ["anyOf", "oneOf", "allOf"] {
+            assert!(!schema.contains_key(key), "{}", spec.name);
+        }
+        for (name, prop) in schema["properties"].as_object().unwrap() {
+            let desc = prop["description"].as_str().unwrap_or("");
+            assert!(desc.len() > 10, "{}.{name} lacks a description", spec.name);
+        }
+    }
+}
+
+#[test]
+fn confirm_property_only_on_confirm_tools() {
+    let stop = input_schema(spec("pve_stop_qemu_vm"));
+    assert_eq!(stop["properties"]["confirm"]["type"], "boolean");
+    let start = input_schema(spec("pve_start_qemu_vm"));
+    assert!(start["properties"].get("confirm").is_none());
+}
+
+#[test]
+fn accepts_valid_arguments() {
+    let ok = validate(
+        spec("pve_stop_qemu_vm"),
+        Some(&args(
+            json!({"node": "pve01", "vmid": 101, "confirm": true}),
+        )),
+    )
+    .unwrap();
+    assert!(ok.confirmed);
+    assert_eq!(ok.values["vmid"], ArgValue::Int(101));
+}
+
+#[test]
+fn rejects_each_kind_of_bad_input() {
+    let s = spec("pve_get_qemu_status");
+    let cases = [
+        (json!({"node": "pve01"}), "vmid", "missing"),
+        (json!({"node": "pve01", "vmid": "101"}), "vmid", "integer"),
+        (json!({"node": "pve01", "vmid": 5}), "vmid", "at least 100"),
+        (json!({"node": "pve01", "vmid": 1.5}), "vmid", "integer"),
+        (json!({"node": "../etc", "vmid": 101}), "node", "pattern"),
+        (
+            json!({"node": "pve01", "vmid": 101, "x": 1}),
+            "x",
+            "unknown",
+        ),
+    ];
+    for (input, field, needle) in cases {
+        let err = validate(s, Some(&args(input.clone()))).unwrap_err();
+        let msg = err
+            .errors
+            .get(field)
+            .unwrap_or_else(|| panic!("{input}: {err:?}"));
+        assert!(msg.contains(needle), "{input}: {msg}");
+    }
+}
+
+#[test]
+fn enum_and_confirm_type_checked() {
+    let err = validate(
+        spec("pve_list_cluster_resources"),
+        Some(&args(json!({"type": "vms"}))),
+    )
+    .unwrap_err();
+    assert!(err.errors["type"].contains("one of"));
+    let err = validate(
+        spec("pve_stop_task"),
+        Some(&args(
+            json!({"node": "pve01", "upid": "x", "confirm": "yes"}),
+        )),
+    )
+    .unwrap_err();
+    assert!(err.errors.contains_key("confirm"));
+    assert!(err.errors.contains_key("upid"));
+}
+
+#[test]
+fn booleans_go_on_the_wire_as_perl_integers() {
+    assert_eq!(ArgValue::Bool(true).to_wire(), "1");
+    assert_eq!(ArgValue::Bool(false).to_wire(), "0");
+}
