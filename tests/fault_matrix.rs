@@ -81,8 +81,18 @@ fn stable_rows() -> Vec<Row> {
     for status in [502, 503, 504] {
         rows.push(row(Status(status), Read, Some("PROXMOX_SERVER_ERROR"), 3));
         rows.push(row(Status(status), Write, Some("PROXMOX_SERVER_ERROR"), 1));
-        rows.push(row(EmptyBody(status), Read, Some("PROXMOX_SERVER_ERROR"), 3));
-        rows.push(row(EmptyBody(status), Write, Some("PROXMOX_SERVER_ERROR"), 1));
+        rows.push(row(
+            EmptyBody(status),
+            Read,
+            Some("PROXMOX_SERVER_ERROR"),
+            3,
+        ));
+        rows.push(row(
+            EmptyBody(status),
+            Write,
+            Some("PROXMOX_SERVER_ERROR"),
+            1,
+        ));
     }
     rows.push(row(HtmlProxy, Read, Some("PROXMOX_SERVER_ERROR"), 3));
     rows.push(row(HtmlProxy, Write, Some("PROXMOX_SERVER_ERROR"), 1));
@@ -95,24 +105,33 @@ fn stable_rows() -> Vec<Row> {
 /// sent and the answer is not 502/503/504, so a read is not repeated.
 fn retry_policy_rows() -> Vec<Row> {
     vec![
-        row(FaultKind::Status(500), Op::Read, Some("PROXMOX_SERVER_ERROR"), 1),
+        row(
+            FaultKind::Status(500),
+            Op::Read,
+            Some("PROXMOX_SERVER_ERROR"),
+            1,
+        ),
         row(FaultKind::Reset, Op::Read, Some("CONNECTION_RESET"), 1),
     ]
 }
 
 /// Runs `rows` against one server; returns a description of each row that failed.
 async fn run_rows(rows: &[Row]) -> Vec<String> {
-    let server = fuzz_harness::serve(fuzz_harness::emulator().await, fuzz_harness::EVERYTHING).await;
+    let server =
+        fuzz_harness::serve(fuzz_harness::emulator().await, fuzz_harness::EVERYTHING).await;
     let mut failures = Vec::new();
     for row in rows {
         let label = format!("{:?} × {:?}", row.fault, row.op);
         server.emulator.clear_faults();
-        server.emulator.arm_fault(Fault::new(row.fault.clone(), 100));
+        server
+            .emulator
+            .arm_fault(Fault::new(row.fault.clone(), 100));
         server.emulator.clear_requests();
         let (tool, args) = row.op.tool();
-        let result = fuzz_harness::call(&server.client, tool, args.clone(), Duration::from_secs(90))
-            .await
-            .unwrap_or_else(|e| panic!("{label}: {e}"));
+        let result =
+            fuzz_harness::call(&server.client, tool, args.clone(), Duration::from_secs(90))
+                .await
+                .unwrap_or_else(|e| panic!("{label}: {e}"));
         let sent = server.emulator.requests().len() as u32;
         server.emulator.clear_faults();
         let envelope = fuzz_harness::envelope(&result);
@@ -126,7 +145,7 @@ async fn run_rows(rows: &[Row]) -> Vec<String> {
                 if envelope["error"]["code"] != code {
                     problems.push(format!("code {} (want {code})", envelope["error"]["code"]));
                 }
-                if !envelope["error"]["hint"].as_str().is_some_and(|h| !h.is_empty()) {
+                if envelope["error"]["hint"].as_str().is_none_or(str::is_empty) {
                     problems.push("no hint".to_owned());
                 }
             }
@@ -165,7 +184,13 @@ async fn run_rows(rows: &[Row]) -> Vec<String> {
 async fn every_fault_by_read_and_write() {
     let rows = stable_rows();
     let failures = run_rows(&rows).await;
-    assert!(failures.is_empty(), "{} of {} rows failed:\n{}", failures.len(), rows.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,7 +198,13 @@ async fn every_fault_by_read_and_write() {
 async fn retry_policy_rows_follow_the_intended_policy() {
     let rows = retry_policy_rows();
     let failures = run_rows(&rows).await;
-    assert!(failures.is_empty(), "{} of {} rows failed:\n{}", failures.len(), rows.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows failed:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
 }
 
 /// A hung Proxmox: the call ends with TIMEOUT after the 15 s attempt limit; a write is sent
@@ -204,7 +235,11 @@ impl Switch {
     async fn new(upstream: u16) -> Arc<Switch> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
-        let switch = Arc::new(Switch { port, upstream, running: Mutex::new(None) });
+        let switch = Arc::new(Switch {
+            port,
+            upstream,
+            running: Mutex::new(None),
+        });
         switch.serve(listener).await;
         switch
     }
@@ -233,7 +268,9 @@ impl Switch {
     }
 
     async fn up(&self) {
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).await.expect("rebind the same port");
+        let listener = TcpListener::bind(("127.0.0.1", self.port))
+            .await
+            .expect("rebind the same port");
         self.serve(listener).await;
     }
 }
@@ -249,7 +286,9 @@ async fn proxmox_going_away_mid_session_and_coming_back() {
     let call = |tool: &'static str, args: Value| {
         let client = &client;
         async move {
-            let result = fuzz_harness::call(client, tool, args, Duration::from_secs(60)).await.expect("a result");
+            let result = fuzz_harness::call(client, tool, args, Duration::from_secs(60))
+                .await
+                .expect("a result");
             (result.is_error, fuzz_harness::envelope(&result))
         }
     };
@@ -261,7 +300,10 @@ async fn proxmox_going_away_mid_session_and_coming_back() {
     assert_eq!(is_error, Some(true), "{read}");
     assert_eq!(read["error"]["code"], "CONNECTION_REFUSED", "{read}");
     assert!(read["error"]["hint"].is_string());
-    assert_eq!(read["meta"]["retries"], 2, "a refused read is retried: {read}");
+    assert_eq!(
+        read["meta"]["retries"], 2,
+        "a refused read is retried: {read}"
+    );
     emulator.clear_requests();
     let (is_error, written) = call("pve_qemu_update_config", write.clone()).await;
     assert_eq!(is_error, Some(true), "{written}");
@@ -273,5 +315,12 @@ async fn proxmox_going_away_mid_session_and_coming_back() {
     assert_eq!(is_error, Some(false), "back: {read}");
     let (is_error, written) = call("pve_qemu_update_config", write).await;
     assert_eq!(is_error, Some(false), "back: {written}");
-    assert_eq!(emulator.requests().iter().filter(|r| r.method == "PUT").count(), 1);
+    assert_eq!(
+        emulator
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PUT")
+            .count(),
+        1
+    );
 }

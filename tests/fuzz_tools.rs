@@ -34,10 +34,40 @@ fn nothing_sent(code: &str) -> bool {
 
 /// Strings that have broken URL builders, shells and log parsers.
 const HOSTILE: &[&str] = &[
-    "..", ".", "../", "../../etc/passwd", "/", "a/b", "/nodes/pve01", "x\r\nInjected: 1",
-    "a\0b", "\0", "?a=1", "#frag", "a?b#c", "$(reboot)", "; rm -rf /", "`id`", "|cat", "&&",
-    "ünïcødé", "🙂", "\u{202e}gnp.exe", "", " ", "%2e%2e", "%00", "%2F", "\\..\\", "\t",
-    "-rf", "--help", "'\"", "<script>", "${jndi:x}", "9999999999999999999999",
+    "..",
+    ".",
+    "../",
+    "../../etc/passwd",
+    "/",
+    "a/b",
+    "/nodes/pve01",
+    "x\r\nInjected: 1",
+    "a\0b",
+    "\0",
+    "?a=1",
+    "#frag",
+    "a?b#c",
+    "$(reboot)",
+    "; rm -rf /",
+    "`id`",
+    "|cat",
+    "&&",
+    "ünïcødé",
+    "🙂",
+    "\u{202e}gnp.exe",
+    "",
+    " ",
+    "%2e%2e",
+    "%00",
+    "%2F",
+    "\\..\\",
+    "\t",
+    "-rf",
+    "--help",
+    "'\"",
+    "<script>",
+    "${jndi:x}",
+    "9999999999999999999999",
 ];
 
 /// Values known to exist in the seeded emulator, by parameter name.
@@ -55,9 +85,32 @@ fn known_values(name: &str) -> &'static [&'static str] {
 
 /// Pattern-friendly candidates tried, in order, against a parameter's pattern.
 const CANDIDATES: &[&str] = &[
-    "pve01", "local", "snap1", "abc", "a1", "test-1", "vm-101-disk-0", "root@pam", "10.0.0.1",
-    "10.0.0.0/24", "vmbr0", "1", "x", "a", "Z9", "on", "local:iso/debian-12.iso", "net0",
-    "scsi0", "virtio", "512M", "1G", "user@pve!tok", "aa:bb:cc:dd:ee:ff", "ext4", "PVEAdmin",
+    "pve01",
+    "local",
+    "snap1",
+    "abc",
+    "a1",
+    "test-1",
+    "vm-101-disk-0",
+    "root@pam",
+    "10.0.0.1",
+    "10.0.0.0/24",
+    "vmbr0",
+    "1",
+    "x",
+    "a",
+    "Z9",
+    "on",
+    "local:iso/debian-12.iso",
+    "net0",
+    "scsi0",
+    "virtio",
+    "512M",
+    "1G",
+    "user@pve!tok",
+    "aa:bb:cc:dd:ee:ff",
+    "ext4",
+    "PVEAdmin",
 ];
 
 struct Param<'a> {
@@ -67,7 +120,10 @@ struct Param<'a> {
 
 impl Param<'_> {
     fn kind(&self) -> &str {
-        self.schema.get("type").and_then(Value::as_str).unwrap_or("string")
+        self.schema
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("string")
     }
     fn int(&self, key: &str) -> Option<i64> {
         self.schema.get(key).and_then(Value::as_i64)
@@ -78,7 +134,9 @@ impl Param<'_> {
         static CACHE: LazyLock<Mutex<HashMap<String, Option<regex::Regex>>>> =
             LazyLock::new(Mutex::default);
         let p = self.schema.get("pattern")?.as_str()?;
-        let mut cache = CACHE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cache = CACHE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         cache
             .entry(p.to_owned())
             .or_insert_with(|| regex::Regex::new(p).ok())
@@ -102,7 +160,11 @@ impl Param<'_> {
 /// A valid value for `param`, or a boundary one when `boundary` is set.
 fn valid_value(rng: &mut StdRng, param: &Param<'_>, boundary: bool) -> Value {
     if let Some(options) = param.schema.get("enum").and_then(Value::as_array) {
-        let pick = if boundary { options.last() } else { options.choose(rng) };
+        let pick = if boundary {
+            options.last()
+        } else {
+            options.choose(rng)
+        };
         return pick.cloned().unwrap_or(Value::Null);
     }
     match param.kind() {
@@ -111,7 +173,12 @@ fn valid_value(rng: &mut StdRng, param: &Param<'_>, boundary: bool) -> Value {
             let min = param.int("minimum").unwrap_or(0);
             let max = param.int("maximum").unwrap_or(min.saturating_add(1000));
             if param.name.contains("vmid") && !boundary {
-                return json!([101, 102, 201, 202, 9000].choose(rng).copied().unwrap_or(101));
+                return json!(
+                    [101, 102, 201, 202, 9000]
+                        .choose(rng)
+                        .copied()
+                        .unwrap_or(101)
+                );
             }
             if boundary {
                 json!(if rng.random_bool(0.5) { min } else { max })
@@ -126,20 +193,24 @@ fn valid_value(rng: &mut StdRng, param: &Param<'_>, boundary: bool) -> Value {
 
 fn valid_string(rng: &mut StdRng, param: &Param<'_>, boundary: bool) -> String {
     let fits = |s: &str| !param.string_is_invalid(s);
-    if boundary {
-        if let Some(max) = param.int("maxLength") {
-            let long = "a".repeat(usize::try_from(max).unwrap_or(1));
-            if fits(&long) {
-                return long;
-            }
+    if boundary && let Some(max) = param.int("maxLength") {
+        let long = "a".repeat(usize::try_from(max).unwrap_or(1));
+        if fits(&long) {
+            return long;
         }
     }
-    let known: Vec<&str> = known_values(param.name).iter().copied().filter(|s| fits(s)).collect();
+    let known: Vec<&str> = known_values(param.name)
+        .iter()
+        .copied()
+        .filter(|s| fits(s))
+        .collect();
     if let Some(s) = known.choose(rng) {
         return (*s).to_owned();
     }
     let fitting: Vec<&str> = CANDIDATES.iter().copied().filter(|s| fits(s)).collect();
-    fitting.choose(rng).map_or_else(|| "x".to_owned(), |s| (*s).to_owned())
+    fitting
+        .choose(rng)
+        .map_or_else(|| "x".to_owned(), |s| (*s).to_owned())
 }
 
 /// A value of the wrong JSON type for `param`, nested `depth` levels at most.
@@ -170,7 +241,10 @@ enum Expect {
 
 fn generate(rng: &mut StdRng, schema: &Map<String, Value>) -> (Value, Expect) {
     let empty = Map::new();
-    let properties = schema.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
     let required: Vec<&str> = schema
         .get("required")
         .and_then(Value::as_array)
@@ -196,7 +270,10 @@ fn generate(rng: &mut StdRng, schema: &Map<String, Value>) -> (Value, Expect) {
         return (Value::Object(args), Expect::Anything);
     }
     // Hostile: one mutation, which may or may not make the input invalid.
-    let target = params.iter().filter(|p| p.name != "confirm").collect::<Vec<_>>();
+    let target = params
+        .iter()
+        .filter(|p| p.name != "confirm")
+        .collect::<Vec<_>>();
     let Some(p) = target.choose(rng) else {
         args.insert("zz unknown key".into(), json!(1));
         return (Value::Object(args), Expect::Refused("unknown key".into()));
@@ -205,7 +282,10 @@ fn generate(rng: &mut StdRng, schema: &Map<String, Value>) -> (Value, Expect) {
     match rng.random_range(0..7) {
         0 => {
             args.insert(name.clone(), wrong_type(rng, p));
-            (Value::Object(args), Expect::Refused(format!("{name}: wrong type")))
+            (
+                Value::Object(args),
+                Expect::Refused(format!("{name}: wrong type")),
+            )
         }
         1 => {
             args.insert(format!("zz unknown {}", rng.random::<u16>()), json!("x"));
@@ -218,11 +298,17 @@ fn generate(rng: &mut StdRng, schema: &Map<String, Value>) -> (Value, Expect) {
                 _ => json!(1.5),
             };
             args.insert(name.clone(), bad);
-            (Value::Object(args), Expect::Refused(format!("{name}: out of range")))
+            (
+                Value::Object(args),
+                Expect::Refused(format!("{name}: out of range")),
+            )
         }
         3 if required.contains(&p.name) => {
             args.remove(&name);
-            (Value::Object(args), Expect::Refused(format!("{name}: missing")))
+            (
+                Value::Object(args),
+                Expect::Refused(format!("{name}: missing")),
+            )
         }
         _ if p.kind() == "string" => {
             let s = if rng.random_range(0..400) == 0 {
@@ -230,7 +316,11 @@ fn generate(rng: &mut StdRng, schema: &Map<String, Value>) -> (Value, Expect) {
             } else {
                 let base = HOSTILE.choose(rng).copied().unwrap_or("..");
                 let prefix = valid_string(rng, p, false);
-                if rng.random_bool(0.5) { format!("{prefix}{base}") } else { base.to_owned() }
+                if rng.random_bool(0.5) {
+                    format!("{prefix}{base}")
+                } else {
+                    base.to_owned()
+                }
             };
             let expect = if p.string_is_invalid(&s) {
                 Expect::Refused(format!("{name}: breaks its pattern, length or enum"))
@@ -241,9 +331,14 @@ fn generate(rng: &mut StdRng, schema: &Map<String, Value>) -> (Value, Expect) {
             (Value::Object(args), expect)
         }
         _ => {
-            args.insert(name.clone(), json!(HOSTILE.choose(rng).copied().unwrap_or("..")));
+            args.insert(
+                name.clone(),
+                json!(HOSTILE.choose(rng).copied().unwrap_or("..")),
+            );
             // An array parameter (a guest command) also takes one string, split on whitespace.
-            let expect = if matches!(p.kind(), "string" | "array") { Expect::Anything } else {
+            let expect = if matches!(p.kind(), "string" | "array") {
+                Expect::Anything
+            } else {
                 Expect::Refused(format!("{name}: string for a {}", p.kind()))
             };
             (Value::Object(args), expect)
@@ -260,13 +355,24 @@ fn strings_of(args: &Value) -> Vec<&str> {
 
 /// Checks one recorded path; returns how many segments needed percent-encoding.
 fn check_path(raw: &str, args: &Value, context: &str) -> usize {
-    assert!(raw.starts_with('/') || raw.is_empty(), "{context}: path {raw:?}");
+    assert!(
+        raw.starts_with('/') || raw.is_empty(),
+        "{context}: path {raw:?}"
+    );
     let mut encoded = 0;
     for segment in raw.split('/').skip(1) {
-        let ok = segment.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(&b));
-        assert!(ok, "{context}: segment {segment:?} of {raw:?} is not percent-encoded");
+        let ok = segment
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~%".contains(&b));
+        assert!(
+            ok,
+            "{context}: segment {segment:?} of {raw:?} is not percent-encoded"
+        );
         let decoded = percent_encoding::percent_decode_str(segment).decode_utf8_lossy();
-        assert!(decoded != "." && decoded != "..", "{context}: dot segment in {raw:?}");
+        assert!(
+            decoded != "." && decoded != "..",
+            "{context}: dot segment in {raw:?}"
+        );
         for value in strings_of(args) {
             if decoded == value {
                 assert_eq!(segment, encode_path_segment(value), "{context}: {raw:?}");
@@ -287,7 +393,11 @@ async fn run_cases(cases: u64, seed: u64) {
         .iter()
         .map(|t| (t.name.to_string(), (*t.input_schema).clone()))
         .collect();
-    assert!(tools.len() > 100, "every tool is registered: {}", tools.len());
+    assert!(
+        tools.len() > 100,
+        "every tool is registered: {}",
+        tools.len()
+    );
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut reached, mut refused, mut encoded_segments, mut valid) = (0u64, 0u64, 0usize, 0u64);
     for case in 0..cases {
@@ -296,9 +406,10 @@ async fn run_cases(cases: u64, seed: u64) {
         let context = format!("case {case} (seed {seed}) {name}");
         server.emulator.clear_requests();
         let began = std::time::Instant::now();
-        let result = fuzz_harness::call(&server.client, name, args.clone(), Duration::from_secs(30))
-            .await
-            .unwrap_or_else(|e| panic!("{context}: {e}"));
+        let result =
+            fuzz_harness::call(&server.client, name, args.clone(), Duration::from_secs(30))
+                .await
+                .unwrap_or_else(|e| panic!("{context}: {e}"));
         if began.elapsed() > Duration::from_millis(500) {
             eprintln!("fuzz: slow case {case} {name}: {:?}", began.elapsed());
         }
@@ -312,7 +423,10 @@ async fn run_cases(cases: u64, seed: u64) {
         }
         if let Expect::Refused(why) = &expect {
             let short: String = args.to_string().chars().take(300).collect();
-            assert_eq!(code, "TOOL_INPUT_REJECTED", "{context}: {why}: {short} → {envelope}");
+            assert_eq!(
+                code, "TOOL_INPUT_REJECTED",
+                "{context}: {why}: {short} → {envelope}"
+            );
         } else {
             valid += 1;
         }
@@ -322,23 +436,41 @@ async fn run_cases(cases: u64, seed: u64) {
         for request in &requests {
             encoded_segments += check_path(&request.raw_path, &args, &context);
         }
-        assert_eq!(PANICS.load(Ordering::SeqCst), 0, "{context}: a panic occurred");
+        assert_eq!(
+            PANICS.load(Ordering::SeqCst),
+            0,
+            "{context}: a panic occurred"
+        );
     }
     eprintln!(
         "fuzz: {cases} cases over {} tools (seed {seed}): {valid} not-necessarily-invalid, {reached} reached Proxmox, {refused} refused with nothing sent, {encoded_segments} percent-encoded path segments checked",
         tools.len()
     );
-    assert!(reached * 10 > cases, "too few cases reached the emulator: {reached}");
-    assert!(refused * 10 > cases, "too few cases were refused: {refused}");
+    assert!(
+        reached * 10 > cases,
+        "too few cases reached the emulator: {reached}"
+    );
+    assert!(
+        refused * 10 > cases,
+        "too few cases were refused: {refused}"
+    );
     // The server still answers after the whole run.
-    let after = fuzz_harness::call(&server.client, "pve_list_nodes", json!({}), Duration::from_secs(30))
-        .await
-        .expect("still answering");
+    let after = fuzz_harness::call(
+        &server.client,
+        "pve_list_nodes",
+        json!({}),
+        Duration::from_secs(30),
+    )
+    .await
+    .expect("still answering");
     assert_eq!(after.is_error, Some(false));
 }
 
 fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -173,7 +173,8 @@ fn acl_target(path: &str) -> String {
 /// A response with status `code` (500 when it is not a valid status) and no body at all.
 fn empty(code: u16) -> Response {
     let mut response = Response::new(Body::empty());
-    *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     response
 }
 

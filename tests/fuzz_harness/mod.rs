@@ -15,9 +15,9 @@ use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::pve;
 use nandi_proxmox_mcp::registry::{Capabilities, Registry};
 use nandi_proxmox_mcp::server::{AppState, Server};
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Tool};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::ServiceExt;
 use serde_json::Value;
 
 /// Panics seen by the hook [`count_panics`] installs, in any thread of the test process.
