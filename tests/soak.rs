@@ -326,3 +326,37 @@ async fn a_thousand_sessions_leave_nothing_behind() {
     );
     child.start_kill().expect("stop the server");
 }
+
+/// The stdio server's steady state: one thread (reading, dispatch, the HTTPS exchange and the
+/// answer on the thread that polls the pipes — no worker or blocking-pool hand-offs), flat
+/// memory over many calls, and no log line per call at the default log level.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_is_one_thread_with_flat_memory_and_quiet_calls() {
+    let emulator = common::emulator().await;
+    let log = tempfile::NamedTempFile::new().expect("log file");
+    let mut env = common::env_for(&emulator);
+    // The binary's default filter, spelled out (the harness quiets it to `warn` otherwise).
+    env.push(("RUST_LOG".into(), "warn,nandi_proxmox_mcp=info".into()));
+    let mut mcp = common::McpProcess::spawn_logging_to(&["run"], &env, log.path());
+    mcp.initialize().await;
+    for _ in 0..100 {
+        common::ok(&mut mcp, "pve_list_nodes", json!({})).await;
+    }
+    let pid = mcp.pid();
+    let warm = footprint(pid, emulator.port());
+    for _ in 0..1_000 {
+        common::ok(&mut mcp, "pve_list_nodes", json!({})).await;
+    }
+    let after = footprint(pid, emulator.port());
+    assert_eq!(after.threads, 1, "stdio is served on one thread: {after:?}");
+    assert!(
+        after.rss_kib <= warm.rss_kib + warm.rss_kib / 10,
+        "RSS grew from {warm:?} to {after:?} over 1,000 calls"
+    );
+    mcp.shutdown().await;
+    let text = std::fs::read_to_string(log.path()).expect("log");
+    assert!(
+        !text.contains("tool call"),
+        "a line per call at the default level: {text}"
+    );
+}
