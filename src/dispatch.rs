@@ -79,13 +79,15 @@ pub fn finish(
         retries: attempts.saturating_sub(1),
         approval,
     };
+    // DEBUG, not INFO: at the default level a per-call line cost more CPU than the call's own
+    // code (see docs/PERFORMANCE.md); `RUST_LOG=nandi_proxmox_mcp=debug` brings it back.
     match &outcome {
-        Ok(_) => tracing::info!(
+        Ok(_) => tracing::debug!(
             tool = entry.wire_name,
             ms = meta.duration.as_millis() as u64,
             "tool call ok"
         ),
-        Err(f) => tracing::info!(tool = entry.wire_name, code = f.code, "tool call failed"),
+        Err(f) => tracing::debug!(tool = entry.wire_name, code = f.code, "tool call failed"),
     }
     // The one place every answer passes: nothing larger than the cap reaches the client.
     let outcome = outcome.map(|data| crate::lean::cap(data, entry.spec, entry.output_cap));

@@ -6,7 +6,7 @@
 //! status 0 instead of a panic.
 
 use clap::Parser;
-use nandi_proxmox_mcp::cli::{self, Cli};
+use nandi_proxmox_mcp::cli::{self, Cli, Command};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::SubscriberExt;
@@ -54,6 +54,28 @@ fn exit_quietly_on_closed_stdout() {
     }));
 }
 
+/// True when this invocation serves MCP over stdio: `run` (or no command) without
+/// `MCP_TRANSPORT=http`.
+fn serves_stdio(cli: &Cli) -> bool {
+    let is_run = matches!(cli.command, None | Some(Command::Run(_)));
+    let transport = std::env::var("MCP_TRANSPORT").unwrap_or_default();
+    is_run && !transport.trim().eq_ignore_ascii_case("http")
+}
+
+/// The stdio server runs on one thread: every message is read, dispatched, sent to Proxmox
+/// and answered on the thread that polls the pipes, with no hand-off between workers (the
+/// profile of the two-worker runtime showed a third of the CPU in waking and parking
+/// threads). Everything else — the HTTP transport, the CLI commands — keeps two workers.
+fn runtime_builder(cli: &Cli) -> tokio::runtime::Builder {
+    if serves_stdio(cli) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(2);
+        builder
+    }
+}
+
 fn main() {
     exit_quietly_on_closed_stdout();
     let cli = Cli::parse();
@@ -68,11 +90,7 @@ fn main() {
         .with(filter_fn(not_a_repeated_tls_failure))
         .init();
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_builder(&cli).enable_all().build() {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("nandi-proxmox-mcp: cannot start the async runtime: {err}");

@@ -202,7 +202,9 @@ fn connect_from_config(limits: pve::ClientLimits) -> Result<Connected, CliError>
 /// Said on stderr when a person starts `run` at a terminal: without it the server looks hung.
 pub const WAITING_ON_A_TERMINAL: &str = "waiting for an MCP client on stdin (this is meant to be started by an MCP client; Ctrl-C to stop)";
 
-/// Serves MCP over stdin/stdout. Input that ends before an `initialize` request (Ctrl-D at a
+/// Serves MCP over stdin/stdout. When both are pipes (as MCP clients start servers) they are
+/// driven by the runtime's reactor instead of tokio's blocking pool, so a message costs no
+/// thread hand-off; a terminal or file falls back to the blocking handles. Input that ends before an `initialize` request (Ctrl-D at a
 /// terminal, a client that gives up) is a normal exit, not a failure.
 async fn serve_stdio(server: Server) -> Result<(), CliError> {
     use std::io::IsTerminal as _;

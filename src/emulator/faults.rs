@@ -59,8 +59,11 @@ impl Fault {
 /// The misbehaviours the emulator can be told to show.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FaultKind {
-    /// A Proxmox-style JSON error with this HTTP status.
+    /// A Proxmox-style JSON error with this HTTP status (a 400 names a parameter in
+    /// `errors`, as Proxmox's parameter verification does).
     Status(u16),
+    /// This HTTP status with an empty body (a proxy or a crashed worker answering).
+    EmptyBody(u16),
     /// A 502 HTML page as an nginx reverse proxy would send it.
     HtmlProxy,
     /// A 200 answer whose body is an HTML login page instead of JSON.
@@ -124,6 +127,7 @@ pub(super) const HANG_LIMIT: Duration = Duration::from_secs(3600);
 pub(super) fn action(kind: &FaultKind, path: &str) -> FaultAction {
     match kind {
         FaultKind::Status(code) => FaultAction::Respond(status_response(*code, path)),
+        FaultKind::EmptyBody(code) => FaultAction::Respond(empty(*code)),
         FaultKind::HtmlProxy => FaultAction::Respond(html(StatusCode::BAD_GATEWAY, NGINX_502)),
         FaultKind::BadJson => FaultAction::Respond(html(StatusCode::OK, LOGIN_PAGE)),
         FaultKind::Hang => FaultAction::Hang,
@@ -135,6 +139,10 @@ pub(super) fn action(kind: &FaultKind, path: &str) -> FaultAction {
 /// A JSON error shaped like the ones Proxmox sends for that status.
 fn status_response(code: u16, path: &str) -> Response {
     let message = match code {
+        400 => {
+            return ApiError::param("vmid", "value does not look like a valid VM ID")
+                .into_response();
+        }
         401 => return ApiError::auth_failure().into_response(),
         403 => format!("Permission check failed ({})", acl_target(path)),
         500 => "internal error".to_string(),
@@ -160,6 +168,14 @@ fn acl_target(path: &str) -> String {
         ["pools", ..] => "/pool, Pool.Audit".to_string(),
         _ => "/, Sys.Audit".to_string(),
     }
+}
+
+/// A response with status `code` (500 when it is not a valid status) and no body at all.
+fn empty(code: u16) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() =
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    response
 }
 
 fn html(status: StatusCode, page: &'static str) -> Response {
@@ -220,6 +236,22 @@ mod tests {
         let f = Fault::new(FaultKind::BadJson, 1).on_prefix("/api2/json/cluster");
         assert!(f.matches("/cluster/resources"));
         assert!(!f.matches("/nodes"));
+    }
+
+    #[test]
+    fn a_400_names_the_parameter_and_an_empty_body_is_empty() {
+        let FaultAction::Respond(bad) = action(&FaultKind::Status(400), "/nodes") else {
+            panic!("a status fault responds");
+        };
+        assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+        let FaultAction::Respond(empty) = action(&FaultKind::EmptyBody(502), "/nodes") else {
+            panic!("an empty-body fault responds");
+        };
+        assert_eq!(empty.status(), StatusCode::BAD_GATEWAY);
+        assert_eq!(
+            axum::body::HttpBody::size_hint(empty.body()).exact(),
+            Some(0)
+        );
     }
 
     #[test]

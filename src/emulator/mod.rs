@@ -127,6 +127,9 @@ pub struct RecordedRequest {
     pub method: String,
     /// Percent-decoded path after `/api2/json` (e.g. `/nodes/pve01/status`).
     pub path: String,
+    /// The same path exactly as sent, still percent-encoded (e.g. `/nodes/a%2Fb/status`), so a
+    /// test can check how each segment was encoded.
+    pub raw_path: String,
     /// Decoded query-string pairs, in order.
     pub query: Vec<(String, String)>,
     /// Decoded body parameters (form-urlencoded, or a JSON object's scalar

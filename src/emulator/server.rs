@@ -151,6 +151,7 @@ pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -
         requests.push(RecordedRequest {
             method: method.clone(),
             path: path.clone(),
+            raw_path: api_path.to_owned(),
             query: query.clone(),
             form: form.as_ref().map_or_else(|_| Vec::new(), Clone::clone),
             authorized,

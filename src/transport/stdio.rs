@@ -30,9 +30,12 @@ pub struct CheckedStdio<W: AsyncWrite + Send + Unpin + 'static> {
     refusals: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
 }
 
-/// The server's stdin/stdout, checked.
-pub fn stdio() -> CheckedStdio<tokio::io::Stdout> {
-    checked(tokio::io::stdin(), tokio::io::stdout())
+/// The server's stdin/stdout, checked. rmcp's `stdio_pipes` reads and writes pipes on the
+/// event loop (no blocking-pool hand-off per line) and falls back to tokio's handles when
+/// stdin/stdout are not pipes.
+pub fn stdio() -> CheckedStdio<rmcp::transport::io::StdioWriter> {
+    let (read, write) = rmcp::transport::stdio_pipes();
+    checked(read, write)
 }
 
 /// Any reader/writer pair, checked (tests use in-memory pipes).

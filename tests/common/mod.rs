@@ -218,6 +218,11 @@ impl McpProcess {
             .unwrap_or_else(|| panic!("expected a result for {name}: {response}"))
     }
 
+    /// The server's process id (for reading its footprint in `/proc`).
+    pub fn pid(&self) -> u32 {
+        self.child.id().expect("running")
+    }
+
     /// Closes stdin and waits for a clean exit.
     pub async fn shutdown(mut self) -> std::process::ExitStatus {
         drop(self.stdin);
