@@ -261,7 +261,8 @@ impl ApprovalKey {
             path: path.display().to_string(),
             problem,
         };
-        let bytes = std::fs::read(path).map_err(|e| bad(format!("cannot be read: {}", e.kind())))?;
+        let bytes =
+            std::fs::read(path).map_err(|e| bad(format!("cannot be read: {}", e.kind())))?;
         let key = bytes.trim_ascii();
         if key.len() < MIN_APPROVAL_KEY_BYTES {
             return Err(bad(format!(
@@ -469,7 +470,10 @@ mod approval_key_tests {
         let path = dir.path().join("key");
         std::fs::write(&path, "too-short-secret\n").unwrap();
         let err = with_key_file(&path).unwrap_err().to_string();
-        assert!(err.contains(ENV_APPROVAL_KEY_FILE) && err.contains("32"), "{err}");
+        assert!(
+            err.contains(ENV_APPROVAL_KEY_FILE) && err.contains("32"),
+            "{err}"
+        );
         assert!(!err.contains("too-short-secret"), "{err}");
         let missing = with_key_file(&dir.path().join("absent")).unwrap_err();
         assert!(missing.to_string().contains("cannot be read"), "{missing}");

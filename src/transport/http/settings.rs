@@ -469,7 +469,13 @@ mod tests {
                 .stateless
         );
         let err = settings(&[TOKEN, ("MCP_STATELESS", "sometimes")]).unwrap_err();
-        assert!(matches!(err, SettingsError::Invalid { name: "MCP_STATELESS", .. }));
+        assert!(matches!(
+            err,
+            SettingsError::Invalid {
+                name: "MCP_STATELESS",
+                ..
+            }
+        ));
     }
 
     #[test]
