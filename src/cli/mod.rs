@@ -10,6 +10,7 @@ mod completions;
 pub mod doctor;
 pub mod files;
 pub mod harden;
+mod health;
 mod jsonc;
 mod list;
 pub mod privileges;
@@ -82,6 +83,11 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp completions bash > ~/.local/share/bash-completion/completions/nandi-proxmox-mcp\n  nandi-proxmox-mcp completions zsh > ~/.zfunc/_nandi-proxmox-mcp"
     )]
     Completions(completions::CompletionsArgs),
+    /// Exit 0 when a running HTTP server answers 200 on /health (container health checks).
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp health --url http://127.0.0.1:3000/health"
+    )]
+    Health(health::HealthArgs),
 }
 
 /// A command failure, mapped to an exit status by `main`.
@@ -132,5 +138,6 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::Harden(args)) => harden::run(args),
         Some(Command::List) => list::run(),
         Some(Command::Completions(args)) => completions::run(args),
+        Some(Command::Health(args)) => health::run(args).await,
     }
 }
