@@ -345,7 +345,7 @@ fn registry_descriptor_matches_cargo_and_config() {
     if doc["packages"][1]["environmentVariables"] != Value::Array(oci_env.clone()) {
         stale.push("packages[1].environmentVariables");
     }
-    let problems = registry_acceptance_problems(&doc, &doc["version"].as_str().unwrap_or(""));
+    let problems = registry_acceptance_problems(&doc, doc["version"].as_str().unwrap_or(""));
     assert!(problems.is_empty(), ".mcp/server.json: {problems:#?}");
     if stale.is_empty() {
         return;
