@@ -40,6 +40,29 @@ pub const SSHD: Fixture = Fixture {
     what: "sshd (apt-get install openssh-server)",
 };
 
+/// `python3` with `venv`: the Kubernetes example is checked by kubernetes-validate from PyPI.
+pub const PYTHON: Fixture = Fixture {
+    cfg: "no_python",
+    in_shared: false,
+    what: "python3 (the Kubernetes example check installs kubernetes-validate into a venv)",
+};
+
+/// `npx`: the MCPB manifest is checked by the official `@anthropic-ai/mcpb` CLI from npm.
+pub const NPX: Fixture = Fixture {
+    cfg: "no_npx",
+    in_shared: false,
+    what: "npx (Node.js; the MCPB manifest check runs @anthropic-ai/mcpb)",
+};
+
+/// The first `name` on `PATH`.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
 /// How the run treats missing fixtures, read from the environment.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Strictness {
@@ -132,6 +155,8 @@ fn main() {
         (PVE_API, pve_api.is_file()),
         (REFERENCE_TOOLS, reference.is_file()),
         (SSHD, sshd.is_some()),
+        (PYTHON, on_path("python3").is_some()),
+        (NPX, on_path("npx").is_some()),
     ] {
         println!("cargo::rustc-check-cfg=cfg({})", fixture.cfg);
         match verdict(&fixture, present, strictness) {

@@ -15,6 +15,7 @@
 //! category or tool name is an error listing the valid values, never silently ignored.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use thiserror::Error;
@@ -48,6 +49,11 @@ pub const ENV_OUTPUT_CAP: &str = "PVE_OUTPUT_CAP_BYTES";
 
 /// Default result size cap (64 KiB).
 pub const DEFAULT_OUTPUT_CAP: usize = 64 * 1024;
+
+/// File holding the key that seals MRTR approval states, shared by every replica.
+pub const ENV_APPROVAL_KEY_FILE: &str = "PVE_APPROVAL_KEY_FILE";
+/// Fewest secret bytes an approval key file must hold.
+pub const MIN_APPROVAL_KEY_BYTES: usize = 32;
 
 /// Default time a person has to answer (seconds).
 pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
@@ -116,6 +122,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         name: ENV_OUTPUT_CAP,
         description: "Largest tool result in bytes (1024 to 16777216); a bigger one is cut with a note saying how to page or narrow.",
         default: "65536",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL_KEY_FILE,
+        description: "File with at least 32 bytes of secret (e.g. `openssl rand -hex 32`) that seals approval states; replicas behind one load balancer share it so any of them accepts an answer to a question another asked. Unset: a random key per process.",
+        default: "random per process",
         secret: false,
     },
     EnvVarDoc {
@@ -270,6 +282,14 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// `PVE_APPROVAL_KEY_FILE` cannot be read or holds too little secret (never printed).
+    #[error("{ENV_APPROVAL_KEY_FILE} {path}: {problem}")]
+    BadApprovalKey {
+        /// The file as configured.
+        path: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// `PVE_TASK_TTL_SECS` is not a whole number of seconds in 1..=604800.
     #[error("{ENV_TASK_TTL}={value:?} is not valid; use whole seconds from 1 to 604800")]
     InvalidTaskTtl {
@@ -325,6 +345,45 @@ pub struct Settings {
     pub download_allow: Vec<String>,
     /// How long an MCP task id stays valid.
     pub task_ttl: Duration,
+    /// Key sealing approval states (`PVE_APPROVAL_KEY_FILE`); `None`: random per process.
+    pub approval_key: Option<ApprovalKey>,
+}
+
+/// The secret that seals MRTR approval states, read from `PVE_APPROVAL_KEY_FILE`.
+/// Invariant: at least [`MIN_APPROVAL_KEY_BYTES`] bytes; never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApprovalKey(Vec<u8>);
+
+impl std::fmt::Debug for ApprovalKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApprovalKey(<hidden>)")
+    }
+}
+
+impl ApprovalKey {
+    /// Reads the key from `path`: the file's bytes without surrounding whitespace (so a
+    /// trailing newline of `openssl rand -hex 32 > key` does not count), at least 32 of them.
+    pub fn from_file(path: &Path) -> Result<ApprovalKey, PolicyError> {
+        let bad = |problem: String| PolicyError::BadApprovalKey {
+            path: path.display().to_string(),
+            problem,
+        };
+        let bytes =
+            std::fs::read(path).map_err(|e| bad(format!("cannot be read: {}", e.kind())))?;
+        let key = bytes.trim_ascii();
+        if key.len() < MIN_APPROVAL_KEY_BYTES {
+            return Err(bad(format!(
+                "holds {} bytes of key, at least {MIN_APPROVAL_KEY_BYTES} needed (e.g. `openssl rand -hex 32`)",
+                key.len()
+            )));
+        }
+        Ok(ApprovalKey(key.to_vec()))
+    }
+
+    /// The key bytes; only for sealing and opening approval states.
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 impl Default for Settings {
@@ -343,6 +402,7 @@ impl Default for Settings {
             output_cap: DEFAULT_OUTPUT_CAP,
             download_allow: Vec::new(),
             task_ttl: Duration::from_secs(DEFAULT_TASK_TTL_SECS),
+            approval_key: None,
         }
     }
 }
@@ -409,6 +469,9 @@ impl Settings {
                 .filter(|s| (1..=604_800).contains(s))
                 .ok_or(PolicyError::InvalidTaskTtl { value })?;
             settings.task_ttl = Duration::from_secs(seconds);
+        }
+        if let Some(value) = get(ENV_APPROVAL_KEY_FILE) {
+            settings.approval_key = Some(ApprovalKey::from_file(&PathBuf::from(value))?);
         }
         Ok(settings)
     }
@@ -504,5 +567,43 @@ fn parse_tools(var: &'static str, value: &str) -> Result<BTreeSet<String>, Polic
             unknown: unknown.join(", "),
             valid: valid.join(", "),
         })
+    }
+}
+
+#[cfg(test)]
+mod approval_key_tests {
+    use super::*;
+
+    fn with_key_file(path: &Path) -> Result<Settings, PolicyError> {
+        let value = path.display().to_string();
+        Settings::from_lookup(|k| (k == ENV_APPROVAL_KEY_FILE).then(|| value.clone()))
+    }
+
+    #[test]
+    fn a_key_file_of_32_bytes_or_more_is_read_and_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        let secret = "3f9a0c7d51e2b846a9d03c5e7f1b2a8d6c4e0f9b3a5d7c1e8f2a4b6c9d0e1f3a";
+        std::fs::write(&path, format!("{secret}\n")).unwrap();
+        let settings = with_key_file(&path).unwrap();
+        let key = settings.approval_key.clone().unwrap();
+        assert_eq!(key.expose(), secret.as_bytes());
+        assert!(!format!("{settings:?}").contains(secret));
+        assert_eq!(Settings::default().approval_key, None);
+    }
+
+    #[test]
+    fn a_short_or_missing_key_file_is_a_start_up_error_without_the_secret() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        std::fs::write(&path, "too-short-secret\n").unwrap();
+        let err = with_key_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(ENV_APPROVAL_KEY_FILE) && err.contains("32"),
+            "{err}"
+        );
+        assert!(!err.contains("too-short-secret"), "{err}");
+        let missing = with_key_file(&dir.path().join("absent")).unwrap_err();
+        assert!(missing.to_string().contains("cannot be read"), "{missing}");
     }
 }

@@ -78,7 +78,11 @@ impl Server {
         let approver = Approver::new(
             state.settings.approval,
             state.settings.approval_timeout,
-            SealedStates::random(),
+            // A shared key lets every replica open the states the others sealed.
+            match &state.settings.approval_key {
+                Some(key) => SealedStates::with_key(key.expose()),
+                None => SealedStates::random(),
+            },
         );
         Server {
             state: Arc::new(state),

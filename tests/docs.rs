@@ -228,23 +228,125 @@ fn descriptor_env() -> Vec<Value> {
         .collect()
 }
 
+/// The fixed entry of the OCI package: the image serves HTTP by default, a client that runs it
+/// with `docker run -i` needs stdio.
+fn oci_transport_env() -> Value {
+    json!({
+        "name": "MCP_TRANSPORT",
+        "description": "stdio: the client talks to the container over docker run -i (the image defaults to http)",
+        "value": "stdio",
+        "isRequired": true,
+        "isSecret": false,
+    })
+}
+
+/// Fields the registry's `Package` schema allows (it sets `additionalProperties: false`).
+const PACKAGE_FIELDS: &[&str] = &[
+    "registryType",
+    "registryBaseUrl",
+    "identifier",
+    "version",
+    "fileSha256",
+    "runtimeHint",
+    "transport",
+    "runtimeArguments",
+    "packageArguments",
+    "environmentVariables",
+];
+
+/// What the MCP Registry accepts for a native binary: an MCPB bundle attached to a GitHub
+/// release (URL naming the version, SHA-256 of the file) and an OCI image on a supported
+/// registry, tagged with the version. The committed `fileSha256` is the all-zero placeholder
+/// that `scripts/release-dry-run` and the release workflow replace with the bundle's digest.
+fn registry_acceptance_problems(doc: &Value, version: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let name = doc["name"].as_str().unwrap_or("");
+    if !regex::Regex::new(r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$")
+        .unwrap()
+        .is_match(name)
+    {
+        problems.push(format!("name {name:?} is not reverse-DNS/name"));
+    }
+    let description = doc["description"].as_str().unwrap_or("");
+    if description.is_empty() || description.chars().count() > 100 {
+        problems.push("description must have 1..=100 characters".into());
+    }
+    let packages = doc["packages"].as_array().cloned().unwrap_or_default();
+    let kinds: Vec<&str> = packages
+        .iter()
+        .map(|p| p["registryType"].as_str().unwrap_or(""))
+        .collect();
+    if kinds != ["mcpb", "oci"] {
+        problems.push(format!("packages must be [mcpb, oci], found {kinds:?}"));
+    }
+    let sha = regex::Regex::new("^[a-f0-9]{64}$").unwrap();
+    for package in &packages {
+        for key in package.as_object().into_iter().flat_map(|o| o.keys()) {
+            if !PACKAGE_FIELDS.contains(&key.as_str()) {
+                problems.push(format!(
+                    "package field {key:?} is not in the registry schema"
+                ));
+            }
+        }
+        let identifier = package["identifier"].as_str().unwrap_or("");
+        match package["registryType"].as_str() {
+            Some("mcpb") => {
+                let expected = format!(
+                    "https://github.com/NANDI-Services/proxmox-mcp/releases/download/v{version}/nandi-proxmox-mcp-{version}.mcpb"
+                );
+                if identifier != expected {
+                    problems.push(format!("mcpb identifier {identifier:?} != {expected:?}"));
+                }
+                if !package["fileSha256"]
+                    .as_str()
+                    .is_some_and(|s| sha.is_match(s))
+                {
+                    problems.push("mcpb needs fileSha256 (64 lower-case hex digits)".into());
+                }
+                if package["version"] != version {
+                    problems.push("mcpb version".into());
+                }
+            }
+            Some("oci") => {
+                let expected = format!("ghcr.io/nandi-services/nandi-proxmox-mcp:{version}");
+                if identifier != expected {
+                    problems.push(format!("oci identifier {identifier:?} != {expected:?}"));
+                }
+                if package.get("version").is_some() || package.get("registryBaseUrl").is_some() {
+                    problems.push("oci carries its version in the tag only".into());
+                }
+            }
+            other => problems.push(format!("registryType {other:?} is not accepted")),
+        }
+        if package["transport"]["type"] != "stdio" {
+            problems.push(format!("{identifier}: transport must be stdio"));
+        }
+    }
+    problems
+}
+
 #[test]
 fn registry_descriptor_matches_cargo_and_config() {
     let path = root().join(".mcp/server.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let mut doc: Value = serde_json::from_str(&text).unwrap();
+    let version = cargo_version();
     let expected_env = descriptor_env();
+    let oci_env: Vec<Value> = std::iter::once(oci_transport_env())
+        .chain(expected_env.iter().cloned())
+        .collect();
     let mut stale = Vec::new();
-    if doc["version"] != cargo_version().as_str() {
+    if doc["version"] != version.as_str() {
         stale.push("version");
     }
-    let package = &mut doc["packages"][0];
-    if package["version"] != cargo_version().as_str() {
-        stale.push("packages[0].version");
-    }
-    if package["environmentVariables"] != Value::Array(expected_env.clone()) {
+    if doc["packages"][0]["environmentVariables"] != Value::Array(expected_env.clone()) {
         stale.push("packages[0].environmentVariables");
     }
+    if doc["packages"][1]["environmentVariables"] != Value::Array(oci_env.clone()) {
+        stale.push("packages[1].environmentVariables");
+    }
+    let problems = registry_acceptance_problems(&doc, doc["version"].as_str().unwrap_or(""));
+    assert!(problems.is_empty(), ".mcp/server.json: {problems:#?}");
     if stale.is_empty() {
         return;
     }
@@ -252,14 +354,36 @@ fn registry_descriptor_matches_cargo_and_config() {
         updating(),
         ".mcp/server.json is stale ({stale:?}); run UPDATE_DOCS=1 cargo test --test docs"
     );
-    doc["version"] = cargo_version().into();
-    doc["packages"][0]["version"] = cargo_version().into();
+    let old = doc["version"].as_str().unwrap_or("").to_owned();
+    doc["version"] = version.clone().into();
+    doc["packages"][0]["version"] = version.clone().into();
     doc["packages"][0]["environmentVariables"] = Value::Array(expected_env);
-    std::fs::write(
-        &path,
-        format!("{}\n", serde_json::to_string_pretty(&doc).unwrap()),
-    )
-    .unwrap();
+    doc["packages"][1]["environmentVariables"] = Value::Array(oci_env);
+    let text = serde_json::to_string_pretty(&doc)
+        .unwrap()
+        .replace(&format!("v{old}/"), &format!("v{version}/"))
+        .replace(&format!("-{old}.mcpb"), &format!("-{version}.mcpb"))
+        .replace(&format!("mcp:{old}\""), &format!("mcp:{version}\""));
+    std::fs::write(&path, format!("{text}\n")).unwrap();
+}
+
+#[test]
+fn the_registry_check_refuses_what_the_registry_refuses() {
+    let text = std::fs::read_to_string(root().join(".mcp/server.json")).unwrap();
+    let good: Value = serde_json::from_str(&text).unwrap();
+    let version = cargo_version();
+    assert!(registry_acceptance_problems(&good, &version).is_empty());
+    let broken = |edit: &dyn Fn(&mut Value)| {
+        let mut doc = good.clone();
+        edit(&mut doc);
+        registry_acceptance_problems(&doc, &version)
+    };
+    assert!(!broken(&|d| d["packages"][0]["registryType"] = "cargo".into()).is_empty());
+    assert!(!broken(&|d| d["packages"][0]["fileSha256"] = "abc".into()).is_empty());
+    assert!(!broken(&|d| d["packages"][1]["identifier"] = "ghcr.io/x/y:latest".into()).is_empty());
+    assert!(!broken(&|d| d["packages"][1]["version"] = "0.1.0".into()).is_empty());
+    assert!(!broken(&|d| d["packages"][0]["extra"] = true.into()).is_empty());
+    assert!(!broken(&|d| d["description"] = "x".repeat(101).into()).is_empty());
 }
 
 #[test]

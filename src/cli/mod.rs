@@ -11,6 +11,7 @@ mod completions;
 pub mod doctor;
 pub mod files;
 pub mod harden;
+mod health;
 mod jsonc;
 mod list;
 pub mod privileges;
@@ -88,6 +89,11 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp audit verify\n  nandi-proxmox-mcp audit verify ~/.local/state/nandi-proxmox-mcp/audit.jsonl"
     )]
     Audit(audit::AuditArgs),
+    /// Exit 0 when a running HTTP server answers 200 on /health (container health checks).
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp health --url http://127.0.0.1:3000/health"
+    )]
+    Health(health::HealthArgs),
 }
 
 /// A command failure, mapped to an exit status by `main`.
@@ -139,5 +145,6 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::List) => list::run(),
         Some(Command::Completions(args)) => completions::run(args),
         Some(Command::Audit(args)) => audit::run(args),
+        Some(Command::Health(args)) => health::run(args).await,
     }
 }

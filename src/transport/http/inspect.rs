@@ -32,6 +32,8 @@ use crate::transport::dupkeys;
 pub struct Inspect {
     /// The session manager rmcp also uses.
     pub sessions: Arc<BoundedSessions>,
+    /// `MCP_STATELESS`: no request opens a session, so none is ever refused for want of room.
+    pub stateless: bool,
     /// Bounded log of refusals.
     pub refusals: Arc<RefusalLog>,
 }
@@ -76,7 +78,8 @@ pub async fn inspect(State(stage): State<Inspect>, request: Request, next: Next)
         )
             .into_response();
     }
-    if !parts.headers.contains_key("mcp-session-id")
+    if !stage.stateless
+        && !parts.headers.contains_key("mcp-session-id")
         && is_initialize(&bytes)
         && !stage.sessions.make_room().await
     {

@@ -8,6 +8,11 @@
 //! `StreamableHttpService` (sessions, SSE, DELETE, 404 for unknown sessions). Refusals are
 //! logged at a bounded rate. `/health`, `/ready` and a JSON 404 fallback complete the surface.
 //!
+//! With `MCP_STATELESS=true` no request of any protocol version opens a session (rmcp's
+//! legacy session mode is off; `GET`/`DELETE` on `/mcp` answer 405), so replicas behind a load
+//! balancer need no affinity: approval states travel sealed in the request (replicas share
+//! `PVE_APPROVAL_KEY_FILE`) and task ids name their Proxmox task.
+//!
 //! Invariant: every session is served by a clone of the one [`Server`] given to [`start`] (one
 //! registry, one pooled Proxmox client); nothing is rebuilt per request.
 
@@ -145,6 +150,7 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         rate_limit_max = settings.rate_limit_max,
         rate_limit_window_ms = settings.rate_limit_window.as_millis() as u64,
         max_sessions = settings.max_sessions,
+        stateless = settings.stateless,
         auth = if settings.auth == Auth::Disabled { "none" } else { "bearer" },
         "HTTP MCP transport listening on http://{addr}{MCP_PATH}"
     );
@@ -185,7 +191,8 @@ fn router(
         .with_allowed_origins(guard.origins())
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_cancellation_token(shutdown.child_token())
-        .with_max_request_body_bytes(settings.max_body_bytes);
+        .with_max_request_body_bytes(settings.max_body_bytes)
+        .with_legacy_session_mode(!settings.stateless);
     let readiness = Readiness::new(server.state().pve.clone(), settings.ready_cache);
     let mcp_service =
         StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
@@ -195,6 +202,7 @@ fn router(
     };
     let inspect = Inspect {
         sessions,
+        stateless: settings.stateless,
         refusals: refusals.clone(),
     };
     let gate = Gate {

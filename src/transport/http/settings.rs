@@ -100,6 +100,9 @@ pub struct HttpSettings {
     pub ready_cache: Duration,
     /// Authentication of `/mcp`.
     pub auth: Auth,
+    /// No sessions at all (`MCP_STATELESS`): every request stands alone, so any replica behind
+    /// a load balancer can serve it (2026-07-28 requests are stateless either way).
+    pub stateless: bool,
 }
 
 /// Every variable read by [`HttpSettings::from_lookup`].
@@ -156,6 +159,11 @@ pub const VARS: &[EnvVarDoc] = &[
         "MCP_SESSION_IDLE_TIMEOUT_MS",
         "1800000",
         "idle session expiry",
+    ),
+    var(
+        "MCP_STATELESS",
+        "false",
+        "true: no sessions for any protocol version, so replicas need no session affinity (share PVE_APPROVAL_KEY_FILE)",
     ),
 ];
 
@@ -216,6 +224,7 @@ impl HttpSettings {
             .map(|h| h.to_ascii_lowercase())
             .collect();
         let auth = read_auth(&get, &host)?;
+        let stateless = flag(&get, "MCP_STATELESS")?;
         Ok(HttpSettings {
             port,
             allowed_hosts,
@@ -231,6 +240,7 @@ impl HttpSettings {
             session_idle_timeout: ms("MCP_SESSION_IDLE_TIMEOUT_MS", 1_800_000)?,
             ready_cache: Duration::from_secs(5),
             auth,
+            stateless,
             host,
         })
     }
@@ -268,23 +278,26 @@ fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, 
         }
         (None, None) => None,
     };
-    let allow_no_auth = match get("MCP_ALLOW_NO_AUTH").map(|v| v.to_ascii_lowercase()) {
-        None => false,
-        Some(v) if matches!(v.as_str(), "1" | "true" | "yes" | "on") => true,
-        Some(v) if matches!(v.as_str(), "0" | "false" | "no" | "off") => false,
-        Some(v) => {
-            return Err(SettingsError::Invalid {
-                name: "MCP_ALLOW_NO_AUTH",
-                value: v,
-                expected: "true or false",
-            });
-        }
-    };
+    let allow_no_auth = flag(get, "MCP_ALLOW_NO_AUTH")?;
     match token {
         Some(token) => Ok(Auth::Bearer(token)),
         None if !allow_no_auth => Err(SettingsError::MissingToken),
         None if !is_loopback(host) => Err(SettingsError::NoAuthNotLoopback(host.to_owned())),
         None => Ok(Auth::Disabled),
+    }
+}
+
+/// A boolean variable: unset is false; anything but the usual spellings is an error.
+fn flag(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<bool, SettingsError> {
+    match get(name).map(|v| v.to_ascii_lowercase()) {
+        None => Ok(false),
+        Some(v) if matches!(v.as_str(), "1" | "true" | "yes" | "on") => Ok(true),
+        Some(v) if matches!(v.as_str(), "0" | "false" | "no" | "off") => Ok(false),
+        Some(value) => Err(SettingsError::Invalid {
+            name,
+            value,
+            expected: "true or false",
+        }),
     }
 }
 
@@ -445,6 +458,24 @@ mod tests {
         }
         assert!(estimated_entropy_bits("aaaaaaaaaaaaaaaa") < 1.0);
         assert!(estimated_entropy_bits(hex) > 200.0);
+    }
+
+    #[test]
+    fn stateless_is_off_by_default_and_a_strict_boolean() {
+        assert!(!settings(&[TOKEN]).unwrap().stateless);
+        assert!(
+            settings(&[TOKEN, ("MCP_STATELESS", "true")])
+                .unwrap()
+                .stateless
+        );
+        let err = settings(&[TOKEN, ("MCP_STATELESS", "sometimes")]).unwrap_err();
+        assert!(matches!(
+            err,
+            SettingsError::Invalid {
+                name: "MCP_STATELESS",
+                ..
+            }
+        ));
     }
 
     #[test]
