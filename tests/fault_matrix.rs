@@ -293,18 +293,38 @@ async fn proxmox_going_away_mid_session_and_coming_back() {
     assert_eq!(call("pve_list_nodes", json!({})).await.0, Some(false));
 
     switch.down().await;
+    // A pooled keep-alive connection can be cut under the first request (reset: it was sent,
+    // so it is not repeated); a fresh connection is refused (never sent: retried).
     let (is_error, read) = call("pve_list_nodes", json!({})).await;
     assert_eq!(is_error, Some(true), "{read}");
-    assert_eq!(read["error"]["code"], "CONNECTION_REFUSED", "{read}");
     assert!(read["error"]["hint"].is_string());
-    assert_eq!(
-        read["meta"]["retries"], 2,
-        "a refused read is retried: {read}"
-    );
+    match read["error"]["code"].as_str() {
+        Some("CONNECTION_REFUSED") => {
+            assert_eq!(
+                read["meta"]["retries"], 2,
+                "a refused read is retried: {read}"
+            )
+        }
+        Some("CONNECTION_RESET") => {
+            assert_eq!(
+                read["meta"]["retries"], 0,
+                "a sent read is not repeated: {read}"
+            )
+        }
+        other => panic!("unexpected code {other:?}: {read}"),
+    }
     emulator.clear_requests();
     let (is_error, written) = call("pve_qemu_update_config", write.clone()).await;
     assert_eq!(is_error, Some(true), "{written}");
-    assert_eq!(written["error"]["code"], "CONNECTION_REFUSED", "{written}");
+    let code = written["error"]["code"].as_str().unwrap_or("");
+    assert!(
+        code == "CONNECTION_REFUSED" || code == "CONNECTION_RESET",
+        "{written}"
+    );
+    assert_eq!(
+        written["meta"]["retries"], 0,
+        "a write is tried once: {written}"
+    );
     assert!(emulator.requests().is_empty(), "nothing reached Proxmox");
 
     switch.up().await;
