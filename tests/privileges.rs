@@ -1,4 +1,4 @@
-//! Generates `src/cli/privileges.rs` and `docs/PERMISSIONS.md` from the catalog and the official
+//! Generates `src/catalog/privileges.rs` and `docs/PERMISSIONS.md` from the catalog and the official
 //! PVE API schema (`permissions` of each tool's endpoint), and fails when the committed files
 //! drift. `UPDATE_PRIVILEGES=1 cargo test --test privileges` rewrites them.
 //!
@@ -10,16 +10,16 @@
 //! names what filters the answer (a GET lists only objects with `*.Audit`) or what it needs for its
 //! plain use (a write, ignoring sentences about optional parameters/settings). On top of the
 //! endpoint's gate come the per-key checks Proxmox runs on guest configuration keys
-//! (`cli::privileges_keys`): a tool needs the union of both.
+//! (`catalog::privileges_keys`): a tool needs the union of both.
 
 mod common;
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
+use nandi_proxmox_mcp::catalog::privileges_keys;
 use nandi_proxmox_mcp::catalog::{self, Tier};
 use nandi_proxmox_mcp::cli::bootstrap::{privileges_for, role_name};
-use nandi_proxmox_mcp::cli::privileges_keys;
 use serde_json::Value;
 
 type Needs = BTreeSet<(String, String)>;
@@ -255,7 +255,7 @@ fn render_doc(rows: &[Row]) -> String {
          A tool needs the privileges its endpoint checks plus those Proxmox checks per\n\
          configuration key (`cores` → VM.Config.CPU, `net0` → VM.Config.Network and SDN.Use on the\n\
          bridge, `ciuser` → VM.Config.Cloudinit, a new disk → Datastore.AllocateSpace on its\n\
-         storage…; `src/cli/privileges_keys.rs`). `doctor --check permissions` runs the same\n\
+         storage…; `src/catalog/privileges_keys.rs`). `doctor --check permissions` runs the same\n\
          table against the token.\n\n\
          ## Roles\n\n| tier | role | privileges |\n|---|---|---|\n",
     );
@@ -309,7 +309,7 @@ fn privileges_table_and_doc_are_current() {
     let endpoints = common::pve_api_endpoints();
     let rows = rows(&endpoints);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let source_path = root.join("src/cli/privileges.rs");
+    let source_path = root.join("src/catalog/privileges.rs");
     let doc_path = root.join("docs/PERMISSIONS.md");
     let source = render_source(&rows);
     if std::env::var_os("UPDATE_PRIVILEGES").is_some() {
@@ -326,7 +326,7 @@ fn privileges_table_and_doc_are_current() {
     }
     // Compare data, not text, so formatting the generated file is not drift.
     let compiled: Vec<(String, Vec<(String, String)>)> =
-        nandi_proxmox_mcp::cli::privileges::TOOL_PRIVILEGES
+        nandi_proxmox_mcp::catalog::privileges::TOOL_PRIVILEGES
             .iter()
             .map(|(t, n)| {
                 let needs = n.iter().map(|(p, v)| ((*p).to_owned(), (*v).to_owned()));
@@ -339,7 +339,7 @@ fn privileges_table_and_doc_are_current() {
         .collect();
     assert_eq!(
         compiled, generated,
-        "src/cli/privileges.rs is out of date: run UPDATE_PRIVILEGES=1 cargo test --test privileges (twice)"
+        "src/catalog/privileges.rs is out of date: run UPDATE_PRIVILEGES=1 cargo test --test privileges (twice)"
     );
     let doc = std::fs::read_to_string(&doc_path).unwrap_or_default();
     assert_eq!(
@@ -392,7 +392,7 @@ fn derivation_examples() {
 #[test]
 fn read_only_role_grants_only_what_read_only_tools_need() {
     let read_only = privileges_for(Tier::ReadOnly);
-    let needed: BTreeSet<&str> = nandi_proxmox_mcp::cli::privileges::TOOL_PRIVILEGES
+    let needed: BTreeSet<&str> = nandi_proxmox_mcp::catalog::privileges::TOOL_PRIVILEGES
         .iter()
         .filter(|(t, _)| catalog::find(t).is_some_and(|s| s.tier == Tier::ReadOnly))
         .flat_map(|(_, n)| n.iter().map(|(_, p)| *p))
@@ -422,7 +422,7 @@ fn read_only_role_grants_only_what_read_only_tools_need() {
 }
 
 fn table_privileges(tool: &str) -> BTreeSet<&'static str> {
-    nandi_proxmox_mcp::cli::privileges::TOOL_PRIVILEGES
+    nandi_proxmox_mcp::catalog::privileges::TOOL_PRIVILEGES
         .iter()
         .find(|(t, _)| *t == tool)
         .map(|(_, needs)| needs.iter().map(|(_, p)| *p).collect())

@@ -29,6 +29,8 @@ mod overview;
 mod param;
 pub mod params;
 mod pools;
+pub mod privileges;
+pub mod privileges_keys;
 mod qemu;
 mod qemu_lifecycle;
 mod qemu_params;

@@ -2,7 +2,7 @@
 //! and a token — contacting nothing.
 //!
 //! Invariants: the role of a tier holds exactly the privileges that tier's tools need (the union
-//! of [`super::privileges::TOOL_PRIVILEGES`] rows, generated from the official API schema and
+//! of [`crate::catalog::privileges::TOOL_PRIVILEGES`] rows, generated from the official API schema and
 //! the per-key checks of `privileges_keys`); the role is granted on `--acl-path` (default `/`),
 //! validated as a Proxmox ACL path before anything is printed, and privileges that path cannot
 //! cover are named; the printed script runs in `bash -e` and stops at the first real failure
@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::privileges::TOOL_PRIVILEGES;
 use super::setup::DEFAULT_SSH_KEY;
 use super::{CliError, sshkey};
+use crate::catalog::privileges::TOOL_PRIVILEGES;
 use crate::catalog::{self, Tier};
 use crate::config::{ProcessEnv, home_dir};
 

@@ -14,8 +14,6 @@ pub mod harden;
 mod health;
 mod jsonc;
 mod list;
-pub mod privileges;
-pub mod privileges_keys;
 pub mod probe;
 pub mod report;
 mod run;

@@ -166,7 +166,7 @@ fn blocked_tools(canonical: &[&crate::registry::Entry], permissions: &Value) -> 
         .collect();
     let mut blocked = Vec::new();
     for entry in canonical {
-        let Some((_, needs)) = crate::cli::privileges::TOOL_PRIVILEGES
+        let Some((_, needs)) = crate::catalog::privileges::TOOL_PRIVILEGES
             .iter()
             .find(|(tool, _)| *tool == entry.spec.name)
         else {

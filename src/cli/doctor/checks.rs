@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::super::privileges::TOOL_PRIVILEGES;
 use super::super::probe;
 use super::super::report::{Item, Report};
+use crate::catalog::privileges::TOOL_PRIVILEGES;
 use crate::config::{self, Config, TlsSetting};
 use crate::policy::Settings;
 use crate::pve;
