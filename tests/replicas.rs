@@ -300,3 +300,46 @@ async fn with_mcp_stateless_an_older_client_needs_no_session_on_any_replica() {
         "{answer}"
     );
 }
+
+/// With no session, a 2025-06-18 client cannot be sent an elicitation request (its answer
+/// would have nowhere to go), so a stateless replica must not wait for one: the gated call is
+/// answered at once by the confirm-flag rule, and nothing is sent without `confirm`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_replica_never_waits_on_a_question_it_cannot_deliver() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let emu = emulator().await;
+    let home = tempfile::tempdir().expect("temp home");
+    let a = replica(&emu, home.path(), None).await;
+    let init = post(
+        &a.url,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "replicas-test", "version": "1"}}}),
+    )
+    .send()
+    .await
+    .expect("initialize");
+    assert_eq!(init.status(), reqwest::StatusCode::OK);
+    let started = std::time::Instant::now();
+    let call = post(
+        &a.url,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "pve_stop_qemu_vm", "arguments": {"node": "pve01", "vmid": 101}}}),
+    )
+    .send()
+    .await
+    .expect("tools/call");
+    let answer = rpc_answer(call).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "answered without waiting for a person: {:?}",
+        started.elapsed()
+    );
+    let envelope = &answer["result"]["structuredContent"];
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert_eq!(
+        envelope["error"]["code"], "CONFIRMATION_REQUIRED",
+        "{answer}"
+    );
+    assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
+}
