@@ -102,9 +102,14 @@ pub async fn run(
         registry: &state.registry,
         settings: &state.settings,
     };
-    let (outcome, attempts) =
-        crate::tasks::progress_scope(context, dispatch::execute(&backends, spec, &args, cancel))
-            .await;
+    // A guest program answers as a task (started, then followed by `tasks/get`) for clients
+    // that follow tasks; otherwise the handler follows it to its end itself.
+    let exec_as_task = crate::tasks::answers_exec_as_task(spec, context);
+    let work = crate::composite::exec::detached_scope(
+        exec_as_task,
+        dispatch::execute(&backends, spec, &args, cancel),
+    );
+    let (outcome, attempts) = crate::tasks::progress_scope(context, work).await;
     // Shape first (projection, paging), then redact and audit what is returned: a
     // task-bound answer below does not come back through `conclude`.
     let mut outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));

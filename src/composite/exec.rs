@@ -1,6 +1,9 @@
 //! `pve_exec_qemu_guest_command`: start an argv through the guest agent, then follow
 //! `agent/exec-status` until the program exits or the call's own timeout passes.
 //!
+//! For clients with the MCP tasks extension the handler answers once the program started
+//! ([`detached_scope`]); `tasks/get` then reads `exec-status` ([`render_status`]).
+//!
 //! Invariant: the argv is sent as Proxmox's array (one form key per item, never joined
 //! into a shell line); stdout and stderr come back capped with truncation flags, as data.
 
@@ -19,6 +22,26 @@ pub const OUTPUT_CAP: usize = 65_536;
 /// First and longest pause between status polls.
 const FIRST_POLL: Duration = Duration::from_millis(100);
 const LONGEST_POLL: Duration = Duration::from_millis(1_000);
+
+tokio::task_local! {
+    static DETACHED: bool;
+}
+
+/// Runs `work` with the exec handler told to answer as soon as the program started (the
+/// caller turns the pid into an MCP task that `tasks/get` follows).
+pub async fn detached_scope<F: std::future::Future>(detached: bool, work: F) -> F::Output {
+    DETACHED.scope(detached, work).await
+}
+
+fn detached() -> bool {
+    DETACHED.try_with(|d| *d).unwrap_or(false)
+}
+
+/// One `agent/exec-status` answer as the tool returns it: `(exited, answer)`.
+pub fn render_status(pid: i64, status: &Value) -> (bool, Value) {
+    let exited = truthy(status.get("exited"));
+    (exited, render(pid, status, exited))
+}
 
 /// Runs the argv and follows it; see the module docs.
 pub(super) async fn run(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Value, ToolFailure> {
@@ -47,6 +70,9 @@ pub(super) async fn run(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Value
             format!("The guest agent did not return a pid: {started}"),
         )
     })?;
+    if detached() {
+        return Ok(json!({"pid": pid, "exited": false}));
+    }
     let deadline = Instant::now() + timeout;
     let mut delay = FIRST_POLL;
     loop {

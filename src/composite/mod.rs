@@ -18,7 +18,7 @@ pub mod api_call_schema;
 mod calls;
 mod diagnose;
 mod download;
-mod exec;
+pub mod exec;
 mod overview;
 mod wait_task;
 

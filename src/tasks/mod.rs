@@ -10,6 +10,7 @@
 // Failures are the cold path and are rendered once; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
 
+pub mod exec_task;
 pub mod follow;
 pub mod id;
 pub mod progress;
@@ -35,6 +36,8 @@ use crate::registry::Entry;
 use crate::schema::ValidArgs;
 use crate::server::AppState;
 
+use crate::catalog::{Backend, CompositeOp, ToolSpec};
+use exec_task::ExecHandle;
 use follow::{Ending, ProgressSink, Snapshot, Watch};
 use id::{IdError, TaskHandle};
 
@@ -72,6 +75,50 @@ pub fn current_sink() -> Option<ProgressSink> {
     PROGRESS.try_with(Clone::clone).ok().flatten()
 }
 
+/// Whether the client of this request follows MCP tasks.
+fn client_follows_tasks(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|caps| caps.supports_tasks())
+}
+
+/// Whether this call of `spec` is a guest-agent program to answer as an MCP task.
+pub fn answers_exec_as_task(spec: &ToolSpec, context: &RequestContext<RoleServer>) -> bool {
+    spec.backend == Backend::Composite(CompositeOp::QemuGuestExec) && client_follows_tasks(context)
+}
+
+/// The task for a guest program that started and has not exited yet.
+fn exec_task(state: &AppState, call: &Dispatched<'_>) -> Option<CallToolResponse> {
+    let data = call.outcome.as_ref().ok()?;
+    let pid = data.get("pid").and_then(Value::as_i64)?;
+    if data.get("exited").and_then(Value::as_bool) != Some(false) {
+        return None;
+    }
+    let node = call.args.str("node")?;
+    let vmid = match call.args.values.get("vmid") {
+        Some(crate::schema::ArgValue::Int(v)) => u32::try_from(*v).ok()?,
+        _ => return None,
+    };
+    let handle = ExecHandle::new(node, vmid, pid);
+    let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
+    let task = Task::new(
+        handle.encode(),
+        TaskStatus::Working,
+        handle.created_at(),
+        rmcp::task_manager::current_timestamp(),
+    )
+    .with_ttl_ms(ttl_ms)
+    .with_poll_interval_ms(POLL_INTERVAL_MS)
+    .with_status_message(format!("guest program started (pid {pid}) in VM {vmid}"));
+    let mut meta = Map::new();
+    meta.insert("pid".into(), pid.into());
+    meta.insert("node".into(), node.into());
+    meta.insert("vmid".into(), vmid.into());
+    Some(CallToolResponse::Task(
+        CreateTaskResult::new(task).with_meta(MetaObject(meta)),
+    ))
+}
+
 /// A call that reached its backend, as the task stage sees it.
 #[derive(Debug)]
 pub struct Dispatched<'a> {
@@ -98,15 +145,15 @@ pub async fn after_dispatch(
     context: &RequestContext<RoleServer>,
 ) -> Option<CallToolResponse> {
     let spec = call.entry.spec;
+    if answers_exec_as_task(spec, context) {
+        return exec_task(state, &call);
+    }
     if !spec.starts_task {
         return None;
     }
     let upid = call.outcome.as_ref().ok().and_then(pve_io::upid_of)?;
     let client = state.pve.as_ref()?;
-    let tasks_client = context
-        .client_capabilities()
-        .is_some_and(|caps| caps.supports_tasks());
-    if tasks_client {
+    if client_follows_tasks(context) {
         let handle = TaskHandle::new(upid.clone(), call.entry.wire_name);
         if let Some(sink) = progress_sink(context) {
             spawn_background_progress(client.clone(), upid.clone(), state.settings.task_ttl, sink);
@@ -234,6 +281,9 @@ pub async fn get(
     task_id: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, McpError> {
+    if ExecHandle::claims(task_id) {
+        return get_exec(state, task_id, context).await;
+    }
     let handle = TaskHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
     let client = state
         .pve
@@ -291,6 +341,72 @@ pub async fn get(
     )))
 }
 
+/// `tasks/get` of a guest program: `working` until `exec-status` says it exited, then the
+/// tool's answer (exit code, capped stdout/stderr); `isError` when the exit code is not 0.
+async fn get_exec(
+    state: &AppState,
+    task_id: &str,
+    context: &RequestContext<RoleServer>,
+) -> Result<GetTaskResult, McpError> {
+    let handle = ExecHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+    let client = state
+        .pve
+        .as_ref()
+        .ok_or_else(|| failure_error(not_configured()))?;
+    let started = Instant::now();
+    let (exited, data) = handle
+        .poll(client, &context.ct)
+        .await
+        .map_err(failure_error)?;
+    let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
+    let task = Task::new(
+        task_id,
+        TaskStatus::Working,
+        handle.created_at(),
+        rmcp::task_manager::current_timestamp(),
+    )
+    .with_ttl_ms(ttl_ms)
+    .with_poll_interval_ms(POLL_INTERVAL_MS);
+    if !exited {
+        let task = task.with_status_message(format!("guest program {} running", handle.pid));
+        return Ok(GetTaskResult::new(DetailedTask::new(
+            task,
+            TaskPayload::Working,
+        )));
+    }
+    let code = data.get("exitcode").and_then(Value::as_i64);
+    let outcome = if code == Some(0) {
+        Ok(data)
+    } else {
+        Err(ToolFailure::new(
+            TASK_FAILED,
+            format!("The guest program exited with {code:?}."),
+        )
+        .with_hint("stdout and stderr are in details.")
+        .with_details(data))
+    };
+    let meta = CallMeta {
+        tool: "pve_exec_qemu_guest_command",
+        alias_for: None,
+        duration: started.elapsed(),
+        attempts: 1,
+        retries: 0,
+        approval: None,
+    };
+    let mut outcome = outcome;
+    if let Some(entry) = state.registry.get("pve_exec_qemu_guest_command") {
+        crate::redact::redact_outcome(entry.spec, state.settings.tier, None, &mut outcome);
+    }
+    let result = match serde_json::to_value(render(outcome, &meta)) {
+        Ok(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    Ok(GetTaskResult::new(DetailedTask::new(
+        task.with_status_message(format!("guest program {} exited", handle.pid)),
+        TaskPayload::Completed { result },
+    )))
+}
+
 /// `tasks/cancel`: stops the Proxmox task after the approval `pve_stop_task` needs — a
 /// person where the client can ask, else `_meta.confirm: true` where the mode allows it.
 pub async fn cancel(
@@ -300,6 +416,14 @@ pub async fn cancel(
     confirmed: bool,
     context: &RequestContext<RoleServer>,
 ) -> Result<(), McpError> {
+    if ExecHandle::claims(task_id) {
+        ExecHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+        return Err(McpError::new(
+            ErrorCode::INVALID_REQUEST,
+            "A program started through the guest agent cannot be stopped through the Proxmox API; it runs until it exits.",
+            None,
+        ));
+    }
     let handle = TaskHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
     let client = state
         .pve

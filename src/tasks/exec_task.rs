@@ -1,0 +1,159 @@
+//! A guest-agent program as an MCP task: `pve_exec_qemu_guest_command` answers a task for
+//! clients with the tasks extension, and `tasks/get` follows `agent/exec-status` for it.
+//!
+//! The id is `agentexec.<node>.<vmid>.<pid>.<created>`: like a UPID-derived id it needs no
+//! store and outlives the session. Invariant: an id decodes only to a node name, VMID and pid
+//! of the shapes Proxmox accepts, so nothing else reaches a path or a query; reading the
+//! status is the only request it can cause (the Proxmox API cannot stop a guest program).
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::id::IdError;
+use crate::composite::exec::render_status;
+use crate::envelope::{ToolFailure, failure_from};
+use crate::pve::{self, ApiRequest};
+
+/// Prefix that tells exec ids from UPID-derived ones (a base64url UPID never holds a `.`).
+const PREFIX: &str = "agentexec";
+
+/// A decoded guest-agent task id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecHandle {
+    /// Node of the VM.
+    pub node: String,
+    /// The VM.
+    pub vmid: u32,
+    /// The guest agent's pid of the program.
+    pub pid: i64,
+    /// When the MCP task was created, Unix seconds.
+    pub created: i64,
+}
+
+impl ExecHandle {
+    /// The handle of a program started now.
+    pub fn new(node: &str, vmid: u32, pid: i64) -> ExecHandle {
+        ExecHandle {
+            node: node.to_owned(),
+            vmid,
+            pid,
+            created: chrono::Utc::now().timestamp(),
+        }
+    }
+
+    /// The wire form.
+    pub fn encode(&self) -> String {
+        format!(
+            "{PREFIX}.{}.{}.{}.{}",
+            self.node, self.vmid, self.pid, self.created
+        )
+    }
+
+    /// Whether `id` is an exec id at all (then [`ExecHandle::decode`] decides).
+    pub fn claims(id: &str) -> bool {
+        id.starts_with(PREFIX) && id.as_bytes().get(PREFIX.len()) == Some(&b'.')
+    }
+
+    /// Decodes an id and checks its age against `ttl`.
+    pub fn decode(id: &str, ttl: Duration) -> Result<ExecHandle, IdError> {
+        let parts: Vec<&str> = id.split('.').collect();
+        let [prefix, node, vmid, pid, created] = parts.as_slice() else {
+            return Err(IdError::Unknown);
+        };
+        let node_ok = !node.is_empty()
+            && node.len() <= 63
+            && node.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        if *prefix != PREFIX || !node_ok {
+            return Err(IdError::Unknown);
+        }
+        let vmid: u32 = vmid
+            .parse()
+            .ok()
+            .filter(|v| (100..=999_999_999).contains(v))
+            .ok_or(IdError::Unknown)?;
+        let pid: i64 = pid
+            .parse()
+            .ok()
+            .filter(|p| *p >= 0)
+            .ok_or(IdError::Unknown)?;
+        let created: i64 = created.parse().map_err(|_| IdError::Unknown)?;
+        let age = chrono::Utc::now().timestamp().saturating_sub(created);
+        if age < -60 {
+            return Err(IdError::Unknown);
+        }
+        if u64::try_from(age).unwrap_or(0) > ttl.as_secs() {
+            return Err(IdError::Expired {
+                ttl_secs: ttl.as_secs(),
+            });
+        }
+        Ok(ExecHandle {
+            node: (*node).to_owned(),
+            vmid,
+            pid,
+            created,
+        })
+    }
+
+    /// Creation time in ISO 8601.
+    pub fn created_at(&self) -> String {
+        chrono::DateTime::from_timestamp(self.created, 0)
+            .unwrap_or_default()
+            .to_rfc3339()
+    }
+
+    /// One status read: `(exited, the tool's answer so far)`.
+    pub async fn poll(
+        &self,
+        client: &pve::Client,
+        cancel: &CancellationToken,
+    ) -> Result<(bool, Value), ToolFailure> {
+        let path = format!(
+            "/nodes/{}/qemu/{}/agent/exec-status",
+            pve::encode_path_segment(&self.node),
+            self.vmid
+        );
+        let request = ApiRequest::get(path).param("pid", self.pid.to_string());
+        let status = client
+            .call(request, cancel)
+            .await
+            .result
+            .map_err(failure_from)?;
+        Ok(render_status(self.pid, &status))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_other_shapes() {
+        let handle = ExecHandle::new("pve01", 101, 4242);
+        let id = handle.encode();
+        assert!(ExecHandle::claims(&id));
+        assert_eq!(ExecHandle::decode(&id, Duration::from_secs(60)), Ok(handle));
+        for bad in [
+            "agentexec.pve01.101.4242",
+            "agentexec.pve/01.101.4242.1",
+            "agentexec.pve01.99.4242.1",
+            "agentexec.pve01.101.-1.1",
+            "agentexec.pve01.101.4242.x",
+            "agentexec.a..b.101.1.1",
+        ] {
+            assert_eq!(
+                ExecHandle::decode(bad, Duration::from_secs(u64::MAX / 4)),
+                Err(IdError::Unknown),
+                "{bad}"
+            );
+        }
+        let mut old = ExecHandle::new("pve01", 101, 1);
+        old.created -= 120;
+        assert_eq!(
+            ExecHandle::decode(&old.encode(), Duration::from_secs(60)),
+            Err(IdError::Expired { ttl_secs: 60 })
+        );
+        assert!(!ExecHandle::claims("agentexecX.1"));
+    }
+}
