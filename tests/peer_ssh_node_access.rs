@@ -44,22 +44,14 @@ fn install_qm_stub(sshd: &Sshd) {
 
 fn ssh_env(emu: &Emulator, sshd: &Sshd, tier: &str, module: &str) -> Vec<(String, String)> {
     let mut env = env_for(emu);
-    let known = sshd.trusted_known_hosts();
+    env.extend(sshd.server_vars(&sshd.trusted_known_hosts()));
     for (k, v) in [
-        ("PROXMOX_SSH_HOST", "127.0.0.1".to_owned()),
-        ("PROXMOX_SSH_PORT", sshd.port.to_string()),
-        ("PROXMOX_SSH_USER", sshd.user.clone()),
-        (
-            "PROXMOX_SSH_KEY_PATH",
-            sshd.client_key().display().to_string(),
-        ),
-        ("PROXMOX_SSH_KNOWN_HOSTS", known.display().to_string()),
-        ("PVE_ACCESS_TIER", tier.to_owned()),
-        ("PVE_MODULE_MODE", module.to_owned()),
+        ("PVE_ACCESS_TIER", tier),
+        ("PVE_MODULE_MODE", module),
         // These tests exercise the tools' own 1 MiB caps, above the default output cap.
-        ("PVE_OUTPUT_CAP_BYTES", "4194304".to_owned()),
+        ("PVE_OUTPUT_CAP_BYTES", "4194304"),
     ] {
-        env.push((k.to_owned(), v));
+        env.push((k.to_owned(), v.to_owned()));
     }
     env
 }

@@ -225,23 +225,9 @@ async fn node_overrides_and_the_entry_node_route_directly() {
 
 fn ssh_env(emu: &Emulator, sshd: &Sshd) -> Vec<(String, String)> {
     let mut env = env_for(emu);
-    for (k, v) in [
-        ("PROXMOX_SSH_HOST", "127.0.0.1".to_owned()),
-        ("PROXMOX_SSH_PORT", sshd.port.to_string()),
-        ("PROXMOX_SSH_USER", sshd.user.clone()),
-        (
-            "PROXMOX_SSH_KEY_PATH",
-            sshd.client_key().display().to_string(),
-        ),
-        (
-            "PROXMOX_SSH_KNOWN_HOSTS",
-            known_hosts(sshd).display().to_string(),
-        ),
-        ("PVE_ACCESS_TIER", "full".to_owned()),
-        ("PVE_MODULE_MODE", "advanced".to_owned()),
-    ] {
-        env.push((k.to_owned(), v));
-    }
+    env.extend(sshd.server_vars(&known_hosts(sshd)));
+    env.push(("PVE_ACCESS_TIER".into(), "full".into()));
+    env.push(("PVE_MODULE_MODE".into(), "advanced".into()));
     env
 }
 

@@ -19,21 +19,9 @@ async fn download_then_secret_read_then_node_shell_needs_a_person_at_each_sink()
     let sshd = Sshd::start();
     let emu = emulator().await;
     let mut env = env_for(&emu);
-    let known = sshd.trusted_known_hosts();
-    for (key, value) in [
-        ("PROXMOX_SSH_HOST", "127.0.0.1".to_owned()),
-        ("PROXMOX_SSH_PORT", sshd.port.to_string()),
-        ("PROXMOX_SSH_USER", sshd.user.clone()),
-        (
-            "PROXMOX_SSH_KEY_PATH",
-            sshd.client_key().display().to_string(),
-        ),
-        ("PROXMOX_SSH_KNOWN_HOSTS", known.display().to_string()),
-        ("PVE_ACCESS_TIER", "full".to_owned()),
-        ("PVE_MODULE_MODE", "advanced".to_owned()),
-    ] {
-        env.push((key.to_owned(), value));
-    }
+    env.extend(sshd.server_vars(&sshd.trusted_known_hosts()));
+    env.push(("PVE_ACCESS_TIER".into(), "full".into()));
+    env.push(("PVE_MODULE_MODE".into(), "advanced".into()));
     let person = Person::new(Answer::Decline);
     let (client, _home) = connect_stdio(person.clone(), &env).await;
     let marker = sshd.dir().join("exfiltrated");

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::id::IdError;
+use super::id::{IdError, check_age};
 use crate::composite::exec::render_status;
 use crate::envelope::{ToolFailure, failure_from};
 use crate::pve::{self, ApiRequest};
@@ -79,15 +79,7 @@ impl ExecHandle {
             .filter(|p| *p >= 0)
             .ok_or(IdError::Unknown)?;
         let created: i64 = created.parse().map_err(|_| IdError::Unknown)?;
-        let age = chrono::Utc::now().timestamp().saturating_sub(created);
-        if age < -60 {
-            return Err(IdError::Unknown);
-        }
-        if u64::try_from(age).unwrap_or(0) > ttl.as_secs() {
-            return Err(IdError::Expired {
-                ttl_secs: ttl.as_secs(),
-            });
-        }
+        check_age(created, ttl)?;
         Ok(ExecHandle {
             node: (*node).to_owned(),
             vmid,

@@ -76,16 +76,7 @@ impl TaskHandle {
         if tool.is_empty() || !tool.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             return Err(IdError::Unknown);
         }
-        let age = chrono::Utc::now().timestamp().saturating_sub(created);
-        if age < -60 {
-            // Created in the future: not an id this clock issued.
-            return Err(IdError::Unknown);
-        }
-        if u64::try_from(age).unwrap_or(0) > ttl.as_secs() {
-            return Err(IdError::Expired {
-                ttl_secs: ttl.as_secs(),
-            });
-        }
+        check_age(created, ttl)?;
         Ok(TaskHandle {
             upid,
             created,
@@ -99,6 +90,21 @@ impl TaskHandle {
             .unwrap_or_default()
             .to_rfc3339()
     }
+}
+
+/// An id created more than a minute in the future was not issued by this clock; one older
+/// than `ttl` has expired.
+pub fn check_age(created: i64, ttl: Duration) -> Result<(), IdError> {
+    let age = chrono::Utc::now().timestamp().saturating_sub(created);
+    if age < -60 {
+        return Err(IdError::Unknown);
+    }
+    if u64::try_from(age).unwrap_or(0) > ttl.as_secs() {
+        return Err(IdError::Expired {
+            ttl_secs: ttl.as_secs(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -294,15 +294,7 @@ pub async fn get(
         .round(client, &context.ct)
         .await
         .map_err(failure_error)?;
-    let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
-    let task = Task::new(
-        task_id,
-        TaskStatus::Working,
-        handle.created_at(),
-        rmcp::task_manager::current_timestamp(),
-    )
-    .with_ttl_ms(ttl_ms)
-    .with_poll_interval_ms(POLL_INTERVAL_MS);
+    let task = working_task(state, task_id, handle.created_at());
     if snapshot.state.running {
         let task = task.with_status_message(snapshot.reading.message.clone());
         return Ok(GetTaskResult::new(DetailedTask::new(
@@ -341,6 +333,20 @@ pub async fn get(
     )))
 }
 
+/// A task record in the `working` state with this server's TTL and polling interval; the
+/// caller sets the message and, when it ended, the payload.
+fn working_task(state: &AppState, task_id: &str, created_at: String) -> Task {
+    let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
+    Task::new(
+        task_id,
+        TaskStatus::Working,
+        created_at,
+        rmcp::task_manager::current_timestamp(),
+    )
+    .with_ttl_ms(ttl_ms)
+    .with_poll_interval_ms(POLL_INTERVAL_MS)
+}
+
 /// `tasks/get` of a guest program: `working` until `exec-status` says it exited, then the
 /// tool's answer (exit code, capped stdout/stderr); `isError` when the exit code is not 0.
 async fn get_exec(
@@ -358,15 +364,7 @@ async fn get_exec(
         .poll(client, &context.ct)
         .await
         .map_err(failure_error)?;
-    let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
-    let task = Task::new(
-        task_id,
-        TaskStatus::Working,
-        handle.created_at(),
-        rmcp::task_manager::current_timestamp(),
-    )
-    .with_ttl_ms(ttl_ms)
-    .with_poll_interval_ms(POLL_INTERVAL_MS);
+    let task = working_task(state, task_id, handle.created_at());
     if !exited {
         let task = task.with_status_message(format!("guest program {} running", handle.pid));
         return Ok(GetTaskResult::new(DetailedTask::new(

@@ -247,6 +247,24 @@ SetEnv PATH={bin}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n
         path
     }
 
+    /// The `PROXMOX_SSH_*` variables that point the built binary at this server, trusting
+    /// the host keys in `known_hosts`.
+    pub fn server_vars(&self, known_hosts: &Path) -> Vec<(String, String)> {
+        vec![
+            ("PROXMOX_SSH_HOST".into(), "127.0.0.1".into()),
+            ("PROXMOX_SSH_PORT".into(), self.port.to_string()),
+            ("PROXMOX_SSH_USER".into(), self.user.clone()),
+            (
+                "PROXMOX_SSH_KEY_PATH".into(),
+                self.client_key().display().to_string(),
+            ),
+            (
+                "PROXMOX_SSH_KNOWN_HOSTS".into(),
+                known_hosts.display().to_string(),
+            ),
+        ]
+    }
+
     /// The target for this server.
     pub fn target(&self) -> Target {
         Target {
