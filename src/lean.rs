@@ -203,8 +203,21 @@ fn text_note(spec: &ToolSpec, size: usize, cap: usize, lines: usize, total: usiz
     })
 }
 
+/// Bytes of `value`'s JSON text, counted while serializing — every answer is measured
+/// against the cap, so nothing is allocated for it.
 fn json_len(value: &Value) -> usize {
-    serde_json::to_vec(value).map_or(0, |bytes| bytes.len())
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
 }
 
 #[cfg(test)]
@@ -260,6 +273,12 @@ mod tests {
                 .unwrap()
                 .contains("tail")
         );
+    }
+
+    #[test]
+    fn the_counted_length_is_the_serialized_length() {
+        let value = json!({"a": [1, "é\n", null], "b": {"c": true}});
+        assert_eq!(json_len(&value), serde_json::to_vec(&value).unwrap().len());
     }
 
     #[test]
