@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::approval::{Approver, Channel, Question, Verdict};
 use crate::dispatch::{self, Backends};
-use crate::envelope::{ToolFailure, codes};
+use crate::envelope::ToolFailure;
 use crate::gate::{self, Gate};
 use crate::preview;
 use crate::registry::Entry;
@@ -49,11 +49,11 @@ pub async fn run(
         }
     };
     let gate = gate::evaluate(spec, &args);
-    let channel = Channel::of(context);
 
     if args.dry_run {
         let preview = preview::build(state.pve.as_ref(), spec, &args, cancel).await;
-        let data = preview.dry_run(spec, gate.as_ref(), channel.describe(approver.mode()));
+        let approval_path = Channel::of(context).describe(approver.mode());
+        let data = preview.dry_run(spec, gate.as_ref(), approval_path);
         let preview_only = dispatch::Record {
             audit: None,
             ..record
@@ -72,14 +72,20 @@ pub async fn run(
     let mut approved_by = None;
     if let Some(gate) = &gate {
         // The summary costs Proxmox reads: build it only when a person will read it.
-        let message = if approver.asks_person(channel) && request.request_state.is_none() {
-            preview::build(state.pve.as_ref(), spec, &args, cancel)
-                .await
-                .question(spec, gate)
-        } else {
-            String::new()
+        // The client's abilities are read only for gated calls (a copy of its capabilities).
+        let message =
+            if approver.asks_person(Channel::of(context)) && request.request_state.is_none() {
+                preview::build(state.pve.as_ref(), spec, &args, cancel)
+                    .await
+                    .question(spec, gate)
+            } else {
+                String::new()
+            };
+        let question = Question {
+            message,
+            tool: spec.name,
+            destructive: spec.effect.is_destructive(),
         };
-        let question = Question { message };
         match approver
             .decide(context, request, &question, args.confirmed)
             .await
@@ -87,8 +93,7 @@ pub async fn run(
             Verdict::Approved(by) => approved_by = Some(by.as_str()),
             Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
             Verdict::Refused(failure) => {
-                let failure =
-                    explain_refusal(failure, spec.name, gate, spec.effect.is_destructive());
+                let failure = with_fired_rules(failure, gate);
                 return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
                     .await
                     .into();
@@ -129,23 +134,9 @@ pub async fn run(
     dispatch::finish(entry, started, outcome, attempts, approved_by).into()
 }
 
-/// Adds what the gate saw to a refusal: the reference's wording and `impact` for the
-/// confirm flag, and the argument rules that fired.
-fn explain_refusal(
-    mut failure: ToolFailure,
-    tool: &str,
-    gate: &Gate,
-    destructive: bool,
-) -> ToolFailure {
-    if failure.code == codes::CONFIRMATION_REQUIRED {
-        failure.message = format!("Tool '{tool}' requires explicit confirmation.");
-        failure.impact = Some(if destructive {
-            "This operation may modify or remove existing resources or interrupt running workloads."
-                .into()
-        } else {
-            "This operation may alter cluster state.".into()
-        });
-    }
+/// Adds the argument rules that fired to a refusal, so the caller sees which arguments made
+/// the call need approval.
+fn with_fired_rules(mut failure: ToolFailure, gate: &Gate) -> ToolFailure {
     if !gate.fired.is_empty() {
         let conditions: Vec<String> = gate.fired.iter().map(|r| r.condition()).collect();
         failure.details = Some(json!({

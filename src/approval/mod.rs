@@ -111,11 +111,16 @@ impl Channel {
     }
 }
 
-/// What the person is asked: a plain-language summary of the exact call.
+/// What the person is asked: a plain-language summary of the exact call, and what a
+/// refusal for want of `confirm` says (the reference's wording).
 #[derive(Debug, Clone)]
 pub struct Question {
     /// Message shown to the person.
     pub message: String,
+    /// Canonical name of the tool asked about.
+    pub tool: &'static str,
+    /// Whether the call may remove or interrupt something (the refusal's `impact`).
+    pub destructive: bool,
 }
 
 /// Asks for approval according to the mode and the client's abilities.
@@ -158,7 +163,7 @@ impl Approver {
         let channel = Channel::of(context);
         match (self.mode, channel) {
             (ApprovalMode::Confirm, _) | (ApprovalMode::Auto, Channel::None) => {
-                confirm_flag(self.mode, channel, confirmed)
+                confirm_flag(self.mode, channel, confirmed, question)
             }
             (ApprovalMode::Elicit, Channel::None) => Verdict::Refused(unavailable()),
             (_, Channel::Elicitation) => self.elicit(context, question).await,
@@ -259,7 +264,12 @@ fn answer_without_state() -> Verdict {
 }
 
 /// The reference behaviour: `confirm: true` approves.
-fn confirm_flag(mode: ApprovalMode, channel: Channel, confirmed: bool) -> Verdict {
+fn confirm_flag(
+    mode: ApprovalMode,
+    channel: Channel,
+    confirmed: bool,
+    question: &Question,
+) -> Verdict {
     if confirmed {
         return Verdict::Approved(ApprovedBy::ConfirmFlag);
     }
@@ -268,13 +278,18 @@ fn confirm_flag(mode: ApprovalMode, channel: Channel, confirmed: bool) -> Verdic
     } else {
         "Ask the user to approve this exact action, then call the tool again with confirm=true."
     };
-    Verdict::Refused(
-        ToolFailure::new(
-            codes::CONFIRMATION_REQUIRED,
-            "This call needs approval: call again with confirm=true once the user approved it.",
-        )
-        .with_hint(hint),
+    let mut failure = ToolFailure::new(
+        codes::CONFIRMATION_REQUIRED,
+        format!("Tool '{}' requires explicit confirmation.", question.tool),
     )
+    .with_hint(hint);
+    failure.impact = Some(if question.destructive {
+        "This operation may modify or remove existing resources or interrupt running workloads."
+            .into()
+    } else {
+        "This operation may alter cluster state.".into()
+    });
+    Verdict::Refused(failure)
 }
 
 fn unavailable() -> ToolFailure {
@@ -396,6 +411,8 @@ mod tests {
     fn the_form_has_one_required_box() {
         let params = form(&Question {
             message: "Stop VM 101?".into(),
+            tool: "pve_stop_qemu_vm",
+            destructive: true,
         });
         let wire = serde_json::to_value(&params).expect("serializes");
         assert_eq!(wire["mode"], "form");

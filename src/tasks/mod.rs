@@ -458,6 +458,8 @@ pub async fn cancel(
             if upid.id.is_empty() { "-" } else { &upid.id },
             upid.node
         ),
+        tool: STOP_TOOL,
+        destructive: true,
     };
     match approver
         .decide(context, &request, &question, confirmed)
