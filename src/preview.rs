@@ -15,19 +15,11 @@ use crate::catalog::{Backend, HttpMethod, ToolSpec};
 use crate::dispatch::build_request;
 use crate::gate::Gate;
 use crate::pve::{self, ApiRequest};
+use crate::redact::{REDACTED, is_secret_field};
 use crate::schema::ValidArgs;
-
-/// Shown instead of a secret value.
-pub const MASK: &str = "********";
 
 /// Longest value shown in a question before it is cut.
 const SHOWN_VALUE_CHARS: usize = 160;
-
-/// Whether a parameter's value is a secret (masked in previews and questions): the one
-/// rule of [`crate::redact`].
-pub fn is_secret(name: &str) -> bool {
-    crate::redact::is_secret_field(name)
-}
 
 /// One key an update would change.
 #[derive(Debug, Clone, PartialEq)]
@@ -206,8 +198,8 @@ async fn read(
 
 /// A value as shown to people: secrets masked, long values cut.
 fn shown(key: &str, value: &str) -> String {
-    if is_secret(key) {
-        return MASK.to_owned();
+    if is_secret_field(key) {
+        return REDACTED.to_owned();
     }
     if value.chars().count() > SHOWN_VALUE_CHARS {
         let cut: String = value.chars().take(SHOWN_VALUE_CHARS).collect();
@@ -226,7 +218,7 @@ fn masked_arguments(spec: &ToolSpec, args: &ValidArgs) -> Value {
     };
     // `key=value` items (the generic API call's `params`): the key decides.
     let item = |text: &String| match text.split_once('=') {
-        Some((key, _)) if is_secret(key) => Value::String(format!("{key}={MASK}")),
+        Some((key, _)) if is_secret_field(key) => Value::String(format!("{key}={REDACTED}")),
         _ => Value::String(text.clone()),
     };
     let mut out = Map::new();
@@ -391,7 +383,7 @@ mod tests {
 
     #[test]
     fn secrets_are_masked_and_long_values_cut() {
-        assert_eq!(shown("cipassword", "hunter2"), MASK);
+        assert_eq!(shown("cipassword", "hunter2"), REDACTED);
         assert_eq!(shown("cores", "4"), "4");
         let long = "x".repeat(1000);
         let cut = shown("description", &long);
