@@ -68,17 +68,26 @@ fn every_tools_annotations_are_the_pinned_ones() {
 
 #[test]
 fn start_and_resume_are_not_destructive_and_backups_are() {
+    // Read from the listed tools themselves, not from the pins above.
+    let settings = Settings {
+        tier: Tier::Full,
+        module: Module::Advanced,
+        ..Settings::default()
+    };
+    let listed = Registry::build_for(&settings, Capabilities::ALL).tools();
+    let hints = |name: &str| {
+        let tool = listed.iter().find(|t| t.name == name).expect("listed");
+        let a = tool.annotations.clone().expect("annotations");
+        (a.destructive_hint, a.open_world_hint)
+    };
     for name in [
         "pve_start_qemu_vm",
         "pve_resume_qemu_vm",
         "pve_start_lxc_container",
     ] {
-        assert!(!DESTRUCTIVE.contains(&name), "{name}");
+        assert_eq!(hints(name).0, Some(false), "{name}");
     }
     for name in ["pve_run_backup", "pve_create_backup_job"] {
-        assert!(
-            DESTRUCTIVE.contains(&name) && OPEN_WORLD.contains(&name),
-            "{name}"
-        );
+        assert_eq!(hints(name), (Some(true), Some(true)), "{name}");
     }
 }
