@@ -16,6 +16,8 @@
 //! - [`approval`] — asks a person (elicitation, MRTR) or checks the confirm flag.
 //! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
 //! - [`dispatch`] — validation, request building, backend, envelope.
+//! - [`effects`] — what each outgoing request does (from Proxmox's schema), and the clearance
+//!   checked as it leaves.
 //! - [`lean`] — list projection/paging and the result size cap.
 //! - [`composite`] — tools made of several requests or a guarded one.
 //! - [`tasks`] — UPIDs as MCP tasks, `wait`, progress parsed from task logs.
@@ -37,6 +39,7 @@ pub mod composite;
 pub mod config;
 pub mod dispatch;
 pub mod docs;
+pub mod effects;
 pub mod emulator;
 pub mod envelope;
 pub mod gate;
