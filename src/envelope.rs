@@ -31,6 +31,9 @@ pub mod codes {
     pub const APPROVAL_UNAVAILABLE: &str = "APPROVAL_UNAVAILABLE";
     /// An MRTR approval state was forged, edited, replayed, expired or for another call.
     pub const APPROVAL_STATE_INVALID: &str = "APPROVAL_STATE_INVALID";
+    /// A request's effects were not covered by the call's approval (or need a higher tier);
+    /// nothing was sent.
+    pub const EFFECT_NOT_APPROVED: &str = "EFFECT_NOT_APPROVED";
 }
 
 /// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.

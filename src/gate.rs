@@ -1,12 +1,20 @@
-//! The gate: does this call, with these arguments, need approval before anything is sent?
+//! The gate: what will this call's requests do, and does that need a person?
 //!
-//! Read from the row alone — `confirm: true` gates every call, `gated_when` gates the calls
-//! whose arguments fire a rule — so what `tools --json`, docs/TOOLS.md and the threat model
-//! say about a tool is exactly what happens at run time. Invariant: evaluation is pure (no
-//! I/O) and runs on validated arguments, before approval, dry-run or dispatch.
+//! [`plan`] classifies the requests a call is about to send with the effects classifier
+//! (`effects`): a REST row's one request as `dispatch::build_request` renders it, a generic
+//! API call's request from its `method`/`path`/`params`, a composite's or SSH operation's
+//! known requests. [`evaluate`] turns that into the decision — a pure function of the effects,
+//! the row's own rules (`confirm`, `gated_when`, which may add to it and never remove) and the
+//! tier: any effect beyond a plain read needs a person; a sensitive read also needs `full`.
+//!
+//! Invariant: the gate's effects are also the clearance the call runs with
+//! ([`Gate::clearance`]), and the REST client and SSH entry refuse any request beyond it — so
+//! if the plan ever under-states a request, the request is refused, never sent unasked.
 
-use crate::catalog::{ArgRule, ToolSpec};
-use crate::schema::ValidArgs;
+use crate::catalog::{ArgRule, Backend, CompositeOp, HttpMethod, Tier, ToolSpec};
+use crate::effects::{self, Classified, Effect, EffectSet};
+use crate::envelope::{ToolFailure, codes};
+use crate::schema::{ArgValue, ValidArgs};
 
 /// Why a call needs approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,24 +23,42 @@ pub struct Gate {
     pub always: bool,
     /// The argument rules this call fired.
     pub fired: Vec<&'static ArgRule>,
+    /// What the call's requests do.
+    pub planned: Classified,
 }
 
 impl Gate {
-    /// One line per reason, for the person's question and for refusals.
+    /// One line per reason, for the person's question and for refusals: the effects first
+    /// (most serious first), then the row's argument rules.
     pub fn reasons(&self) -> Vec<String> {
-        self.fired
-            .iter()
-            .map(|rule| format!("{}: {}", rule.condition(), rule.why))
-            .collect()
+        let mut reasons = self.planned.reason_lines();
+        reasons.extend(
+            self.fired
+                .iter()
+                .map(|rule| format!("{}: {}", rule.condition(), rule.why)),
+        );
+        reasons
     }
 
     /// The gate decision as a short machine-readable word for results and the audit trail.
     pub fn kind(&self) -> &'static str {
-        if self.always { "always" } else { "arguments" }
+        if !self.planned.effects.is_read() {
+            "effects"
+        } else if self.always {
+            "always"
+        } else {
+            "arguments"
+        }
+    }
+
+    /// The effects the call may have once approved: exactly what was planned.
+    pub fn clearance(&self) -> EffectSet {
+        self.planned.effects
     }
 }
 
-/// Evaluates the row's gate for validated arguments; `None` when the call is routine.
+/// Evaluates the gate for validated arguments; `None` when the call is a plain read that no
+/// row rule gates.
 pub fn evaluate(spec: &'static ToolSpec, args: &ValidArgs) -> Option<Gate> {
     let fired: Vec<&'static ArgRule> = spec
         .gated_when
@@ -42,10 +68,100 @@ pub fn evaluate(spec: &'static ToolSpec, args: &ValidArgs) -> Option<Gate> {
             rule.fires(&values.iter().map(String::as_str).collect::<Vec<_>>())
         })
         .collect();
-    (spec.confirm || !fired.is_empty()).then_some(Gate {
+    let planned = plan(spec, args);
+    (spec.confirm || !fired.is_empty() || effects::needs_person(planned.effects)).then_some(Gate {
         always: spec.confirm,
         fired,
+        planned,
     })
+}
+
+/// Refuses a call whose planned effects the configured tier does not allow at all: a
+/// sensitive read below `full`. Nothing is asked and nothing is sent.
+pub fn tier_refusal(tier: Tier, spec: &ToolSpec, gate: Option<&Gate>) -> Option<ToolFailure> {
+    let planned = &gate?.planned;
+    if tier == Tier::Full || !effects::needs_full_tier(planned.effects) {
+        return None;
+    }
+    let why: Vec<String> = planned
+        .reasons
+        .iter()
+        .filter(|r| r.effect == Effect::SensitiveRead)
+        .map(|r| r.because.clone())
+        .collect();
+    Some(
+        ToolFailure::new(
+            codes::EFFECT_NOT_APPROVED,
+            format!(
+                "{} would read data Proxmox guards beyond an auditor's view ({}); that needs PVE_ACCESS_TIER=full and a person's approval. Nothing was sent to Proxmox.",
+                spec.name,
+                why.join("; ")
+            ),
+        )
+        .with_hint("Use the named tool for this data at tier full, or ask the operator to raise PVE_ACCESS_TIER."),
+    )
+}
+
+/// What the call's requests will do (see the module docs).
+pub fn plan(spec: &'static ToolSpec, args: &ValidArgs) -> Classified {
+    match spec.backend {
+        Backend::Rest { method, path } => {
+            let request = crate::dispatch::build_request(spec, method, path, args, &[]);
+            effects::classify_rest(request.method.as_str(), &request.path, &request.params)
+        }
+        Backend::PerNodeList { .. } => Classified::read(),
+        Backend::Ssh(op) => effects::classify_ssh(op.effect_kind(), op.describe()),
+        Backend::Composite(op) => plan_composite(spec, op, args),
+    }
+}
+
+fn plan_composite(spec: &'static ToolSpec, op: CompositeOp, args: &ValidArgs) -> Classified {
+    match op {
+        CompositeOp::ApiCall => plan_api_call(spec, args),
+        CompositeOp::DownloadToStorage => {
+            let path = "/nodes/{node}/storage/{storage}/download-url";
+            let request = crate::dispatch::build_request(spec, HttpMethod::Post, path, args, &[]);
+            effects::classify_rest("POST", &request.path, &request.params)
+        }
+        CompositeOp::QemuGuestExec => {
+            let start = crate::dispatch::build_request(
+                spec,
+                HttpMethod::Post,
+                "/nodes/{node}/qemu/{vmid}/agent/exec",
+                args,
+                &[],
+            );
+            let mut planned = effects::classify_rest("POST", &start.path, &[]);
+            let status = start.path.replace("/agent/exec", "/agent/exec-status");
+            planned.merge(effects::classify_rest("GET", &status, &[]));
+            planned
+        }
+        CompositeOp::QemuAgentDiagnose
+        | CompositeOp::QemuBootDiagnose
+        | CompositeOp::InventoryOverview
+        | CompositeOp::Capabilities
+        | CompositeOp::WaitTask => Classified::read(),
+    }
+}
+
+/// The generic call's one request, from its arguments as the handler will send it.
+fn plan_api_call(spec: &ToolSpec, args: &ValidArgs) -> Classified {
+    use crate::composite::api_call_check::{encode_path, structural_params, structural_path};
+    let method = if spec.effect.is_read() {
+        "GET".to_owned()
+    } else {
+        args.str("method").unwrap_or("GET").to_ascii_uppercase()
+    };
+    let Ok(segments) = structural_path(args.str("path").unwrap_or_default()) else {
+        // Refused by the handler before anything is sent.
+        return Classified::read();
+    };
+    let items = match args.values.get("params") {
+        Some(ArgValue::List(items)) => items.clone(),
+        _ => Vec::new(),
+    };
+    let params = structural_params(&items).unwrap_or_default();
+    effects::classify_rest(&method, &encode_path(&segments), &params)
 }
 
 /// The wire values given for `param`: its own value(s), or every key of its indexed family.
@@ -85,54 +201,75 @@ mod tests {
     }
 
     #[test]
-    fn one_guest_snapshot_backup_is_routine() {
-        assert_eq!(
-            gate("pve_run_backup", json!({"node": "pve01", "vmid": "101"})),
-            None
-        );
+    fn every_backup_is_gated_because_proxmox_prunes_by_default() {
+        let plain = gate("pve_run_backup", json!({"node": "pve01", "vmid": "101"})).expect("gated");
+        assert!(plain.planned.effects.contains(Effect::Destroy), "{plain:?}");
+        let many = gate(
+            "pve_run_backup",
+            json!({"node": "pve01", "vmid": "100,101,102", "remove": false}),
+        )
+        .expect("gated");
+        assert!(many.planned.effects.contains(Effect::CrossGuest));
+        let mail = gate(
+            "pve_run_backup",
+            json!({"node": "pve01", "vmid": "101", "mailto": "x@exfil.example"}),
+        )
+        .expect("gated");
+        assert!(mail.planned.effects.contains(Effect::Egress));
+    }
+
+    #[test]
+    fn a_start_is_a_change_and_a_status_read_is_not_gated() {
+        let start =
+            gate("pve_start_qemu_vm", json!({"node": "pve01", "vmid": 101})).expect("gated");
+        assert_eq!(start.kind(), "effects");
+        assert!(start.clearance().contains(Effect::Change));
         assert_eq!(
             gate(
-                "pve_run_backup",
-                json!({"node": "pve01", "vmid": "101", "mode": "snapshot"})
+                "pve_get_qemu_vm_status",
+                json!({"node": "pve01", "vmid": 101})
             ),
             None
         );
     }
 
     #[test]
-    fn mail_all_stop_and_prune_gate_a_backup() {
-        for args in [
-            json!({"node": "pve01", "vmid": "101", "mailto": "x@exfil.example"}),
-            json!({"node": "pve01", "all": true}),
-            json!({"node": "pve01", "vmid": "101", "mode": "stop"}),
-            json!({"node": "pve01", "vmid": "101", "remove": true}),
-        ] {
-            let gate = gate("pve_run_backup", args.clone()).expect("gated");
-            assert!(!gate.always, "{args}");
-            assert_eq!(gate.fired.len(), 1, "{args}");
-        }
+    fn generic_gets_are_classified_by_what_they_reach() {
+        let tos = gate(
+            "pve_api_call",
+            json!({"path": "/cluster/acme/tos", "params": ["directory=https://x.attacker.example/"]}),
+        )
+        .expect("gated");
+        assert!(tos.planned.effects.contains(Effect::Egress));
+        let shadow = gate(
+            "pve_api_call",
+            json!({"path": "/nodes/pve01/qemu/101/agent/file-read", "params": ["file=/etc/shadow"]}),
+        )
+        .expect("gated");
+        assert!(tier_refusal(Tier::ReadOnly, spec("pve_api_call"), Some(&shadow)).is_some());
+        assert!(tier_refusal(Tier::Full, spec("pve_api_call"), Some(&shadow)).is_none());
+        assert_eq!(gate("pve_api_call", json!({"path": "/version"})), None);
     }
 
     #[test]
     fn privileged_container_and_family_keys_gate_a_create() {
         let base = json!({"node": "pve01", "vmid": 200, "ostemplate": "local:vztmpl/debian-12.tar.zst", "unprivileged": true});
-        assert_eq!(gate("pve_lxc_create", base.clone()), None);
-        let mut privileged = base.clone();
-        privileged["unprivileged"] = json!(false);
-        assert!(gate("pve_lxc_create", privileged).is_some());
+        let unprivileged = gate("pve_lxc_create", base.clone()).expect("a create is a change");
+        assert!(!unprivileged.planned.effects.contains(Effect::Access));
         let mut without = base.clone();
         without.as_object_mut().map(|o| o.remove("unprivileged"));
-        assert!(gate("pve_lxc_create", without).is_some());
+        let privileged = gate("pve_lxc_create", without).expect("gated");
+        assert!(privileged.planned.effects.contains(Effect::Access));
         let mut mount = base;
         mount["mp0"] = json!("/srv/host,mp=/mnt/host");
-        let fired = gate("pve_lxc_create", mount).expect("gated").fired;
-        assert_eq!(fired[0].param, "mp");
+        let mounted = gate("pve_lxc_create", mount).expect("gated");
+        assert!(mounted.planned.effects.contains(Effect::Access));
     }
 
     #[test]
     fn confirm_tools_are_always_gated() {
         let gate = gate("pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101})).expect("gated");
         assert!(gate.always);
-        assert!(gate.fired.is_empty());
+        assert!(gate.planned.effects.contains(Effect::Destroy));
     }
 }

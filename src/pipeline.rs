@@ -49,6 +49,11 @@ pub async fn run(
         }
     };
     let gate = gate::evaluate(spec, &args);
+    if let Some(failure) = gate::tier_refusal(state.settings.tier, spec, gate.as_ref()) {
+        return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+            .await
+            .into();
+    }
 
     if args.dry_run {
         let preview = preview::build(state.pve.as_ref(), spec, &args, cancel).await;
@@ -110,9 +115,17 @@ pub async fn run(
     // A guest program answers as a task (started, then followed by `tasks/get`) for clients
     // that follow tasks; otherwise the handler follows it to its end itself.
     let exec_as_task = crate::tasks::answers_exec_as_task(spec, context);
-    let work = crate::composite::exec::detached_scope(
-        exec_as_task,
-        dispatch::execute(&backends, spec, &args, cancel),
+    // The call may have exactly the effects that were approved; the REST client and the
+    // SSH entry refuse any request beyond them (a routine call: plain reads only).
+    let clearance = gate
+        .as_ref()
+        .map_or(crate::effects::EffectSet::READ, Gate::clearance);
+    let work = crate::effects::with_clearance(
+        clearance,
+        crate::composite::exec::detached_scope(
+            exec_as_task,
+            dispatch::execute(&backends, spec, &args, cancel),
+        ),
     );
     let (outcome, attempts) = crate::tasks::progress_scope(context, work).await;
     // Shape first (projection, paging), then redact and audit what is returned: a

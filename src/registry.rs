@@ -205,13 +205,13 @@ pub fn annotations(spec: &ToolSpec) -> ToolAnnotations {
 /// `_meta` of a canonical tool, in the reference's key order.
 pub fn canonical_meta(spec: &ToolSpec) -> Map<String, Value> {
     let mut meta = Map::new();
-    if spec.confirm {
+    if spec.always_gated() {
         meta.insert(HUMAN_GATE_KEY.into(), Value::Bool(true));
     }
     meta.insert("category".into(), spec.category.as_str().into());
     meta.insert("accessTier".into(), spec.tier.as_str().into());
     meta.insert("destructive".into(), spec.effect.is_destructive().into());
-    meta.insert("confirmRequired".into(), spec.confirm.into());
+    meta.insert("confirmRequired".into(), spec.always_gated().into());
     meta.insert("idempotent".into(), spec.effect.is_idempotent().into());
     meta.insert("transport".into(), "both".into());
     meta.insert("module".into(), spec.module.as_str().into());
@@ -223,7 +223,7 @@ pub fn canonical_meta(spec: &ToolSpec) -> Map<String, Value> {
 /// `deprecated: true`.
 pub fn alias_meta(spec: &ToolSpec) -> Map<String, Value> {
     let mut meta = Map::new();
-    if spec.confirm {
+    if spec.always_gated() {
         meta.insert(HUMAN_GATE_KEY.into(), Value::Bool(true));
     }
     meta.insert("aliasFor".into(), spec.name.into());

@@ -27,7 +27,9 @@ fn the_committed_table_is_derived_from_the_schema() {
             std::fs::write(&path, &rendered).expect("table written");
             return;
         }
-        panic!("{TABLE} is not what the schema gives; run UPDATE_EFFECTS=1 cargo test --test effects_schema");
+        panic!(
+            "{TABLE} is not what the schema gives; run UPDATE_EFFECTS=1 cargo test --test effects_schema"
+        );
     }
 }
 
@@ -42,7 +44,10 @@ fn every_endpoint_is_classified() {
             methods += 1;
             let found = effects::endpoint(method, &concrete(path))
                 .unwrap_or_else(|| panic!("{method} {path} is not placed"));
-            assert_eq!(&found.path, path, "{method} {path} resolves to another template");
+            assert_eq!(
+                &found.path, path,
+                "{method} {path} resolves to another template"
+            );
         }
     }
     assert_eq!(effects::endpoints().len(), methods);
@@ -124,7 +129,9 @@ fn sample_params(entry: &Value) -> Vec<(String, String)> {
             p.get("optional").and_then(Value::as_i64) != Some(1)
                 || matches!(name.as_str(), "url" | "server" | "portal" | "directory")
         })
-        .filter(|(name, _)| !name.contains("[n]") && name.as_str() != "node" && name.as_str() != "vmid")
+        .filter(|(name, _)| {
+            !name.contains("[n]") && name.as_str() != "node" && name.as_str() != "vmid"
+        })
         .map(|(name, _)| (name.clone(), "https://example.invalid/x".to_owned()))
         .collect()
 }

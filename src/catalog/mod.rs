@@ -13,6 +13,7 @@ mod api;
 mod backup;
 mod cluster;
 mod downloads;
+pub mod effects;
 mod filter;
 mod firewall;
 mod gate;

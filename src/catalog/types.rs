@@ -342,6 +342,25 @@ pub enum SshOp {
 }
 
 impl SshOp {
+    /// What the operation is, for the effects classifier: a fixed diagnostic, a command the
+    /// caller chose, or a file read/write/removal.
+    pub const fn effect_kind(self) -> crate::effects::SshKind {
+        use crate::effects::SshKind;
+        match self {
+            SshOp::BatchDiagnostics => SshKind::Diagnostic,
+            // Allow-listed or not, a program started inside a guest is execution there.
+            SshOp::RemoteDiagnostic
+            | SshOp::DockerPs
+            | SshOp::DockerLogs
+            | SshOp::ExecInContainer
+            | SshOp::NodeShellRun
+            | SshOp::CliRun => SshKind::Command,
+            SshOp::NodeFileRead | SshOp::SnippetGet => SshKind::FileRead,
+            SshOp::NodeFileWrite | SshOp::SnippetPut => SshKind::FileWrite,
+            SshOp::SnippetDelete => SshKind::FileRemove,
+        }
+    }
+
     /// Short description of the remote command, for docs and `tools` listings.
     pub const fn describe(self) -> &'static str {
         match self {
@@ -483,9 +502,16 @@ impl ToolSpec {
         })
     }
 
-    /// Whether any call of this tool can need approval (always, or for some arguments).
-    pub const fn can_be_gated(&self) -> bool {
-        self.confirm || !self.gated_when.is_empty()
+    /// Whether any call of this tool can need approval: some request it can send does more
+    /// than read (from the effects classifier), or a row rule gates it.
+    pub fn can_be_gated(&self) -> bool {
+        self.confirm || !self.gated_when.is_empty() || super::effects::of(self).can_need_person()
+    }
+
+    /// Whether every call of this tool needs a person (announced to clients as
+    /// `_meta["anthropic/requiresUserInteraction"]`).
+    pub fn always_gated(&self) -> bool {
+        self.confirm || super::effects::of(self).always_needs_person()
     }
 
     /// Reads may be retried on transient failures; writes never are.

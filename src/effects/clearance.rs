@@ -92,8 +92,12 @@ mod tests {
             assert!(admit("POST", "/nodes/pve01/qemu/101/status/start", &[]).is_ok());
             assert!(admit("POST", "/nodes/pve01/qemu/101/status/stop", &[]).is_err());
             assert!(
-                admit("GET", "/nodes/pve01/qemu/101/agent/file-read", &[("file".into(), "/etc/shadow".into())])
-                    .is_err()
+                admit(
+                    "GET",
+                    "/nodes/pve01/qemu/101/agent/file-read",
+                    &[("file".into(), "/etc/shadow".into())]
+                )
+                .is_err()
             );
         })
         .await;

@@ -117,7 +117,10 @@ pub fn facts(method: &str, path: &str, entry: &Value) -> Facts {
             let effects = privilege_effects(privilege, method, path);
             // A read that needs a stronger privilege is a sensitive read, not what the
             // privilege does when written to (reading a guest file is not running one).
-            for effect in effects.into_iter().filter(|e| !is_get || *e == Effect::Egress) {
+            for effect in effects
+                .into_iter()
+                .filter(|e| !is_get || *e == Effect::Egress)
+            {
                 add(effect);
             }
         }
@@ -165,8 +168,9 @@ fn privilege_effects(privilege: &str, method: &str, path: &str) -> Vec<Effect> {
         "Sys.PowerMgmt" => vec![Effect::Destroy],
         "User.Modify" | "Realm.Allocate" | "Realm.AllocateUser" | "Group.Allocate"
         | "Permissions.Modify" => vec![Effect::Access],
-        "VM.GuestAgent.Unrestricted" | "VM.GuestAgent.FileWrite" | "Sys.Console"
-        | "VM.Console" => vec![Effect::Exec],
+        "VM.GuestAgent.Unrestricted" | "VM.GuestAgent.FileWrite" | "Sys.Console" | "VM.Console" => {
+            vec![Effect::Exec]
+        }
         "Sys.AccessNetwork" => vec![Effect::Egress],
         _ => Vec::new(),
     }
@@ -283,9 +287,16 @@ mod tests {
         let either = json!({"permissions": {"check": ["perm", "/storage/{storage}", ["Datastore.Audit", "Datastore.AllocateSpace"], "any", 1]}});
         assert!(facts("GET", "/x", &either).read_satisfies);
         let file = json!({"permissions": {"check": ["perm", "/vms/{vmid}", ["VM.GuestAgent.FileRead", "VM.GuestAgent.Unrestricted"], "any", 1]}});
-        assert_eq!(facts("GET", "/x", &file).effects, vec![Effect::SensitiveRead]);
+        assert_eq!(
+            facts("GET", "/x", &file).effects,
+            vec![Effect::SensitiveRead]
+        );
         let modify_or_network = json!({"permissions": {"check": ["or", ["perm", "/", ["Sys.Audit", "Sys.Modify"]], ["perm", "/nodes/{node}", ["Sys.AccessNetwork"]]]}});
-        let got = facts("GET", "/nodes/{node}/query-url-metadata", &modify_or_network);
+        let got = facts(
+            "GET",
+            "/nodes/{node}/query-url-metadata",
+            &modify_or_network,
+        );
         assert!(!got.read_satisfies);
         assert!(got.effects.contains(&Effect::Egress));
     }
@@ -299,7 +310,11 @@ mod tests {
             vec![Effect::Change, Effect::Access]
         );
         let ping = json!({"permissions": {"check": ["perm", "/vms/{vmid}", ["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"], "any", 1]}});
-        assert!(facts("POST", "/nodes/{node}/qemu/{vmid}/agent/ping", &ping).effects.is_empty());
+        assert!(
+            facts("POST", "/nodes/{node}/qemu/{vmid}/agent/ping", &ping)
+                .effects
+                .is_empty()
+        );
     }
 
     #[test]

@@ -27,8 +27,8 @@ mod table;
 use std::fmt;
 
 pub use clearance::{Refusal, admit, admit_ssh, current, with_clearance};
-pub use request::{classify_rest, classify_ssh, SshKind};
-pub use table::{Endpoint, endpoint, endpoints, render as table_render};
+pub use request::{SshKind, classify_rest, classify_ssh};
+pub use table::{Endpoint, endpoint, endpoints, endpoints_for_template, render as table_render};
 
 /// One thing a request can do beyond reading. A request with none of these is a read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -83,10 +83,13 @@ fn by_value(
 ) {
     let write = !endpoint.method.eq_ignore_ascii_case("GET");
     match endpoint.param_kind(key) {
-        Some(ParamKind::Url) => out.add(Effect::Egress, format!("{key}: the node fetches this URL")),
-        Some(ParamKind::Server) => {
-            out.add(Effect::Egress, format!("{key}: the node connects to this host"))
+        Some(ParamKind::Url) => {
+            out.add(Effect::Egress, format!("{key}: the node fetches this URL"))
         }
+        Some(ParamKind::Server) => out.add(
+            Effect::Egress,
+            format!("{key}: the node connects to this host"),
+        ),
         Some(ParamKind::Mail) => {
             out.add(Effect::Egress, format!("{key}: the node sends mail to it"))
         }
@@ -96,7 +99,10 @@ fn by_value(
         ),
         Some(ParamKind::Volume) => {
             if value.contains("import-from") || key == "import-from" {
-                out.add(Effect::CrossGuest, format!("{key}: import-from copies an existing volume"));
+                out.add(
+                    Effect::CrossGuest,
+                    format!("{key}: import-from copies an existing volume"),
+                );
             }
             for owner in volume_owners(value) {
                 if target != Some(owner.as_str()) {
@@ -114,16 +120,25 @@ fn by_value(
     }
     let family = key.trim_end_matches(|c: char| c.is_ascii_digit());
     if ACCESS_KEYS.contains(&key) {
-        out.add(Effect::Access, format!("{key}: sets a credential or access"));
+        out.add(
+            Effect::Access,
+            format!("{key}: sets a credential or access"),
+        );
     }
     if EXEC_KEYS.contains(&key) {
         out.add(Effect::Exec, format!("{key}: Proxmox runs what it names"));
     }
     if family != key && HOST_FAMILIES.contains(&family) {
-        out.add(Effect::Access, format!("{key}: passes a host device into the guest"));
+        out.add(
+            Effect::Access,
+            format!("{key}: passes a host device into the guest"),
+        );
     }
     if family == "mp" && family != key && is_host_mount(value) {
-        out.add(Effect::Access, format!("{key}: mounts a host path into the container"));
+        out.add(
+            Effect::Access,
+            format!("{key}: mounts a host path into the container"),
+        );
     }
 }
 
@@ -152,7 +167,10 @@ fn hand_rules(endpoint: &Endpoint, params: &[(String, String)], out: &mut Classi
             out.add(Effect::CrossGuest, "pool: backs up every guest of the pool");
         }
         if value("exclude").is_some() {
-            out.add(Effect::CrossGuest, "exclude: backs up every guest not excluded");
+            out.add(
+                Effect::CrossGuest,
+                "exclude: backs up every guest not excluded",
+            );
         }
         if value("mode") == Some("stop") {
             out.add(Effect::Destroy, "mode=stop: stops the guest for the backup");
@@ -174,14 +192,20 @@ fn hand_rules(endpoint: &Endpoint, params: &[(String, String)], out: &mut Classi
     }
     if method == "POST" && (path == "/nodes/{node}/lxc" || path == "/nodes/{node}/qemu") {
         if value("archive").is_some() && truthy("force") {
-            out.add(Effect::Destroy, "force with archive: overwrites an existing guest");
+            out.add(
+                Effect::Destroy,
+                "force with archive: overwrites an existing guest",
+            );
         }
         if truthy("start") || truthy("onboot") {
             out.add(Effect::Change, "start/onboot: the new guest will run");
         }
     }
     if method == "POST" && path.ends_with("/upload") && value("content") == Some("snippets") {
-        out.add(Effect::Exec, "content=snippets: hook scripts and cloud-init data run from there");
+        out.add(
+            Effect::Exec,
+            "content=snippets: hook scripts and cloud-init data run from there",
+        );
     }
     if method == "POST" && path == "/nodes/{node}/execute" {
         out.add(Effect::Exec, "runs a batch of API commands on the node");
@@ -256,7 +280,10 @@ pub fn classify_ssh(kind: SshKind, what: &str) -> Classified {
         SshKind::FileRead => out.add(Effect::SensitiveRead, format!("reads a node file: {what}")),
         SshKind::FileWrite => {
             out.add(Effect::Change, format!("writes a node file: {what}"));
-            out.add(Effect::Exec, format!("a written file can be run by the node: {what}"));
+            out.add(
+                Effect::Exec,
+                format!("a written file can be run by the node: {what}"),
+            );
             out.add(Effect::Destroy, format!("overwrites {what} if it exists"));
         }
         SshKind::FileRemove => out.add(Effect::Destroy, format!("removes {what}")),
@@ -278,13 +305,25 @@ mod tests {
     #[test]
     fn the_outside_gets_are_not_reads() {
         for (path, params) in [
-            ("/cluster/acme/tos", p(&[("directory", "https://x.attacker.example/")])),
-            ("/nodes/pve01/query-url-metadata", p(&[("url", "https://x.example/a.iso")])),
+            (
+                "/cluster/acme/tos",
+                p(&[("directory", "https://x.attacker.example/")]),
+            ),
+            (
+                "/nodes/pve01/query-url-metadata",
+                p(&[("url", "https://x.example/a.iso")]),
+            ),
             ("/nodes/pve01/scan/nfs", p(&[("server", "10.9.9.9")])),
             ("/nodes/pve01/scan/cifs", p(&[("server", "10.9.9.9")])),
-            ("/nodes/pve01/scan/pbs", p(&[("server", "10.9.9.9"), ("username", "a"), ("password", "b")])),
+            (
+                "/nodes/pve01/scan/pbs",
+                p(&[("server", "10.9.9.9"), ("username", "a"), ("password", "b")]),
+            ),
             ("/nodes/pve01/scan/iscsi", p(&[("portal", "10.9.9.9")])),
-            ("/nodes/pve01/qemu/101/agent/file-read", p(&[("file", "/etc/shadow")])),
+            (
+                "/nodes/pve01/qemu/101/agent/file-read",
+                p(&[("file", "/etc/shadow")]),
+            ),
         ] {
             let got = classify_rest("GET", path, &params);
             assert!(!got.effects.is_read(), "{path}: {got:?}");
@@ -295,8 +334,16 @@ mod tests {
             &p(&[("file", "/etc/shadow")]),
         );
         assert!(shadow.effects.contains(Effect::SensitiveRead));
-        assert!(classify_rest("GET", "/nodes/pve01/qemu/101/status/current", &[]).effects.is_read());
-        assert!(classify_rest("GET", "/cluster/resources", &p(&[("type", "vm")])).effects.is_read());
+        assert!(
+            classify_rest("GET", "/nodes/pve01/qemu/101/status/current", &[])
+                .effects
+                .is_read()
+        );
+        assert!(
+            classify_rest("GET", "/cluster/resources", &p(&[("type", "vm")]))
+                .effects
+                .is_read()
+        );
     }
 
     #[test]
@@ -312,7 +359,10 @@ mod tests {
             "/nodes/pve01/qemu",
             &p(&[("vmid", "150"), ("scsi0", "local-lvm:vm-100-disk-0")]),
         );
-        assert!(other_disk.effects.contains(Effect::CrossGuest), "{other_disk:?}");
+        assert!(
+            other_disk.effects.contains(Effect::CrossGuest),
+            "{other_disk:?}"
+        );
         let own_disk = classify_rest(
             "PUT",
             "/nodes/pve01/qemu/150/config",
@@ -322,17 +372,27 @@ mod tests {
         let import = classify_rest(
             "POST",
             "/nodes/pve01/qemu",
-            &p(&[("vmid", "150"), ("scsi0", "local-lvm:0,import-from=local-lvm:vm-100-disk-0")]),
+            &p(&[
+                ("vmid", "150"),
+                ("scsi0", "local-lvm:0,import-from=local-lvm:vm-100-disk-0"),
+            ]),
         );
         assert!(import.effects.contains(Effect::CrossGuest));
         let rootfs = classify_rest(
             "POST",
             "/nodes/pve01/lxc",
-            &p(&[("vmid", "250"), ("rootfs", "local-lvm:vm-200-disk-0"), ("unprivileged", "1")]),
+            &p(&[
+                ("vmid", "250"),
+                ("rootfs", "local-lvm:vm-200-disk-0"),
+                ("unprivileged", "1"),
+            ]),
         );
         assert!(rootfs.effects.contains(Effect::CrossGuest));
         let backup = classify_rest("POST", "/nodes/pve01/vzdump", &p(&[("vmid", "101")]));
-        assert!(backup.effects.contains(Effect::Destroy), "prunes by default");
+        assert!(
+            backup.effects.contains(Effect::Destroy),
+            "prunes by default"
+        );
         let kept = classify_rest(
             "POST",
             "/nodes/pve01/vzdump",
@@ -351,7 +411,11 @@ mod tests {
             &p(&[("pool", "prod"), ("remove", "0")]),
         );
         assert!(pool.effects.contains(Effect::CrossGuest));
-        let clone = classify_rest("POST", "/nodes/pve01/qemu/100/clone", &p(&[("newid", "151")]));
+        let clone = classify_rest(
+            "POST",
+            "/nodes/pve01/qemu/100/clone",
+            &p(&[("newid", "151")]),
+        );
         assert!(clone.effects.contains(Effect::CrossGuest));
     }
 

@@ -55,7 +55,11 @@ impl Endpoint {
         }
         let mut exact = 0;
         for (want, got) in self.segments.iter().zip(segments) {
-            if want.starts_with('{') && want.ends_with('}') {
+            if is_placeholder(got) {
+                // A template asked about statically: its placeholder may be any segment.
+                continue;
+            }
+            if is_placeholder(want) {
                 if got.is_empty() {
                     return None;
                 }
@@ -87,6 +91,29 @@ pub fn endpoint(method: &str, path: &str) -> Option<&'static Endpoint> {
         .filter_map(|e| e.matches(segments).map(|score| (score, e)))
         .max_by_key(|(score, _)| *score)
         .map(|(_, e)| e)
+}
+
+/// Every endpoint a path *template* can reach (`/nodes/{node}/{guest_type}/{vmid}/config`
+/// reaches both the QEMU and the LXC one), for static per-tool answers.
+pub fn endpoints_for_template(method: &str, template: &str) -> Vec<&'static Endpoint> {
+    let segments: Vec<&str> = template.trim_matches('/').split('/').collect();
+    let segments: &[&str] = if segments == [""] { &[] } else { &segments };
+    let matching: Vec<(usize, &'static Endpoint)> = endpoints()
+        .iter()
+        .filter(|e| e.method.eq_ignore_ascii_case(method))
+        .filter_map(|e| e.matches(segments).map(|score| (score, e)))
+        .collect();
+    // Where a literal segment decides, keep only the best matches.
+    let best = matching.iter().map(|(s, _)| *s).max().unwrap_or(0);
+    matching
+        .into_iter()
+        .filter(|(s, _)| *s == best)
+        .map(|(_, e)| e)
+        .collect()
+}
+
+fn is_placeholder(segment: &str) -> bool {
+    segment.starts_with('{') && segment.ends_with('}')
 }
 
 fn split_path(path: &str) -> Vec<String> {
@@ -155,7 +182,13 @@ pub fn render(schema: &Value) -> String {
             rows.push(format!(
                 "{method}\t{path}\t{class}\t{}\t{}\t{}",
                 or_dash(facts.privileges.clone()),
-                or_dash(facts.effects.iter().map(|e| e.as_str().to_owned()).collect()),
+                or_dash(
+                    facts
+                        .effects
+                        .iter()
+                        .map(|e| e.as_str().to_owned())
+                        .collect()
+                ),
                 or_dash(
                     facts
                         .params

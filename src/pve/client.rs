@@ -149,6 +149,15 @@ impl Client {
     /// in-flight slot. Returns promptly with [`PveError::Cancelled`] when `cancel` fires,
     /// dropping any request in flight. `attempts` counts requests actually put on the wire.
     pub async fn call(&self, req: ApiRequest, cancel: &CancellationToken) -> Outcome {
+        // The choke point: a request whose effects the running call was not cleared for
+        // never leaves (see `effects::clearance`).
+        if let Err(refusal) = crate::effects::admit(req.method.as_str(), &req.path, &req.params) {
+            tracing::info!(method = %req.method, path = %req.path, effects = ?refusal.beyond, "request refused: effects not approved");
+            return Outcome {
+                result: Err(PveError::NotApproved(refusal)),
+                attempts: 0,
+            };
+        }
         let prepared = match self.prepare(&req) {
             Ok(p) => p,
             Err(e) => {

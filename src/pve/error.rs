@@ -68,6 +68,10 @@ pub enum PveError {
         /// The in-flight bound that was full (`PVE_MAX_INFLIGHT`).
         max_inflight: usize,
     },
+    /// The request's effects were not cleared for the running call (see `effects`); nothing
+    /// was sent.
+    #[error("refused before sending: {0}")]
+    NotApproved(#[from] crate::effects::Refusal),
 }
 
 fn http_text(status: u16, message: &str, errors: Option<&Map<String, Value>>) -> String {
@@ -116,6 +120,7 @@ impl PveError {
             PveError::Other(_) => "UNHANDLED_ERROR",
             PveError::Config(_) => "INVALID_CONFIGURATION",
             PveError::InvalidRequest(_) => "TOOL_INPUT_REJECTED",
+            PveError::NotApproved(_) => crate::envelope::codes::EFFECT_NOT_APPROVED,
         }
     }
 
@@ -170,6 +175,13 @@ impl PveError {
 
     /// A short, actionable hint for the user, when there is one.
     pub fn hint(&self) -> Option<String> {
+        if let PveError::NotApproved(refusal) = self {
+            return Some(format!(
+                "Nothing was sent to Proxmox. A person approves every request that does more \
+                 than read ({}); call a tool whose approval covers it, at a tier that allows it.",
+                refusal.beyond.names().join(", ")
+            ));
+        }
         if let PveError::Saturated { .. } = self {
             return Some(
                 "Nothing was sent. Too many calls were in flight at once; send fewer calls in \
@@ -268,6 +280,11 @@ impl PveError {
                 Some(details)
             }
             PveError::InvalidResponse { status, .. } => Some(json!({ "status": status })),
+            PveError::NotApproved(refusal) => Some(json!({
+                "refusedRequest": refusal.what,
+                "effectsNotApproved": refusal.beyond.names(),
+                "reasons": refusal.classified.reason_lines(),
+            })),
             _ => None,
         }
     }

@@ -73,6 +73,16 @@ pub async fn execute(
     args: &ValidArgs,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
+    // The SSH choke point: an operation whose effects the running call was not cleared for
+    // never starts (see `effects::clearance`).
+    if let Err(refusal) = crate::effects::admit_ssh(op.effect_kind(), op.describe()) {
+        return (
+            Err(crate::envelope::failure_from(pve::PveError::NotApproved(
+                refusal,
+            ))),
+            0,
+        );
+    }
     if is_node_access(op) {
         return super::node_ops::execute(op, spec, router, pve, args, cancel).await;
     }

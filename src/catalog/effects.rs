@@ -1,0 +1,219 @@
+//! What a tool's requests *can* do, derived from its row by the effects classifier: the
+//! effects every call has (its endpoint's own), and the arguments that can add more.
+//!
+//! This is the static face of the gate: the `confirm` argument in a tool's schema, its
+//! `_meta["anthropic/requiresUserInteraction"]`, `tools --json`, docs/TOOLS.md and the threat
+//! model's sink table all read it. The run-time gate (`gate::plan`) classifies the actual
+//! request; this module answers for every possible one. Invariant: computed once per tool,
+//! from the row and `effects` only — never a hand-written list of tools.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use super::types::{Backend, CompositeOp, ToolSpec};
+use crate::effects::{self, Classified, Effect, EffectSet, derive::ParamKind};
+
+/// The static classification of one tool.
+#[derive(Debug, Clone, Default)]
+pub struct ToolEffects {
+    /// Effects every call has (empty: a call can be a plain read).
+    pub always: EffectSet,
+    /// Effects some calls have, by the arguments named in `because`.
+    pub possible: Classified,
+}
+
+impl ToolEffects {
+    /// Whether some call of the tool needs a person.
+    pub fn can_need_person(&self) -> bool {
+        !self.possible.effects.is_read()
+    }
+
+    /// Whether every call of the tool needs a person.
+    pub fn always_needs_person(&self) -> bool {
+        !self.always.is_read()
+    }
+}
+
+/// The static classification of `spec` (cached per tool name).
+pub fn of(spec: &ToolSpec) -> &'static ToolEffects {
+    static CACHE: OnceLock<HashMap<&'static str, ToolEffects>> = OnceLock::new();
+    static NONE: OnceLock<ToolEffects> = OnceLock::new();
+    CACHE
+        .get_or_init(|| super::all().map(|s| (s.name, classify(s))).collect())
+        .get(spec.name)
+        .unwrap_or_else(|| NONE.get_or_init(ToolEffects::default))
+}
+
+fn classify(spec: &ToolSpec) -> ToolEffects {
+    let mut out = match spec.backend {
+        Backend::Rest { method, path } => rest(spec, method.as_str(), path),
+        Backend::PerNodeList { .. } => ToolEffects::default(),
+        Backend::Ssh(op) => {
+            let c = effects::classify_ssh(op.effect_kind(), op.describe());
+            ToolEffects {
+                always: c.effects,
+                possible: c,
+            }
+        }
+        Backend::Composite(op) => composite(spec, op),
+    };
+    if spec.confirm {
+        out.always.insert(Effect::Change);
+        out.possible
+            .add(Effect::Change, "the tool asks for approval on every call");
+    }
+    for rule in spec.gated_when {
+        out.possible.add(
+            Effect::Change,
+            format!("{}: {}", rule.condition(), rule.why),
+        );
+    }
+    out
+}
+
+/// A REST row: the endpoint's own effects on every call, plus what its parameters can add.
+fn rest(spec: &ToolSpec, method: &str, path: &str) -> ToolEffects {
+    let reached = effects::endpoints_for_template(method, path);
+    let mut base = Classified::read();
+    for endpoint in &reached {
+        base.merge(effects::classify_rest(method, &endpoint.path, &[]));
+    }
+    if reached.is_empty() {
+        base = effects::classify_rest(method, path, &[]);
+    }
+    let mut possible = base.clone();
+    for endpoint in reached {
+        for param in spec.params {
+            let name = if param.index.is_some() {
+                format!("{}0", param.name)
+            } else {
+                param.api_name().to_owned()
+            };
+            match endpoint.param_kind(&name) {
+                Some(ParamKind::Url | ParamKind::Server | ParamKind::Mail) => {
+                    possible.add(
+                        Effect::Egress,
+                        format!("{}: an address the node contacts", param.name),
+                    );
+                }
+                Some(ParamKind::Vmids) => possible.add(
+                    Effect::CrossGuest,
+                    format!("{}: several guests at once", param.name),
+                ),
+                Some(ParamKind::Volume) => possible.add(
+                    Effect::CrossGuest,
+                    format!("{}: another guest's volume, or import-from", param.name),
+                ),
+                None => {}
+            }
+        }
+    }
+    ToolEffects {
+        always: base.effects,
+        possible,
+    }
+}
+
+fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
+    match op {
+        CompositeOp::ApiCall if spec.effect.is_read() => {
+            let mut possible = Classified::read();
+            possible.add(
+                Effect::SensitiveRead,
+                "path: an endpoint that needs more than an auditor's privilege",
+            );
+            possible.add(Effect::Egress, "params: a URL or server the node contacts");
+            possible.add(
+                Effect::Unplaced,
+                "path: an endpoint this server does not know",
+            );
+            ToolEffects {
+                always: EffectSet::READ,
+                possible,
+            }
+        }
+        CompositeOp::ApiCall => {
+            let mut possible = Classified::read();
+            possible.add(Effect::Change, "method: POST, PUT or DELETE");
+            for effect in Effect::ALL {
+                if effect != Effect::Change {
+                    possible.add(effect, "path and params: whatever the endpoint does");
+                }
+            }
+            ToolEffects {
+                always: EffectSet::of(Effect::Change),
+                possible,
+            }
+        }
+        CompositeOp::DownloadToStorage => {
+            let mut c =
+                effects::classify_rest("POST", "/nodes/{node}/storage/{storage}/download-url", &[]);
+            c.add(Effect::Egress, "url: the node downloads from it");
+            ToolEffects {
+                always: c.effects,
+                possible: c,
+            }
+        }
+        CompositeOp::QemuGuestExec => {
+            let mut c = effects::classify_rest("POST", "/nodes/{node}/qemu/{vmid}/agent/exec", &[]);
+            c.merge(effects::classify_rest(
+                "GET",
+                "/nodes/{node}/qemu/{vmid}/agent/exec-status",
+                &[],
+            ));
+            ToolEffects {
+                always: c.effects,
+                possible: c,
+            }
+        }
+        CompositeOp::QemuAgentDiagnose
+        | CompositeOp::QemuBootDiagnose
+        | CompositeOp::InventoryOverview
+        | CompositeOp::Capabilities
+        | CompositeOp::WaitTask => ToolEffects::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Tier;
+
+    #[test]
+    fn every_row_is_placed_and_agrees_with_its_tier() {
+        for spec in crate::catalog::all() {
+            let e = of(spec);
+            assert!(
+                !e.always.contains(Effect::Unplaced),
+                "{}: its endpoint is not in the schema table",
+                spec.name
+            );
+            if !spec.effect.is_read() {
+                assert!(
+                    e.always_needs_person(),
+                    "{}: a write row whose requests read",
+                    spec.name
+                );
+            }
+            if e.always.contains(Effect::SensitiveRead) {
+                assert_eq!(
+                    spec.tier,
+                    Tier::Full,
+                    "{}: a sensitive read below full",
+                    spec.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_generic_read_can_need_a_person_but_a_plain_list_cannot() {
+        let api = crate::catalog::find("pve_api_call").expect("row");
+        assert!(api.can_be_gated());
+        assert!(!api.always_gated());
+        let nodes = crate::catalog::find("pve_list_nodes").expect("row");
+        assert!(!nodes.can_be_gated());
+        let start = crate::catalog::find("pve_start_qemu_vm").expect("row");
+        assert!(start.always_gated());
+    }
+}
