@@ -75,25 +75,62 @@ pub fn render_tools(specs: &[&ToolSpec]) -> String {
     out
 }
 
-/// `always`, `arguments` or `none`: when calls of the tool need approval.
+/// `always`, `arguments` or `none`: when calls of the tool need approval, from the effects
+/// classifier (`catalog::effects`) and the row's own rules.
 pub fn approval_kind(spec: &ToolSpec) -> &'static str {
-    if spec.confirm {
+    if spec.always_gated() {
         "always"
-    } else if spec.gated_when.is_empty() {
-        "none"
-    } else {
+    } else if spec.can_be_gated() {
         "arguments"
+    } else {
+        "none"
     }
 }
 
-/// The approval rule in a cell: `always`, `when mailto, all=true` or `—`.
+/// The arguments that can make a call of the tool need a person, with why: the effects
+/// classifier's reasons, then the row's own rules.
+pub fn approval_when(spec: &ToolSpec) -> Vec<(String, String)> {
+    let effects = catalog::effects::of(spec);
+    let mut when: Vec<(String, String)> = effects
+        .possible
+        .reasons
+        .iter()
+        .filter(|r| !effects.always.contains(r.effect))
+        .map(|r| (r.effect.as_str().to_owned(), r.because.clone()))
+        .collect();
+    when.extend(
+        spec.gated_when
+            .iter()
+            .map(|rule| (rule.condition(), rule.why.to_owned())),
+    );
+    when
+}
+
+/// The approval rule in a cell: `always (effects)`, `when …` or `—`.
 fn approval_cell(spec: &ToolSpec) -> String {
+    let effects = catalog::effects::of(spec);
     match approval_kind(spec) {
-        "always" => "always".into(),
+        "always" => {
+            let names = effects.always.names();
+            if names.is_empty() {
+                "always".into()
+            } else {
+                format!("always ({})", names.join(", "))
+            }
+        }
         "none" => "—".into(),
         _ => {
-            let mut conditions: Vec<String> =
-                spec.gated_when.iter().map(|r| r.condition()).collect();
+            let mut conditions: Vec<String> = approval_when(spec)
+                .into_iter()
+                .map(|(c, why)| {
+                    let arg = why.split(':').next().unwrap_or(&why).to_owned();
+                    if spec.gated_when.iter().any(|r| r.condition() == c) {
+                        c
+                    } else {
+                        format!("{arg} → {c}")
+                    }
+                })
+                .collect();
             conditions.dedup();
             format!("when {}", conditions.join(", "))
         }
@@ -182,7 +219,19 @@ fn request_cell(spec: &ToolSpec) -> String {
 /// A sink: the tool acts beyond reading — it runs a command, makes the cluster reach
 /// outside, or removes or interrupts something.
 pub fn is_sink(spec: &ToolSpec) -> bool {
-    spec.legs.executes || spec.open_world || spec.effect.is_destructive()
+    let effects = catalog::effects::of(spec).possible.effects;
+    spec.legs.executes
+        || spec.open_world
+        || spec.effect.is_destructive()
+        || [
+            crate::effects::Effect::Exec,
+            crate::effects::Effect::Egress,
+            crate::effects::Effect::Destroy,
+            crate::effects::Effect::CrossGuest,
+            crate::effects::Effect::Access,
+        ]
+        .iter()
+        .any(|e| effects.contains(*e))
 }
 
 /// The per-tier table of the toxic flow's legs and the gate on each sink, for every tool a
@@ -216,15 +265,14 @@ pub fn sink_tables() -> String {
             names(&|s| s.legs.sensitive)
         );
         for spec in specs.iter().filter(|s| is_sink(s)) {
-            let mut kinds = Vec::new();
-            if spec.legs.executes {
-                kinds.push("execution");
-            }
-            if spec.open_world {
-                kinds.push("egress");
-            }
-            if spec.effect.is_destructive() {
-                kinds.push("destruction");
+            let effects = catalog::effects::of(spec).possible.effects;
+            let mut kinds: Vec<&str> = effects
+                .iter()
+                .filter(|e| !matches!(e, crate::effects::Effect::Change))
+                .map(crate::effects::Effect::as_str)
+                .collect();
+            if kinds.is_empty() {
+                kinds.push("change");
             }
             let gate = match approval_kind(spec) {
                 "always" => "person, every call".to_owned(),

@@ -49,11 +49,13 @@ pub struct HardenResult {
     pub total: usize,
 }
 
-/// Every tool name that needs a person and that a server at `tier` lists: each confirm tool
-/// of that tier or below, followed by its aliases.
+/// Every tool name that needs a person and that a server at `tier` lists: each tool of
+/// that tier or below whose calls can need a person (from the effects classifier — a tool
+/// gated only for some arguments gets an `ask` rule too, since a rule cannot see
+/// arguments), followed by its aliases.
 pub fn gated_tool_names(tier: Tier) -> Vec<&'static str> {
     catalog::all()
-        .filter(|t| t.confirm && t.tier <= tier)
+        .filter(|t| t.can_be_gated() && t.tier <= tier)
         .flat_map(|t| std::iter::once(t.name).chain(t.aliases.iter().copied()))
         .collect()
 }
@@ -279,7 +281,7 @@ mod tests {
             let spec = catalog::find(name)
                 .or_else(|| catalog::all().find(|s| s.aliases.contains(name)))
                 .unwrap();
-            assert!(spec.confirm);
+            assert!(spec.can_be_gated());
         }
     }
 }

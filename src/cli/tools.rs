@@ -56,7 +56,11 @@ fn table(registry: &Registry) -> String {
         .map(|entry| {
             let spec = entry.spec;
             let (method, path) = spec.backend.summary();
-            let confirm = if spec.confirm { " confirm" } else { "" };
+            let confirm = match crate::docs::approval_kind(spec) {
+                "always" => " approval",
+                "arguments" => " approval-when",
+                _ => "",
+            };
             [
                 spec.name.to_owned(),
                 spec.tier.as_str().to_owned(),
@@ -113,13 +117,15 @@ pub fn describe(registry: &Registry, settings: &Settings) -> Value {
                 "readOnly": spec.effect.is_read(),
                 "destructive": spec.effect.is_destructive(),
                 "idempotent": spec.effect.is_idempotent(),
-                "confirm": spec.confirm,
+                "confirm": spec.always_gated(),
                 "openWorld": spec.open_world,
                 "approval": crate::docs::approval_kind(spec),
-                "approvalWhen": spec.gated_when.iter().map(|rule| json!({
-                    "condition": rule.condition(),
-                    "why": rule.why,
+                "approvalWhen": crate::docs::approval_when(spec).into_iter().map(|(condition, why)| json!({
+                    "condition": condition,
+                    "why": why,
                 })).collect::<Vec<_>>(),
+                "effects": crate::catalog::effects::of(spec).possible.effects.names(),
+                "effectsEveryCall": crate::catalog::effects::of(spec).always.names(),
                 "dryRun": !spec.effect.is_read(),
                 "deprecated": spec.deprecated,
                 "aliases": spec.aliases,
