@@ -236,3 +236,74 @@ pub async fn record_call(
         tracing::error!(tool = call.wire_name, error = %e, "audit line not written");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditTarget;
+    use serde_json::json;
+
+    fn call<'a>(args: &'a Map<String, Value>, approval: Option<&'a str>) -> Call<'a> {
+        Call {
+            spec: crate::catalog::find("pve_create_user").unwrap(),
+            wire_name: "pve_create_user",
+            alias_for: None,
+            arguments: Some(args),
+            approval,
+        }
+    }
+
+    #[tokio::test]
+    async fn intent_is_written_masked_before_the_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::new(AuditTarget::File(path.clone()));
+        let args = json!({"userid": "a@pve", "password": "intent-canary-1"});
+        let args = args.as_object().unwrap().clone();
+        let call = call(&args, Some("confirm-flag"));
+        record_intent(&log, &call, false).await.unwrap();
+        assert!(!path.exists(), "not a change: no line");
+        record_intent(&log, &call, true).await.unwrap();
+        record_call(&log, &call, &Ok(Value::Null), Duration::from_millis(3)).await;
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("intent-canary-1"));
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["decision"], SENDING);
+        assert_eq!(lines[0]["outcome"], PENDING);
+        assert_eq!(lines[0]["approval"], "confirm-flag");
+        assert_eq!(lines[1]["decision"], "executed");
+        assert!(
+            super::super::verify::verify_file(&path)
+                .unwrap()
+                .is_intact()
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_unwritable_intent_refuses() {
+        let log = AuditLog::new(AuditTarget::File("/dev/full".into()));
+        let args = Map::new();
+        let failure = record_intent(&log, &call(&args, None), true)
+            .await
+            .unwrap_err();
+        assert_eq!(failure.code, AUDIT_LOG_UNAVAILABLE);
+        assert!(failure.hint.unwrap().contains("Nothing was sent"));
+        let off = AuditLog::off();
+        record_intent(&off, &call(&args, None), true).await.unwrap();
+    }
+
+    #[test]
+    fn an_approved_read_is_recorded_and_an_audit_refusal_is_not() {
+        let read = crate::catalog::all().find(|s| s.effect.is_read()).unwrap();
+        let ok: Result<Value, ToolFailure> = Ok(Value::Null);
+        assert_eq!(decision_of(read, false, &ok), None);
+        assert_eq!(decision_of(read, true, &ok), Some("executed"));
+        let unavailable = Err(ToolFailure::new(AUDIT_LOG_UNAVAILABLE, "x"));
+        assert_eq!(decision_of(read, true, &unavailable), None);
+    }
+}

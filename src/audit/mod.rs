@@ -461,6 +461,39 @@ mod tests {
         assert!(log.append_blocking(&entry("b")).is_err());
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn dev_full_opens_but_every_append_fails() {
+        // `/dev/full` opens (so the early check passes) and fails every write with ENOSPC.
+        let log = AuditLog::new(AuditTarget::File("/dev/full".into()));
+        log.ensure_writable().unwrap();
+        for _ in 0..2 {
+            let err = log.append_blocking(&entry("a")).unwrap_err();
+            let AuditError::Io { source, .. } = &err else {
+                panic!("{err}");
+            };
+            assert_eq!(source.raw_os_error(), Some(28), "ENOSPC: {err}");
+        }
+    }
+
+    #[test]
+    fn a_failed_line_is_cut_back_and_the_chain_continues() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::new(AuditTarget::File(path.clone()));
+        log.append_blocking(&entry("a")).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        // What a short write before ENOSPC leaves behind.
+        let mut file = open_append(&path).unwrap();
+        file.write_all(b"{\"seq\":2,\"time\":\"20").unwrap();
+        assert!(log.ensure_writable().is_err(), "a cut line stops the chain");
+        cut_back(&file, &path, len);
+        drop(file);
+        let next = log.append_blocking(&entry("b")).unwrap().unwrap();
+        assert_eq!(next.seq, 2);
+        assert!(verify::verify_file(&path).unwrap().is_intact());
+    }
+
     #[test]
     fn off_and_unavailable() {
         assert_eq!(AuditLog::off().append_blocking(&entry("a")).unwrap(), None);
