@@ -67,8 +67,12 @@ pub async fn run(
             .await
             .into();
     }
+    // Whether the call is recorded as a change (soon: from a request classifier).
+    let is_change = !spec.effect.is_read() || gate.is_some();
     // A change that could not be recorded is refused before anyone is asked (fail closed).
-    if let Err(failure) = crate::audit::call::ensure_change_recordable(&state.audit, spec).await {
+    if let Err(failure) =
+        crate::audit::call::ensure_change_recordable(&state.audit, spec, is_change).await
+    {
         return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();
@@ -106,6 +110,20 @@ pub async fn run(
         }
     }
 
+    // Nothing is sent before its `sending` line is written and synced (fail closed).
+    let intent = crate::audit::call::Call {
+        spec,
+        wire_name: entry.wire_name,
+        alias_for: entry.alias_for,
+        arguments: request.arguments.as_ref(),
+        approval: approved_by,
+    };
+    if let Err(failure) = crate::audit::call::record_intent(&state.audit, &intent, is_change).await
+    {
+        return dispatch::conclude(&record, entry, started, Err(failure), 0, approved_by)
+            .await
+            .into();
+    }
     let backends = Backends {
         pve: state.pve.as_ref(),
         ssh: state.ssh.as_deref(),

@@ -105,7 +105,24 @@ async fn changes_and_refusals_are_recorded_and_verify() {
     record_five(&mut mcp).await;
     assert!(mcp.shutdown().await.success());
 
-    let records = lines(&path);
+    let all = lines(&path);
+    // Each change sent has a `sending` line (written and synced before the request) right
+    // before its outcome; one server, one call at a time, so they are adjacent.
+    let sending: Vec<usize> = (0..all.len())
+        .filter(|&i| all[i]["decision"] == "sending")
+        .collect();
+    assert_eq!(sending, [0, 3, 5, 7], "{all:?}");
+    for &i in &sending {
+        assert_eq!(all[i]["outcome"], "pending");
+        assert_eq!(all[i]["tool"], all[i + 1]["tool"]);
+        assert_eq!(all[i]["arguments"], all[i + 1]["arguments"]);
+        assert_eq!(all[i]["approval"], all[i + 1]["approval"]);
+        assert_eq!(all[i + 1]["decision"], "executed");
+    }
+    let records: Vec<Value> = all
+        .into_iter()
+        .filter(|r| r["decision"] != "sending")
+        .collect();
     let tools: Vec<&str> = records
         .iter()
         .map(|r| r["tool"].as_str().unwrap())
@@ -122,7 +139,7 @@ async fn changes_and_refusals_are_recorded_and_verify() {
         "reads are not recorded"
     );
     let start = &records[0];
-    assert_eq!(start["seq"], 1);
+    assert_eq!(start["seq"], 2);
     assert_eq!(start["decision"], "executed");
     assert_eq!(start["approval"], Value::Null);
     assert_eq!(start["outcome"], "ok");
@@ -143,7 +160,7 @@ async fn changes_and_refusals_are_recorded_and_verify() {
 
     let (code, text) = verify(&path);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("5 line(s), hash chain intact"), "{text}");
+    assert!(text.contains("9 line(s), hash chain intact"), "{text}");
     emu.shutdown().await;
 }
 
@@ -169,10 +186,10 @@ async fn verify_names_the_first_tampered_line() {
         .lines()
         .map(str::to_owned)
         .collect();
-    assert_eq!(original.len(), 5);
+    assert_eq!(original.len(), 9, "5 outcomes and 4 sending lines");
 
     let mut modified = original.clone();
-    modified[2] = modified[2].replace("audit@pve", "other@pve");
+    modified[3] = modified[3].replace("audit@pve", "other@pve");
     let mut deleted = original.clone();
     deleted.remove(1);
     let mut reordered = original.clone();
@@ -180,7 +197,7 @@ async fn verify_names_the_first_tampered_line() {
     let mut inserted = original.clone();
     inserted.insert(4, original[1].clone());
     let cases = [
-        ("modified", modified, 0, "line 3: modified"),
+        ("modified", modified, 0, "line 4: modified"),
         (
             "deleted",
             deleted,
@@ -199,7 +216,7 @@ async fn verify_names_the_first_tampered_line() {
             0,
             "line 5: inserted: repeats record 2",
         ),
-        ("truncated", original.clone(), 30, "line 5: truncated"),
+        ("truncated", original.clone(), 30, "line 9: truncated"),
     ];
     for (name, content, cut, expected) in cases {
         let (code, text) = verify(&tampered(dir.path(), name, &content, cut));

@@ -1,11 +1,13 @@
-//! The audit stage of a tool call: which calls are recorded, what their line says, and the
-//! fail-closed check before a change is sent.
+//! The audit stage of a tool call: which calls are recorded, what their lines say, and the
+//! fail-closed checks before a change is sent.
 //!
-//! Recorded: every call of a tool that changes something (its effect is not `read`) — sent
-//! to Proxmox (`executed`) or stopped before (`rejected`: bad input, no connection) — and
-//! every refusal by an approval gate (`refused`), read tools included. Invariant: a change is
-//! never sent when its line could not be written right now ([`ensure_change_recordable`]);
-//! arguments reach the file only through `redact::mask_arguments`.
+//! Recorded: every call the caller says changes something (`is_change`; today: its effect
+//! is not `read`, or it passed an approval gate) — a `sending` line written and synced
+//! *before* the request ([`record_intent`]), then its outcome (`executed`), or `rejected`
+//! when it was stopped before (bad input, no connection) — and every refusal by an approval
+//! gate (`refused`), read tools included. Invariant: a change is never sent unless its
+//! `sending` line is on disk; any write or sync error refuses it with
+//! `AUDIT_LOG_UNAVAILABLE`. Arguments reach the file only through `redact::mask_arguments`.
 
 use std::time::Duration;
 
@@ -33,10 +35,16 @@ const NOT_SENT: &[&str] = &[
     "SSH_DISABLED",
 ];
 
-/// Refuses a change of `spec` before it is sent when the audit log cannot be written
-/// (fail closed). Reads always pass.
-pub async fn ensure_change_recordable(log: &AuditLog, spec: &ToolSpec) -> Result<(), ToolFailure> {
-    if spec.effect.is_read() || !log.is_enabled() {
+/// Refuses a change before anyone is asked when the audit log cannot be written now (fail
+/// closed; checked on every call, never cached). `is_change` comes from the caller; calls
+/// that are not changes always pass. This early check cannot see a full disk: the binding
+/// check is [`record_intent`], just before the request.
+pub async fn ensure_change_recordable(
+    log: &AuditLog,
+    spec: &ToolSpec,
+    is_change: bool,
+) -> Result<(), ToolFailure> {
+    if !is_change || !log.is_enabled() {
         return Ok(());
     }
     let check = log.clone();
@@ -50,12 +58,52 @@ pub async fn ensure_change_recordable(log: &AuditLog, spec: &ToolSpec) -> Result
     result.map_err(|e| refusal(spec, &e))
 }
 
+/// Decision of the line written before a change is sent.
+pub const SENDING: &str = "sending";
+
+/// Outcome of a `sending` line (its result follows on a later line).
+pub const PENDING: &str = "pending";
+
+/// Appends and syncs the `sending` line of an approved change, right before it is sent:
+/// the tool, its masked arguments and how it was approved. `Ok` means the line is on disk
+/// (or the call is not a change, or the log is `off`) and the request may go out; any
+/// error (ENOSPC, EIO, EROFS, EDQUOT, a full tmpfs, `/dev/full`, a cut last line) refuses
+/// the call with `AUDIT_LOG_UNAVAILABLE` and nothing may be sent.
+pub async fn record_intent(
+    log: &AuditLog,
+    call: &Call<'_>,
+    is_change: bool,
+) -> Result<(), ToolFailure> {
+    if !is_change || !log.is_enabled() {
+        return Ok(());
+    }
+    let masked = redact::mask_arguments(call.spec, call.arguments.unwrap_or(&Map::new()));
+    let line = entry(
+        call.wire_name,
+        call.alias_for,
+        masked,
+        SENDING,
+        call.approval.map(str::to_owned),
+        PENDING,
+        None,
+        None,
+        Duration::ZERO,
+    );
+    match log.append(line).await {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            tracing::error!(tool = call.wire_name, error = %e, "change refused: audit line not written");
+            Err(refusal(call.spec, &e))
+        }
+    }
+}
+
 /// The failure returned when a change is refused because it could not be recorded.
 pub fn refusal(spec: &ToolSpec, error: &super::AuditError) -> ToolFailure {
     ToolFailure::new(
         AUDIT_LOG_UNAVAILABLE,
         format!(
-            "Refused: {} changes the cluster and every change is recorded in the audit log, but {error}.",
+            "Refused: {} is recorded in the audit log before it is sent, but {error}.",
             spec.name
         ),
     )
@@ -66,11 +114,21 @@ pub fn refusal(spec: &ToolSpec, error: &super::AuditError) -> ToolFailure {
 
 /// How a finished call is classified, or `None` when it is not recorded.
 pub fn decision_for(spec: &ToolSpec, outcome: &Result<Value, ToolFailure>) -> Option<&'static str> {
+    decision_of(spec, false, outcome)
+}
+
+/// [`decision_for`], where an `approved` call (it passed a gate) counts as a change even
+/// when its row reads.
+fn decision_of(
+    spec: &ToolSpec,
+    approved: bool,
+    outcome: &Result<Value, ToolFailure>,
+) -> Option<&'static str> {
     let code = outcome.as_ref().err().map(|f| f.code);
     match code {
         Some(code) if GATE_REFUSALS.contains(&code) => Some("refused"),
         Some(AUDIT_LOG_UNAVAILABLE) => None,
-        _ if spec.effect.is_read() => None,
+        _ if spec.effect.is_read() && !approved => None,
         Some(code) if NOT_SENT.contains(&code) => Some("rejected"),
         _ => Some("executed"),
     }
@@ -144,9 +202,11 @@ pub struct Call<'a> {
     pub approval: Option<&'a str>,
 }
 
-/// The last stage of a call: appends its line when it is recorded. A line that cannot be
-/// written after the fact is reported on stderr (the change already happened); while the
-/// file stays unwritable, further changes are refused by [`ensure_change_recordable`].
+/// The last stage of a call: appends its outcome line when it is recorded (a change, a
+/// gated call that was approved, or a gate refusal). A line that cannot be written after
+/// the fact is reported on stderr: the change already happened, and its `sending` line is
+/// on disk; while the file stays unwritable, further changes are refused by
+/// [`record_intent`].
 pub async fn record_call(
     log: &AuditLog,
     call: &Call<'_>,
@@ -156,7 +216,8 @@ pub async fn record_call(
     if !log.is_enabled() {
         return;
     }
-    let Some(decision) = decision_for(call.spec, outcome) else {
+    // An approved gated read had a `sending` line too, so its outcome is recorded as well.
+    let Some(decision) = decision_of(call.spec, call.approval.is_some(), outcome) else {
         return;
     };
     let masked = redact::mask_arguments(call.spec, call.arguments.unwrap_or(&Map::new()));
@@ -173,5 +234,76 @@ pub async fn record_call(
     );
     if let Err(e) = log.append(line).await {
         tracing::error!(tool = call.wire_name, error = %e, "audit line not written");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::AuditTarget;
+    use serde_json::json;
+
+    fn call<'a>(args: &'a Map<String, Value>, approval: Option<&'a str>) -> Call<'a> {
+        Call {
+            spec: crate::catalog::find("pve_create_user").unwrap(),
+            wire_name: "pve_create_user",
+            alias_for: None,
+            arguments: Some(args),
+            approval,
+        }
+    }
+
+    #[tokio::test]
+    async fn intent_is_written_masked_before_the_outcome() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::new(AuditTarget::File(path.clone()));
+        let args = json!({"userid": "a@pve", "password": "intent-canary-1"});
+        let args = args.as_object().unwrap().clone();
+        let call = call(&args, Some("confirm-flag"));
+        record_intent(&log, &call, false).await.unwrap();
+        assert!(!path.exists(), "not a change: no line");
+        record_intent(&log, &call, true).await.unwrap();
+        record_call(&log, &call, &Ok(Value::Null), Duration::from_millis(3)).await;
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(!text.contains("intent-canary-1"));
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0]["decision"], SENDING);
+        assert_eq!(lines[0]["outcome"], PENDING);
+        assert_eq!(lines[0]["approval"], "confirm-flag");
+        assert_eq!(lines[1]["decision"], "executed");
+        assert!(
+            super::super::verify::verify_file(&path)
+                .unwrap()
+                .is_intact()
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn an_unwritable_intent_refuses() {
+        let log = AuditLog::new(AuditTarget::File("/dev/full".into()));
+        let args = Map::new();
+        let failure = record_intent(&log, &call(&args, None), true)
+            .await
+            .unwrap_err();
+        assert_eq!(failure.code, AUDIT_LOG_UNAVAILABLE);
+        assert!(failure.hint.unwrap().contains("Nothing was sent"));
+        let off = AuditLog::off();
+        record_intent(&off, &call(&args, None), true).await.unwrap();
+    }
+
+    #[test]
+    fn an_approved_read_is_recorded_and_an_audit_refusal_is_not() {
+        let read = crate::catalog::all().find(|s| s.effect.is_read()).unwrap();
+        let ok: Result<Value, ToolFailure> = Ok(Value::Null);
+        assert_eq!(decision_of(read, false, &ok), None);
+        assert_eq!(decision_of(read, true, &ok), Some("executed"));
+        let unavailable = Err(ToolFailure::new(AUDIT_LOG_UNAVAILABLE, "x"));
+        assert_eq!(decision_of(read, true, &unavailable), None);
     }
 }

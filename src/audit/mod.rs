@@ -8,11 +8,15 @@
 //! the first line chains to [`GENESIS`]. `seq` counts from 1, so a deleted or reordered
 //! line is told apart from a modified one (see [`verify`]).
 //!
-//! Invariants: a line is written whole, with one `write`, then `fsync`'d, under a process
+//! Invariants: a line is written whole, then `fsync`'d (`sync_data`), under a process
 //! mutex and an exclusive file lock (several server processes may share one file; each
-//! re-reads the last line under the lock, so the chain never forks); the file is only ever
-//! appended to; when the log cannot be written, [`AuditLog::ensure_writable`] fails and
-//! the caller refuses the change (fail closed). Arguments are masked before they get here.
+//! re-reads the last line under the lock, so the chain never forks); the file is reopened
+//! for every line, so a log that fills up or is replaced is noticed at the next line. An
+//! append succeeds only when every byte was written *and* synced: a short or failed write
+//! or sync (ENOSPC, EIO, EDQUOT, a full tmpfs, `/dev/full`) is an error, and the bytes of
+//! the failed line are cut off again so the chain stays valid for the lines after it. A
+//! change is sent only after its `sending` line was appended ([`call::record_intent`]);
+//! any error refuses it (fail closed). Arguments are masked before they get here.
 
 pub mod call;
 pub mod verify;
@@ -101,11 +105,12 @@ pub struct AuditEntry {
     pub canonical: Option<String>,
     /// The arguments, already masked (`redact::mask_arguments`).
     pub arguments: Value,
-    /// `executed` (sent to Proxmox) or `refused` (stopped by a gate).
+    /// `sending` (about to be sent, written before the request), `executed` (sent to
+    /// Proxmox), `rejected` (stopped before sending) or `refused` (stopped by a gate).
     pub decision: String,
     /// How the change was approved (`confirm=true`, a person via elicitation, …), if at all.
     pub approval: Option<String>,
-    /// `ok`, or the envelope's error code.
+    /// `ok`, or the envelope's error code; `pending` on a `sending` line.
     pub outcome: String,
     /// The HTTP status Proxmox answered with, when there was an answer.
     pub pve_status: Option<u16>,
@@ -172,9 +177,11 @@ impl AuditLog {
         !matches!(*self.target, AuditTarget::Off)
     }
 
-    /// Checks that a line could be appended now: the folder exists (created 0700 when
-    /// missing), the file opens for appending (created 0600), and its last line continues
-    /// the chain. Called before a change is sent; an error means the change is refused.
+    /// Checks, now and without caching, that a line could be appended: the folder exists
+    /// (created 0700 when missing), the file opens for appending (created 0600), and its
+    /// last line continues the chain. An early check (before a person is asked): it cannot
+    /// see a full disk, so the change is only sent after its `sending` line was actually
+    /// written and synced ([`call::record_intent`]). An error means the change is refused.
     pub fn ensure_writable(&self) -> Result<(), AuditError> {
         match &*self.target {
             AuditTarget::Off => Ok(()),
@@ -219,10 +226,18 @@ impl AuditLog {
         file.lock().map_err(io)?;
         let result = (|| {
             let (last_seq, last_hash) = tail(&mut file, path)?;
+            let before = file.metadata().map_err(io)?.len();
             let seq = last_seq + 1;
             let line = render_line(seq, entry, &last_hash);
-            file.write_all(line.text.as_bytes()).map_err(io)?;
-            file.sync_data().map_err(io)?;
+            // `write_all` retries short writes and fails on the first error (ENOSPC from a
+            // full disk or `/dev/full`); the line counts only once it is on disk.
+            let written = file
+                .write_all(line.text.as_bytes())
+                .and_then(|()| file.sync_data());
+            if let Err(source) = written {
+                cut_back(&file, path, before);
+                return Err(io(source));
+            }
             Ok(Some(Appended {
                 seq,
                 hash: line.hash,
@@ -231,6 +246,25 @@ impl AuditLog {
         // Closing the file releases the lock too; unlocking first is only tidier.
         let _ = file.unlock();
         result
+    }
+}
+
+/// Removes the bytes of a line whose write or sync failed, so the file again ends with the
+/// last complete line and the next line continues the chain. Still under the file lock.
+/// When even this fails the file ends with a cut line: later appends then refuse
+/// ([`AuditError::Corrupt`]) and `audit verify` names that line as truncated.
+fn cut_back(file: &File, path: &Path, len: u64) {
+    let grew = file.metadata().map(|m| m.len() > len).unwrap_or(true);
+    if !grew {
+        // Nothing reached the file (or it is a device such as `/dev/full`, which has no length).
+        return;
+    }
+    if let Err(e) = file.set_len(len).and_then(|()| file.sync_data()) {
+        tracing::error!(
+            log = %path.display(),
+            error = %e,
+            "a failed audit line could not be cut off; the log now ends with a cut line"
+        );
     }
 }
 
@@ -425,6 +459,39 @@ mod tests {
         let err = log.ensure_writable().unwrap_err();
         assert!(matches!(err, AuditError::Corrupt { .. }), "{err}");
         assert!(log.append_blocking(&entry("b")).is_err());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn dev_full_opens_but_every_append_fails() {
+        // `/dev/full` opens (so the early check passes) and fails every write with ENOSPC.
+        let log = AuditLog::new(AuditTarget::File("/dev/full".into()));
+        log.ensure_writable().unwrap();
+        for _ in 0..2 {
+            let err = log.append_blocking(&entry("a")).unwrap_err();
+            let AuditError::Io { source, .. } = &err else {
+                panic!("{err}");
+            };
+            assert_eq!(source.raw_os_error(), Some(28), "ENOSPC: {err}");
+        }
+    }
+
+    #[test]
+    fn a_failed_line_is_cut_back_and_the_chain_continues() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::new(AuditTarget::File(path.clone()));
+        log.append_blocking(&entry("a")).unwrap();
+        let len = std::fs::metadata(&path).unwrap().len();
+        // What a short write before ENOSPC leaves behind.
+        let mut file = open_append(&path).unwrap();
+        file.write_all(b"{\"seq\":2,\"time\":\"20").unwrap();
+        assert!(log.ensure_writable().is_err(), "a cut line stops the chain");
+        cut_back(&file, &path, len);
+        drop(file);
+        let next = log.append_blocking(&entry("b")).unwrap().unwrap();
+        assert_eq!(next.seq, 2);
+        assert!(verify::verify_file(&path).unwrap().is_intact());
     }
 
     #[test]

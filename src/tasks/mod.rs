@@ -407,6 +407,9 @@ async fn get_exec(
 
 /// `tasks/cancel`: stops the Proxmox task after the approval `pve_stop_task` needs — a
 /// person where the client can ask, else `_meta.confirm: true` where the mode allows it.
+/// Audited like `pve_stop_task` (tool `tasks/cancel`, canonical `pve_stop_task`): a refusal
+/// line, or a `sending` line written and synced before the DELETE and then its outcome;
+/// when the audit log cannot be written the cancel is refused and nothing is sent.
 pub async fn cancel(
     state: &AppState,
     approver: &Approver,
@@ -414,6 +417,8 @@ pub async fn cancel(
     confirmed: bool,
     context: &RequestContext<RoleServer>,
 ) -> Result<(), McpError> {
+    use crate::audit::call as audit;
+    let started = Instant::now();
     if ExecHandle::claims(task_id) {
         ExecHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
         return Err(McpError::new(
@@ -427,7 +432,7 @@ pub async fn cancel(
         .pve
         .as_ref()
         .ok_or_else(|| failure_error(not_configured()))?;
-    if state.registry.get(STOP_TOOL).is_none() {
+    let Some(stop) = state.registry.get(STOP_TOOL) else {
         return Err(McpError::new(
             ErrorCode::INVALID_REQUEST,
             format!(
@@ -435,7 +440,7 @@ pub async fn cancel(
             ),
             None,
         ));
-    }
+    };
     let upid = &handle.upid;
     let current = pve_io::read_state(client, upid, &context.ct)
         .await
@@ -450,7 +455,18 @@ pub async fn cancel(
     let mut arguments = Map::new();
     arguments.insert("node".into(), upid.node.clone().into());
     arguments.insert("upid".into(), upid.to_string().into());
-    let request = CallToolRequestParams::new(STOP_TOOL).with_arguments(arguments);
+    let audit_call = |approval| audit::Call {
+        spec: stop.spec,
+        wire_name: CANCEL_METHOD,
+        alias_for: Some(STOP_TOOL),
+        arguments: Some(&arguments),
+        approval,
+    };
+    // A cancel that could not be recorded is refused before anyone is asked (fail closed).
+    audit::ensure_change_recordable(&state.audit, stop.spec, true)
+        .await
+        .map_err(refusal)?;
+    let request = CallToolRequestParams::new(STOP_TOOL).with_arguments(arguments.clone());
     let question = Question {
         message: format!(
             "Stop the running Proxmox task '{}' ({}) on node '{}'? It is interrupted where it is; work it did is not rolled back.",
@@ -461,15 +477,25 @@ pub async fn cancel(
         tool: STOP_TOOL,
         destructive: true,
     };
-    match approver
+    let approved_by = match approver
         .decide(context, &request, &question, confirmed)
         .await
     {
         Verdict::Approved(by) => {
             tracing::info!(approval = by.as_str(), "tasks/cancel approved");
+            by.as_str()
         }
-        Verdict::Refused(failure) => return Err(refusal(failure)),
+        Verdict::Refused(failure) => {
+            let outcome = Err(failure.clone());
+            audit::record_call(&state.audit, &audit_call(None), &outcome, started.elapsed()).await;
+            return Err(refusal(failure));
+        }
         Verdict::AskClient(_) => {
+            let outcome = Err(ToolFailure::new(
+                crate::envelope::codes::APPROVAL_UNAVAILABLE,
+                "tasks/cancel cannot carry an approval round trip.",
+            ));
+            audit::record_call(&state.audit, &audit_call(None), &outcome, started.elapsed()).await;
             return Err(McpError::new(
                 ErrorCode::INVALID_REQUEST,
                 format!(
@@ -478,20 +504,35 @@ pub async fn cancel(
                 Some(json!({"node": upid.node, "upid": upid.to_string()})),
             ));
         }
-    }
+    };
+    // Nothing is sent before its `sending` line is written and synced (fail closed).
+    audit::record_intent(&state.audit, &audit_call(Some(approved_by)), true)
+        .await
+        .map_err(refusal)?;
     let path = format!(
         "/nodes/{}/tasks/{}",
         pve::encode_path_segment(&upid.node),
         pve::encode_path_segment(&upid.to_string())
     );
     let request = pve::ApiRequest::new(pve::Method::Delete, path);
-    client
+    let outcome = client
         .call(request, &context.ct)
         .await
         .result
-        .map_err(|err| failure_error(crate::envelope::failure_from(err)))?;
-    Ok(())
+        .map(|_| json!({"upid": upid.to_string()}))
+        .map_err(crate::envelope::failure_from);
+    audit::record_call(
+        &state.audit,
+        &audit_call(Some(approved_by)),
+        &outcome,
+        started.elapsed(),
+    )
+    .await;
+    outcome.map(|_| ()).map_err(failure_error)
 }
+
+/// The wire name `tasks/cancel` lines are recorded under.
+const CANCEL_METHOD: &str = "tasks/cancel";
 
 fn refusal(failure: ToolFailure) -> McpError {
     McpError::new(
