@@ -188,7 +188,7 @@ async fn a_session_that_declared_elicitation_is_asked_whatever_the_request_meta_
     // Empty capabilities, then capabilities without elicitation: neither takes it away.
     let claims = [
         ClientCapabilities::default(),
-        ClientCapabilities::builder().enable_sampling().build(),
+        serde_json::from_value(json!({"experimental": {"example": {}}})).expect("capabilities"),
     ];
     for (asked, claim) in claims.into_iter().enumerate() {
         let mut params =

@@ -494,6 +494,27 @@ mod tests {
     }
 
     #[test]
+    fn without_sessions_elicitation_is_never_counted_on() {
+        let approver = |stateless| {
+            Approver::new(
+                ApprovalMode::Auto,
+                Duration::from_secs(1),
+                SealedStates::random(),
+            )
+            .stateless(stateless)
+        };
+        assert!(approver(false).asks_person(Channel::Elicitation));
+        assert!(!approver(true).asks_person(Channel::Elicitation));
+        assert!(approver(true).asks_person(Channel::MultiRoundTrip));
+        assert!(!approver(true).asks_person(Channel::Unreachable));
+        for mode in [ApprovalMode::Auto, ApprovalMode::Elicit] {
+            assert!(Channel::Unreachable.describe(mode).starts_with("refused"));
+        }
+        let failure = unreachable();
+        assert_eq!(failure.code, codes::APPROVAL_UNAVAILABLE);
+    }
+
+    #[test]
     fn the_form_has_one_required_box() {
         let params = form(&Question {
             message: "Stop VM 101?".into(),
