@@ -75,15 +75,7 @@ impl Server {
             Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")).with_title("Proxmox VE"),
         )
         .with_instructions(instructions(&state));
-        let approver = Approver::new(
-            state.settings.approval,
-            state.settings.approval_timeout,
-            // A shared key lets every replica open the states the others sealed.
-            match &state.settings.approval_key {
-                Some(key) => SealedStates::with_key(key.expose()),
-                None => SealedStates::random(),
-            },
-        );
+        let approver = approver(&state);
         Server {
             state: Arc::new(state),
             info: Arc::new(info),
@@ -95,6 +87,28 @@ impl Server {
     pub fn state(&self) -> &AppState {
         &self.state
     }
+
+    /// The same server behind a transport that keeps no sessions (`MCP_STATELESS=true`):
+    /// its approver never counts on `elicitation/create` reaching a client. Call it before
+    /// serving: the approver is built afresh (with a random key, states sealed earlier no
+    /// longer open).
+    pub fn without_sessions(mut self) -> Server {
+        self.approver = Arc::new(approver(&self.state).stateless(true));
+        self
+    }
+}
+
+/// The approver for `state`'s mode, timeout and key.
+fn approver(state: &AppState) -> Approver {
+    Approver::new(
+        state.settings.approval,
+        state.settings.approval_timeout,
+        // A shared key lets every replica open the states the others sealed.
+        match &state.settings.approval_key {
+            Some(key) => SealedStates::with_key(key.expose()),
+            None => SealedStates::random(),
+        },
+    )
 }
 
 /// The server instructions: policy in force, how to use the tools, connection state.

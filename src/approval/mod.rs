@@ -7,11 +7,21 @@
 //!   [`state`]); the retry with the person's answer is checked against it.
 //! - Clients that cannot ask fall back to the reference behaviour (`confirm: true`) in `auto`
 //!   mode, and are refused in `elicit` mode.
+//! - Without sessions (`MCP_STATELESS=true`, see [`Approver::stateless`]) a client older than
+//!   2026-07-28 cannot be sent `elicitation/create`, and its `initialize` is forgotten: one that
+//!   declared elicitation, or whose request does not carry its own capabilities, is refused
+//!   (`APPROVAL_UNAVAILABLE`, naming the setting that fixes it) instead of falling back to
+//!   `confirm`.
+//!
+//! A client's abilities are the session's `initialize` declaration joined with the request's
+//! own `_meta` capabilities: a request can add elicitation, never take away what its session
+//! declared.
 //!
 //! Invariant: in a mode where a person can be asked, only the person's explicit accept lets
-//! a gated call through — the model's `confirm` never replaces it — and every other outcome
-//! (decline, cancel, timeout, transport failure, a forged or replayed state) refuses the call
-//! before anything is sent to Proxmox.
+//! a gated call through — the model's `confirm` never replaces it, not even where the client
+//! could ask but this server cannot reach it — and every other outcome (decline, cancel,
+//! timeout, transport failure, a forged or replayed state) refuses the call before anything
+//! is sent to Proxmox.
 
 mod state;
 
@@ -19,8 +29,9 @@ use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    CallToolRequestParams, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, InputRequest, InputRequests, InputRequiredResult, ProtocolVersion,
+    CallToolRequestParams, ClientCapabilities, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,
+    ProtocolVersion,
 };
 use rmcp::service::{RequestContext, ServiceError};
 use serde_json::Value;
@@ -73,18 +84,40 @@ pub enum Channel {
     Elicitation,
     /// `InputRequiredResult` round trip (2026-07-28 and later).
     MultiRoundTrip,
+    /// The client may be able to ask — it declared elicitation, or, without sessions, could
+    /// not say — but this server has no session to send `elicitation/create` on.
+    Unreachable,
     /// No way to ask a person.
     None,
 }
 
+/// Whether `caps` declare form elicitation. A bare `elicitation: {}` means form (backward
+/// compatibility, per the spec).
+fn declares_form(caps: &ClientCapabilities) -> bool {
+    caps.elicitation
+        .as_ref()
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
 impl Channel {
-    /// How the client of this request can ask a person.
+    /// How the client of this request can ask a person, where a session carries
+    /// server-to-client requests ([`Approver::channel`] also knows about servers without
+    /// sessions).
+    ///
+    /// The session's declaration and the request's `_meta` capabilities are joined: rmcp's
+    /// `client_capabilities()` lets a request's `_meta` replace the session's, so a request
+    /// claiming no elicitation would otherwise turn a session that can ask into one that
+    /// runs on the model's `confirm`.
     pub fn of(context: &RequestContext<RoleServer>) -> Channel {
-        let can_ask = context
+        let in_session = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| declares_form(&info.capabilities));
+        let in_request = context
+            .meta
             .client_capabilities()
-            .and_then(|caps| caps.elicitation)
-            // A bare `elicitation: {}` means form (backward compatibility, per the spec).
-            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+            .is_some_and(|caps| declares_form(&caps));
+        let can_ask = in_session || in_request;
         let stateless = context
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
@@ -100,6 +133,9 @@ impl Channel {
         match (mode, self) {
             (ApprovalMode::Confirm, _) => "confirm-flag (PVE_HUMAN_APPROVAL=confirm)",
             (_, Channel::Elicitation) => "person (elicitation)",
+            (_, Channel::Unreachable) => {
+                "refused (MCP_STATELESS=true keeps no session to ask this client on: it needs MCP 2026-07-28, sessions, or PVE_HUMAN_APPROVAL=confirm)"
+            }
             (_, Channel::MultiRoundTrip) => "person (multi round-trip request)",
             (ApprovalMode::Auto, Channel::None) => {
                 "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
@@ -129,6 +165,7 @@ pub struct Approver {
     mode: ApprovalMode,
     timeout: Duration,
     states: SealedStates,
+    stateless: bool,
 }
 
 impl Approver {
@@ -139,7 +176,16 @@ impl Approver {
             mode,
             timeout,
             states,
+            stateless: false,
         }
+    }
+
+    /// The same approver for a transport that keeps no sessions (`MCP_STATELESS=true`,
+    /// given by the transport at start-up): a client older than 2026-07-28 can then never be
+    /// sent `elicitation/create`, and the capabilities it declared in `initialize` are gone.
+    pub fn stateless(mut self, stateless: bool) -> Approver {
+        self.stateless = stateless;
+        self
     }
 
     /// The mode in force.
@@ -147,9 +193,36 @@ impl Approver {
         self.mode
     }
 
+    /// How this server can have the client of `context` ask a person: [`Channel::of`],
+    /// corrected for a transport without sessions.
+    pub fn channel(&self, context: &RequestContext<RoleServer>) -> Channel {
+        let channel = Channel::of(context);
+        if !self.stateless {
+            return channel;
+        }
+        match channel {
+            Channel::Elicitation => Channel::Unreachable,
+            // Without a session the `initialize` declaration is forgotten (rmcp fills in
+            // empty capabilities): only the request's own capabilities can say the client
+            // has no elicitation.
+            Channel::None if context.meta.client_capabilities().is_none() => Channel::Unreachable,
+            other => other,
+        }
+    }
+
+    /// What approval a gated call of `context` gets, for dry-runs.
+    pub fn describe(&self, context: &RequestContext<RoleServer>) -> &'static str {
+        self.channel(context).describe(self.mode)
+    }
+
     /// Whether a gated call from a client with `channel` is put to a person.
     pub fn asks_person(&self, channel: Channel) -> bool {
-        self.mode != ApprovalMode::Confirm && channel != Channel::None
+        let reachable = match channel {
+            Channel::MultiRoundTrip => true,
+            Channel::Elicitation => !self.stateless,
+            Channel::Unreachable | Channel::None => false,
+        };
+        self.mode != ApprovalMode::Confirm && reachable
     }
 
     /// Decides a gated call. `confirmed` is the model's `confirm` argument.
@@ -160,12 +233,14 @@ impl Approver {
         question: &Question,
         confirmed: bool,
     ) -> Verdict {
-        let channel = Channel::of(context);
+        let channel = self.channel(context);
         match (self.mode, channel) {
             (ApprovalMode::Confirm, _) | (ApprovalMode::Auto, Channel::None) => {
                 confirm_flag(self.mode, channel, confirmed, question)
             }
             (ApprovalMode::Elicit, Channel::None) => Verdict::Refused(unavailable()),
+            // The model's `confirm` never stands in for a person the client could ask.
+            (_, Channel::Unreachable) => Verdict::Refused(unreachable()),
             (_, Channel::Elicitation) => self.elicit(context, question).await,
             (_, Channel::MultiRoundTrip) => self.round_trip(request, question),
         }
@@ -302,6 +377,17 @@ fn unavailable() -> ToolFailure {
     )
 }
 
+/// A client this server cannot reach for lack of a session: the fix is the operator's.
+fn unreachable() -> ToolFailure {
+    ToolFailure::new(
+        codes::APPROVAL_UNAVAILABLE,
+        "This call needs a person's approval, and this server keeps no sessions (MCP_STATELESS=true): a client speaking MCP older than 2026-07-28 cannot be sent the question, and confirm=true does not replace a person the client may be able to ask. Nothing was sent to Proxmox.",
+    )
+    .with_hint(
+        "Tell the operator: set MCP_STATELESS=false (one replica, or session affinity) so the session is asked; or use a client speaking MCP 2026-07-28 (asked through an input-required round trip on any replica); or set PVE_HUMAN_APPROVAL=confirm for unattended automation (confirm=true approves, nobody is asked).",
+    )
+}
+
 fn cancelled(message: &str) -> ToolFailure {
     ToolFailure::new(codes::CONFIRMATION_CANCELLED, message)
         .with_hint("Nothing was sent to Proxmox; call again to be asked afresh.")
@@ -405,6 +491,27 @@ mod tests {
                 other => panic!("expected refusal, got {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn without_sessions_elicitation_is_never_counted_on() {
+        let approver = |stateless| {
+            Approver::new(
+                ApprovalMode::Auto,
+                Duration::from_secs(1),
+                SealedStates::random(),
+            )
+            .stateless(stateless)
+        };
+        assert!(approver(false).asks_person(Channel::Elicitation));
+        assert!(!approver(true).asks_person(Channel::Elicitation));
+        assert!(approver(true).asks_person(Channel::MultiRoundTrip));
+        assert!(!approver(true).asks_person(Channel::Unreachable));
+        for mode in [ApprovalMode::Auto, ApprovalMode::Elicit] {
+            assert!(Channel::Unreachable.describe(mode).starts_with("refused"));
+        }
+        let failure = unreachable();
+        assert_eq!(failure.code, codes::APPROVAL_UNAVAILABLE);
     }
 
     #[test]

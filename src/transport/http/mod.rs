@@ -11,7 +11,9 @@
 //! With `MCP_STATELESS=true` no request of any protocol version opens a session (rmcp's
 //! legacy session mode is off; `GET`/`DELETE` on `/mcp` answer 405), so replicas behind a load
 //! balancer need no affinity: approval states travel sealed in the request (replicas share
-//! `PVE_APPROVAL_KEY_FILE`) and task ids name their Proxmox task.
+//! `PVE_APPROVAL_KEY_FILE`) and task ids name their Proxmox task. The server's approver is told
+//! ([`Server::without_sessions`]): older clients that could ask a person are refused rather than
+//! run on the model's `confirm`.
 //!
 //! Invariant: every session is served by a clone of the one [`Server`] given to [`start`] (one
 //! registry, one pooled Proxmox client); nothing is rebuilt per request.
@@ -104,6 +106,12 @@ impl HttpServer {
 
 /// Binds `settings.host:settings.port` and serves `server` until [`HttpServer::shutdown`].
 pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer, HttpError> {
+    // Without sessions no client older than 2026-07-28 can be sent an approval question.
+    let server = if settings.stateless {
+        server.without_sessions()
+    } else {
+        server
+    };
     let bind_host = settings
         .host
         .trim_start_matches('[')
