@@ -57,7 +57,7 @@ pub async fn run(
 
     if args.dry_run {
         let preview = preview::build(state.pve.as_ref(), spec, &args, cancel).await;
-        let approval_path = Channel::of(context).describe(approver.mode());
+        let approval_path = approver.describe(context);
         let data = preview.dry_run(spec, gate.as_ref(), approval_path);
         let preview_only = dispatch::Record {
             audit: None,

@@ -303,7 +303,7 @@ async fn with_mcp_stateless_an_older_client_needs_no_session_on_any_replica() {
 
 /// With no session, a 2025-06-18 client cannot be sent an elicitation request (its answer
 /// would have nowhere to go), so a stateless replica must not wait for one: the gated call is
-/// answered at once by the confirm-flag rule, and nothing is sent without `confirm`.
+/// refused at once (the client declared elicitation, and a stateless replica cannot ask it), and nothing is sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stateless_replica_never_waits_on_a_question_it_cannot_deliver() {
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -338,7 +338,7 @@ async fn a_stateless_replica_never_waits_on_a_question_it_cannot_deliver() {
     let envelope = &answer["result"]["structuredContent"];
     assert_eq!(answer["result"]["isError"], true, "{answer}");
     assert_eq!(
-        envelope["error"]["code"], "CONFIRMATION_REQUIRED",
+        envelope["error"]["code"], "APPROVAL_UNAVAILABLE",
         "{answer}"
     );
     assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));

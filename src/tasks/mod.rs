@@ -515,8 +515,9 @@ pub async fn cancel(
         pve::encode_path_segment(&upid.to_string())
     );
     let request = pve::ApiRequest::new(pve::Method::Delete, path);
-    let outcome = client
-        .call(request, &context.ct)
+    // Approved above: the stop may have exactly the effects of stopping a task.
+    let clearance = crate::effects::classify_rest("DELETE", &request.path, &[]).effects;
+    let outcome = crate::effects::with_clearance(clearance, client.call(request, &context.ct))
         .await
         .result
         .map(|_| json!({"upid": upid.to_string()}))
