@@ -46,9 +46,18 @@ fn value(v: &str, whole_always: bool) -> String {
     }
 }
 
-fn before(old: &Before) -> String {
+/// A parameter Proxmox keeps percent-encoded (`sshkeys`) is shown decoded, then escaped.
+fn readable(spec: &ToolSpec, key: &str, v: &str) -> String {
+    if spec.param(key).is_some_and(|p| p.urlencoded) {
+        super::escape::percent_decoded(v)
+    } else {
+        v.to_owned()
+    }
+}
+
+fn before(spec: &ToolSpec, key: &str, old: &Before) -> String {
     match old {
-        Before::Value(v) => value(v, false),
+        Before::Value(v) => value(&readable(spec, key, v), false),
         Before::Unset => "(unset)".to_owned(),
         Before::NotRead => "(current value not read)".to_owned(),
     }
@@ -165,7 +174,7 @@ impl Preview {
                 lines.push("Changes: none (every value given is already set)".into());
             } else {
                 lines.push("Changes:".into());
-                lines.extend(self.changes.iter().map(change_line));
+                lines.extend(self.changes.iter().map(|c| change_line(spec, c)));
             }
             if !self.unchanged.is_empty() {
                 let keys: Vec<String> = self.unchanged.iter().map(|k| key(k)).collect();
@@ -287,15 +296,15 @@ impl Preview {
     }
 }
 
-fn change_line(change: &Change) -> String {
+fn change_line(spec: &ToolSpec, change: &Change) -> String {
     format!(
         "  - {}: {} → {}",
         key(&change.key),
-        before(&change.old),
-        change
-            .new
-            .as_deref()
-            .map_or_else(|| "(removed)".to_owned(), |v| value(v, false))
+        before(spec, &change.key, &change.old),
+        change.new.as_deref().map_or_else(
+            || "(removed)".to_owned(),
+            |v| value(&readable(spec, &change.key, v), false)
+        )
     )
 }
 
