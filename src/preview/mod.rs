@@ -246,18 +246,18 @@ async fn locate(
         return;
     };
     target.name = row.get("name").map(current::text);
-    if let Some(kind) = row.get("type").and_then(Value::as_str) {
-        if kind != target.kind {
-            notes.push(format!(
-                "/cluster/resources lists guest {} as {kind}, the request addresses it as {}",
-                target.vmid, target.kind
-            ));
-        }
+    if let Some(kind) = row.get("type").and_then(Value::as_str)
+        && kind != target.kind
+    {
+        notes.push(format!(
+            "/cluster/resources lists guest {} as {kind}, the request addresses it as {}",
+            target.vmid, target.kind
+        ));
     }
-    if let Some(node) = row.get("node").and_then(Value::as_str) {
-        if node != target.node {
-            target.requested_node = Some(std::mem::replace(&mut target.node, node.to_owned()));
-        }
+    if let Some(node) = row.get("node").and_then(Value::as_str)
+        && node != target.node
+    {
+        target.requested_node = Some(std::mem::replace(&mut target.node, node.to_owned()));
     }
 }
 
