@@ -58,7 +58,8 @@ pub async fn run(
     if args.dry_run {
         let preview = preview::build(state.pve.as_ref(), spec, &args, cancel).await;
         let approval_path = approver.describe(context);
-        let data = preview.dry_run(spec, gate.as_ref(), approval_path);
+        let reasons = gate.as_ref().map(Gate::reasons);
+        let data = preview.dry_run(spec, reasons.as_deref(), approval_path);
         let preview_only = dispatch::Record {
             audit: None,
             ..record
@@ -86,7 +87,7 @@ pub async fn run(
             if approver.asks_person(Channel::of(context)) && request.request_state.is_none() {
                 preview::build(state.pve.as_ref(), spec, &args, cancel)
                     .await
-                    .question(spec, gate)
+                    .question(spec, &gate.reasons())
             } else {
                 String::new()
             };
