@@ -44,9 +44,7 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use instances::{Instance, Scope};
 pub use keys::render_instance_file;
-pub use trust_ops::{
-    revoke_file, trust_file, trust_status, trust_store, untrusted_project_files,
-};
+pub use trust_ops::{revoke_file, trust_file, trust_status, trust_store, untrusted_project_files};
 
 /// Environment variable that names the instance file to use (bypasses discovery).
 pub const CONFIG_ENV_VAR: &str = "NANDI_PROXMOX_CONFIG";
@@ -248,7 +246,12 @@ impl fmt::Display for ConfigSource {
                 path,
                 instance: None,
                 origin,
-            } => write!(f, "config file {} ({})", path.display(), &origin.suffix()[2..]),
+            } => write!(
+                f,
+                "config file {} ({})",
+                path.display(),
+                &origin.suffix()[2..]
+            ),
             Self::Env => f.write_str("environment variables"),
             Self::Unconfigured => f.write_str("not configured"),
         }
@@ -428,7 +431,10 @@ pub fn load(env: &dyn EnvSource, paths: &Paths) -> Result<Config, ConfigError> {
         let config = file::load_path(&path, home, FileOrigin::Discovered)?;
         let project = file::project_instances(paths);
         let shadowed = (!project.is_empty()).then(|| {
-            let names: Vec<String> = project.iter().map(|i| i.path.display().to_string()).collect();
+            let names: Vec<String> = project
+                .iter()
+                .map(|i| i.path.display().to_string())
+                .collect();
             format!("project-directory files {}", names.join(", "))
         });
         announce(&config, shadowed.as_deref());

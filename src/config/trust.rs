@@ -306,14 +306,8 @@ mod tests {
         store.save().unwrap();
         let store = TrustStore::load(&path).unwrap();
         assert_eq!(store.entries().len(), 1);
-        assert_eq!(
-            store.state(&file, &sha256_hex(b"two")),
-            TrustState::Trusted
-        );
-        assert_eq!(
-            store.state(&file, &sha256_hex(b"one")),
-            TrustState::Changed
-        );
+        assert_eq!(store.state(&file, &sha256_hex(b"two")), TrustState::Trusted);
+        assert_eq!(store.state(&file, &sha256_hex(b"one")), TrustState::Changed);
         assert_eq!(
             store.state(Path::new("/other"), &sha256_hex(b"two")),
             TrustState::Unknown

@@ -129,7 +129,10 @@ fn a_group_or_world_writable_home_file_is_refused() {
 fn a_foreign_owned_home_file_is_refused() {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
-    assert_eq!(uid, 0, "this check needs root (chown); it cannot pass without it");
+    assert_eq!(
+        uid, 0,
+        "this check needs root (chown); it cannot pass without it"
+    );
     let dirs = Dirs::new();
     let path = user_file(&dirs, 0o600, 0o700);
     std::os::unix::fs::chown(&path, Some(4242), Some(4242)).unwrap();

@@ -173,7 +173,10 @@ fn several_trusted_project_files_are_ambiguous_untrusted_ones_do_not_count() {
     let two = dirs.cwd.path().join(".nandi-proxmox-mcp/two.json");
     dirs.trust(&two);
     let err = load(&env(&[]), &dirs.paths()).unwrap_err();
-    assert!(matches!(err, ConfigError::AmbiguousInstances { .. }), "{err}");
+    assert!(
+        matches!(err, ConfigError::AmbiguousInstances { .. }),
+        "{err}"
+    );
 }
 
 #[test]
