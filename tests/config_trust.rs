@@ -377,4 +377,13 @@ async fn without_xdg_state_home_the_store_lives_in_the_home_state_folder() {
     let out = d.run(&["doctor", "--json"], &[], None).await;
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(item(&report, "listNodes")["detail"], "Found 3 nodes");
+    // `trust` alone shows the state of this directory's files; `--help` has examples.
+    let out = d.run(&["trust"], &[], None).await;
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("lab.json  trusted"),
+        "{}",
+        text_of(&out)
+    );
+    let out = d.run(&["trust", "--help"], &[], None).await;
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Examples:"));
 }
