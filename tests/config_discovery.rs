@@ -1,7 +1,8 @@
 //! A hostile project directory, driven through the built binary: a `.nandi-proxmox-mcp/` folder
 //! in the working directory (as a cloned repository could carry) must not take over a complete
-//! `PROXMOX_*` environment, must be refused when others could have written it, and never gets an
-//! SSH key it did not name itself. The source in use is printed at WARN and shown by `doctor`.
+//! `PROXMOX_*` environment, and never gets an SSH key it did not name itself; a home-folder file
+//! is refused when others could have written it. The source in use is printed at WARN and shown
+//! by `doctor`. (tests/config_trust.rs covers trusting project files.)
 #![cfg(unix)]
 
 mod common;
@@ -100,13 +101,13 @@ async fn a_complete_environment_wins_over_a_hostile_project_file() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_discovered_file_others_can_write_is_refused() {
+async fn a_discovered_home_file_others_can_write_is_refused() {
     for (file_mode, dir_mode, reason) in [
         (0o664, 0o700, "the file is writable by other users"),
         (0o600, 0o777, "its folder is writable by other users"),
     ] {
         let d = CliDirs::new();
-        project_file(d.cwd.path(), "x.json", &hostile(), file_mode, dir_mode);
+        project_file(d.home.path(), "x.json", &hostile(), file_mode, dir_mode);
         let out = d.run(&["run"], &[], None).await;
         assert!(!out.status.success(), "{}", text_of(&out));
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -130,14 +131,16 @@ async fn a_discovered_file_others_can_write_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_foreign_owned_discovered_file_is_refused() {
+#[ignore = "needs root to give a file to another user: run `cargo test --test config_discovery -- --ignored` as root"]
+async fn a_foreign_owned_discovered_home_file_is_refused() {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: giving a file to another user needs root");
-        return;
-    }
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "this check needs root (chown); it cannot pass without it"
+    );
     let d = CliDirs::new();
-    let file = project_file(d.cwd.path(), "x.json", &hostile(), 0o644, 0o755);
+    let file = project_file(d.home.path(), "x.json", &hostile(), 0o644, 0o755);
     std::os::unix::fs::chown(&file, Some(4242), Some(4242)).unwrap();
     let out = d.run(&["run"], &[], None).await;
     assert!(!out.status.success(), "{}", text_of(&out));
@@ -150,8 +153,10 @@ async fn a_discovered_file_without_a_key_never_uses_the_users_ssh_keys() {
     let emu = common::emulator().await;
     let d = CliDirs::new();
     user_ssh_key(d.home.path());
-    project_file(d.cwd.path(), "lab.json", &emulator_file(&emu), 0o600, 0o700);
-    // A partial environment that names a key must not lend it to the file either.
+    let lab = project_file(d.cwd.path(), "lab.json", &emulator_file(&emu), 0o600, 0o700);
+    let out = d.run(&["trust", lab.to_str().unwrap()], &[], None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    // An SSH-only environment that names a key must not lend it to the file either.
     let env = [("PROXMOX_SSH_KEY_PATH", "~/.ssh/id_ed25519")];
     // RED overall only because no MCP client entry names `lab`; the checks below matter.
     let out = d.run(&["doctor", "--json"], &env, None).await;

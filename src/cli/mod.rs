@@ -21,6 +21,7 @@ mod scope_flag;
 pub mod setup;
 pub mod sshkey;
 pub mod tools;
+pub mod trust;
 
 use clap::{Parser, Subcommand};
 use thiserror::Error;
@@ -74,6 +75,12 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp harden\n  nandi-proxmox-mcp harden --name lab --scope user"
     )]
     Harden(harden::HardenArgs),
+    /// Trust a project-directory instance file (`.nandi-proxmox-mcp/<name>.json` in the working
+    /// directory) so discovery may use it; a changed file loses the trust.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp trust                                 show this directory's project files\n  nandi-proxmox-mcp trust .nandi-proxmox-mcp/lab.json\n  nandi-proxmox-mcp trust --list\n  nandi-proxmox-mcp trust --revoke .nandi-proxmox-mcp/lab.json"
+    )]
+    Trust(trust::TrustArgs),
     /// List the configured instances.
     #[command(after_help = "Examples:\n  nandi-proxmox-mcp list")]
     List,
@@ -141,6 +148,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::Bootstrap(args)) => bootstrap::run(args),
         Some(Command::Harden(args)) => harden::run(args),
         Some(Command::List) => list::run(),
+        Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Completions(args)) => completions::run(args),
         Some(Command::Audit(args)) => audit::run(args),
         Some(Command::Health(args)) => health::run(args).await,

@@ -124,10 +124,12 @@ pub enum ConfigError {
         /// The missing keys.
         keys: Vec<&'static str>,
     },
-    /// Required environment variables are missing.
+    /// Required environment variables are missing (some are set, so the environment is meant
+    /// to configure the server: instance files are not used instead).
     #[error(
-        "environment configuration is incomplete: missing {}; set them, or create an instance \
-         file with `nandi-proxmox-mcp setup`",
+        "environment configuration is incomplete: missing {}; set them, or unset the PROXMOX_* \
+         variables to use an instance file (one is never used in place of a half-set \
+         environment; `nandi-proxmox-mcp setup` creates one)",
         vars.join(", ")
     )]
     MissingEnvVars {
@@ -204,9 +206,9 @@ pub enum ConfigError {
          project scope"
     )]
     NoHomeDir,
-    /// A discovered instance file (not named by `NANDI_PROXMOX_CONFIG`) that another local
-    /// user could have written: it is not used, because it would choose the Proxmox host, the
-    /// token and the SSH key this server uses.
+    /// A discovered home-folder instance file (not named by `NANDI_PROXMOX_CONFIG`) that
+    /// another local user could have written: it is not used, because it would choose the
+    /// Proxmox host, the token and the SSH key this server uses.
     #[error(
         "refusing the discovered config file {}: {reason}. A file found by discovery must be \
          owned by you and writable by nobody else (`chmod go-w` it and its folder); to use it \
@@ -219,6 +221,35 @@ pub enum ConfigError {
         /// What makes it untrusted (owner or permission bits).
         reason: String,
     },
+    /// A project-directory instance file (under the working directory) that the user has not
+    /// trusted, or that changed since: it may come from a cloned repository.
+    #[error(
+        "the project-directory instance file {} {}; review it, then run \
+         `nandi-proxmox-mcp trust {}` (or name it with {CONFIG_ENV_VAR})",
+        path.display(),
+        if *changed { "changed since you trusted it (its SHA-256 differs)" } else { "is not trusted" },
+        path.display()
+    )]
+    UntrustedProjectFile {
+        /// The file.
+        path: PathBuf,
+        /// Whether it was trusted with other content.
+        changed: bool,
+    },
+    /// The trust store cannot be read, parsed or written, or others could have written it.
+    #[error("trust store {}: {reason}", path.display())]
+    TrustStore {
+        /// The store file (or its folder).
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The trust store location is unknown (no `XDG_STATE_HOME`, no home folder).
+    #[error(
+        "cannot locate the trust store: set HOME (or an absolute XDG_STATE_HOME); without it \
+         no project-directory instance file can be trusted"
+    )]
+    NoTrustStore,
     /// The current directory cannot be determined.
     #[error("cannot determine the current directory: {source}")]
     CurrentDir {

@@ -1,9 +1,13 @@
-//! Instance files on disk: discovery and bounded reading (validation lives in `keys.rs`).
+//! Instance files on disk: discovery, project-file trust and bounded reading (validation lives in
+//! `keys.rs`).
 //!
 //! Invariants: a file is parsed only if it is a regular file of at most [`MAX_FILE_BYTES`] bytes
 //! of UTF-8; discovery never picks one of several candidates on its own, and a candidate that
-//! exists but is broken is reported, never skipped; a discovered file is used only when this user
-//! owns it and nobody else can write it or its folder ([`check_trusted`]).
+//! exists but is broken is reported, never skipped; the user's home folder beats the working
+//! directory; a home-folder file is used only when this user owns it and nobody else can write
+//! it or its folder ([`check_trusted`]); a working-directory (project) file is used only when its
+//! exact bytes were trusted with `nandi-proxmox-mcp trust`, and never supplies an SSH key or a
+//! known_hosts file ([`load_project`]).
 
 use std::fs;
 use std::io::Read;
@@ -11,32 +15,145 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::instances::{self, CONFIG_DIR_NAME, LEGACY_FILE_NAME, Scope};
+use super::instances::{self, Instance, Scope};
 use super::keys;
+use super::trust::{self, TrustState, TrustStore};
 use super::{Config, ConfigError, ConfigSource, FileOrigin, MAX_FILE_BYTES, Paths};
 
-/// Finds the file discovery selects (spec §6.2): the legacy `<cwd>/.nandi-proxmox-mcp/config.json`
-/// first, else the only project-scope instance, else the only user-scope instance. `Ok(None)`
-/// when there is none; several candidates are an error.
-pub(crate) fn discover(paths: &Paths) -> Result<Option<PathBuf>, ConfigError> {
-    let legacy = paths.cwd.join(CONFIG_DIR_NAME).join(LEGACY_FILE_NAME);
-    // `symlink_metadata` so that a dangling link or a directory of that name is reported by the
-    // loader instead of being skipped in favour of something else.
-    if fs::symlink_metadata(&legacy).is_ok() {
-        return Ok(Some(legacy));
-    }
-    let all = instances::list_instances(paths);
-    let project: Vec<_> = all
-        .iter()
-        .filter(|i| i.scope == Scope::Project)
-        .cloned()
+/// The only home-folder (user-scope) instance, `Ok(None)` when there is none; several are an
+/// error (the user must name one), whatever the working directory holds.
+pub(crate) fn discover_user(paths: &Paths) -> Result<Option<PathBuf>, ConfigError> {
+    let mut user: Vec<Instance> = instances::list_instances(paths)
+        .into_iter()
+        .filter(|i| i.scope == Scope::User)
         .collect();
-    let mut candidates = if project.is_empty() { all } else { project };
-    match candidates.len() {
+    match user.len() {
         0 => Ok(None),
-        1 => Ok(candidates.pop().map(|i| i.path)),
-        _ => Err(ConfigError::AmbiguousInstances { found: candidates }),
+        1 => Ok(user.pop().map(|i| i.path)),
+        _ => Err(ConfigError::AmbiguousInstances { found: user }),
     }
+}
+
+/// Project-scope instance files (`<cwd>/.nandi-proxmox-mcp/*.json`).
+pub(crate) fn project_instances(paths: &Paths) -> Vec<Instance> {
+    instances::list_instances(paths)
+        .into_iter()
+        .filter(|i| i.scope == Scope::Project)
+        .collect()
+}
+
+/// A project file read once: what trust and parsing both work on.
+pub(crate) struct ProjectRead {
+    /// The path as discovered (for messages).
+    pub(crate) path: PathBuf,
+    /// Canonical path (the trust store's key).
+    pub(crate) canonical: PathBuf,
+    /// The file's text, exactly the bytes that were hashed.
+    text: String,
+    /// What the trust store says about these bytes.
+    pub(crate) state: TrustState,
+}
+
+impl ProjectRead {
+    /// The file's text (exactly the hashed bytes).
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// Checks that a file read by [`read_project`] is a valid instance file (so trust is only given
+/// to something that loads); returns the SHA-256 of its bytes and the SSH credential-path keys
+/// it names (which discovery will ignore).
+pub(crate) fn validate_for_trust(
+    read: &ProjectRead,
+    home: Option<&Path>,
+) -> Result<(String, Vec<&'static str>), ConfigError> {
+    let map = parse_map(&read.path, &read.text)?;
+    build(&read.path, &map, home, FileOrigin::Trusted)?;
+    Ok((
+        trust::sha256_hex(read.text.as_bytes()),
+        keys::ssh_path_keys_set(&map),
+    ))
+}
+
+/// Reads a project file once, by its canonical path, and looks its hash up in `store`.
+pub(crate) fn read_project(path: &Path, store: &TrustStore) -> Result<ProjectRead, ConfigError> {
+    let canonical = fs::canonicalize(path).map_err(|e| io_error(path, e))?;
+    let (text, _) = read_bounded(&canonical)?;
+    let state = store.state(&canonical, &trust::sha256_hex(text.as_bytes()));
+    Ok(ProjectRead {
+        path: path.to_path_buf(),
+        canonical,
+        text,
+        state,
+    })
+}
+
+/// The project file discovery may use: among the project files whose exact content is trusted,
+/// the legacy `config.json` first, else the only one; several trusted ones are an error. Every
+/// untrusted (or changed, or unreadable) file is ignored with a warning naming the command that
+/// trusts it — a cloned repository's files are never used and cannot make startup fail.
+pub(crate) fn discover_project(
+    paths: &Paths,
+    store: &TrustStore,
+) -> Result<Option<ProjectRead>, ConfigError> {
+    let mut trusted: Vec<(Instance, ProjectRead)> = Vec::new();
+    for inst in project_instances(paths) {
+        match read_project(&inst.path, store) {
+            Ok(read) if read.state == TrustState::Trusted => trusted.push((inst, read)),
+            Ok(read) => warn_untrusted(&read.path, read.state == TrustState::Changed),
+            Err(e) => tracing::warn!(
+                "ignoring the project-directory instance file {}: {e}",
+                inst.path.display()
+            ),
+        }
+    }
+    if let Some(pos) = trusted.iter().position(|(i, _)| i.is_legacy()) {
+        return Ok(Some(trusted.swap_remove(pos).1));
+    }
+    match trusted.len() {
+        0 => Ok(None),
+        1 => Ok(trusted.pop().map(|(_, r)| r)),
+        _ => Err(ConfigError::AmbiguousInstances {
+            found: trusted.into_iter().map(|(i, _)| i).collect(),
+        }),
+    }
+}
+
+/// The warning for a project file that is not used because it is not (or no longer) trusted.
+pub(crate) fn warn_untrusted(path: &Path, changed: bool) {
+    let err = ConfigError::UntrustedProjectFile {
+        path: path.to_path_buf(),
+        changed,
+    };
+    tracing::warn!("ignoring it: {err}");
+}
+
+/// Loads a project file whose content was read by [`read_project`]: refused unless trusted;
+/// an SSH key or known_hosts path it names is dropped (SSH stays off) with a warning.
+pub(crate) fn load_project(read: ProjectRead, home: Option<&Path>) -> Result<Config, ConfigError> {
+    if read.state != TrustState::Trusted {
+        return Err(ConfigError::UntrustedProjectFile {
+            path: read.path,
+            changed: read.state == TrustState::Changed,
+        });
+    }
+    let map = parse_map(&read.path, &read.text)?;
+    let mut config = build(&read.path, &map, home, FileOrigin::Trusted)?;
+    let named = keys::ssh_path_keys_set(&map);
+    if !named.is_empty() {
+        config.ssh = None;
+        tracing::warn!(
+            file = %read.path.display(),
+            "the project-directory instance file {} names {} — ignored, and SSH tools are off \
+             for it: a file in the working directory never chooses an SSH key or known_hosts \
+             file. Put the instance in ~/.nandi-proxmox-mcp/, or name it with \
+             NANDI_PROXMOX_CONFIG, to use SSH",
+            read.path.display(),
+            named.join(" and ")
+        );
+    }
+    Ok(config)
 }
 
 /// Refuses a discovered file that someone other than this user could have written: owned by
@@ -85,20 +202,35 @@ pub(crate) fn load_path(
 ) -> Result<Config, ConfigError> {
     let (text, meta) = read_bounded(path)?;
     warn_if_shared(path, &meta);
+    let map = parse_map(path, &text)?;
+    build(path, &map, home, origin)
+}
+
+/// Parses the text of an instance file into its JSON object.
+fn parse_map(path: &Path, text: &str) -> Result<serde_json::Map<String, Value>, ConfigError> {
     // Windows editors like to prepend a byte-order mark; it is not part of the JSON.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::InvalidJson {
         path: path.to_path_buf(),
         // Syntax errors of an untyped parse name a position, never the file's content.
         detail: e.to_string(),
     })?;
-    let Value::Object(map) = value else {
-        return Err(ConfigError::NotAnObject {
+    match value {
+        Value::Object(map) => Ok(map),
+        other => Err(ConfigError::NotAnObject {
             path: path.to_path_buf(),
-            found: keys::kind(&value),
-        });
-    };
-    let (proxmox, ssh) = keys::parse_object(path, &map, home)?;
+            found: keys::kind(&other),
+        }),
+    }
+}
+
+fn build(
+    path: &Path,
+    map: &serde_json::Map<String, Value>,
+    home: Option<&Path>,
+    origin: FileOrigin,
+) -> Result<Config, ConfigError> {
+    let (proxmox, ssh) = keys::parse_object(path, map, home)?;
     Ok(Config {
         proxmox: Some(proxmox),
         ssh,

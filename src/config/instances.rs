@@ -3,7 +3,9 @@
 //! Invariants: an instance name always matches [`NAME_PATTERN`] (so it is safe as a file name and
 //! as an MCP server key); listing is deterministic (project scope first, then user scope, each
 //! sorted by file name) and reports every file with its real scope and path — including a legacy
-//! `config.json` found in the home folder (the reference mislabelled it, spec §16/32).
+//! `config.json` found in the home folder (the reference mislabelled it, spec §16/32); the home
+//! folder is always user scope, even when it is also the working directory; and resolving a name
+//! prefers the user's own (home) file, so a working-directory file cannot shadow it.
 
 use std::fmt;
 use std::fs;
@@ -159,7 +161,7 @@ pub fn instance_path(paths: &Paths, scope: Scope, name: &str) -> Result<PathBuf,
 
 /// Every instance file: project folder first, then user folder; `*.json` only, names that break
 /// the pattern skipped, unreadable folders skipped. When cwd is the home directory the folder is
-/// listed once, as project scope.
+/// listed once, as user scope (it is the user's own folder, not a project's).
 pub fn list_instances(paths: &Paths) -> Vec<Instance> {
     let project = scope_dir(paths, Scope::Project);
     let user = scope_dir(paths, Scope::User);
@@ -168,10 +170,10 @@ pub fn list_instances(paths: &Paths) -> Vec<Instance> {
         _ => false,
     };
     let mut found = Vec::new();
-    if let Some(dir) = project {
+    if let Some(dir) = project.filter(|_| !same_dir) {
         found.extend(scan(&dir, Scope::Project));
     }
-    if let Some(dir) = user.filter(|_| !same_dir) {
+    if let Some(dir) = user {
         found.extend(scan(&dir, Scope::User));
     }
     found
@@ -236,11 +238,13 @@ pub(crate) fn instance_name_for(path: &Path) -> Option<String> {
     name_for_file(path.file_name()?.to_str()?)
 }
 
-/// Finds an instance by name (project scope wins over user scope).
+/// Finds an instance by name. The user scope wins over the project scope: a working-directory
+/// file (a cloned repository may carry one) must not shadow the user's own instance.
 pub fn resolve_instance(paths: &Paths, name: &str) -> Result<Instance, ConfigError> {
     let all = list_instances(paths);
     let wanted = name.trim();
-    if let Some(found) = all.iter().find(|i| i.name == wanted) {
+    let named = |scope: Scope| all.iter().find(|i| i.name == wanted && i.scope == scope);
+    if let Some(found) = named(Scope::User).or_else(|| named(Scope::Project)) {
         return Ok(found.clone());
     }
     let mut known: Vec<String> = all.into_iter().map(|i| i.name).collect();
@@ -386,7 +390,8 @@ mod tests {
         assert_eq!(legacy.path, user_legacy);
         assert_eq!(legacy.server_key, LEGACY_INSTANCE_NAME);
         assert!(legacy.is_legacy());
-        assert_eq!(resolve_instance(&p, "alpha").unwrap().scope, Scope::Project);
+        assert_eq!(resolve_instance(&p, "alpha").unwrap().scope, Scope::User);
+        assert_eq!(resolve_instance(&p, "zeta").unwrap().scope, Scope::Project);
     }
 
     #[test]
@@ -395,7 +400,7 @@ mod tests {
         write(dir.path(), "one.json");
         let list = list_instances(&paths(dir.path(), dir.path()));
         assert_eq!(list.len(), 1);
-        assert_eq!(list[0].scope, Scope::Project);
+        assert_eq!(list[0].scope, Scope::User);
     }
 
     #[test]

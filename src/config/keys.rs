@@ -34,6 +34,21 @@ const SSH_NODES: &str = "sshNodes";
 const SSH_KNOWN_HOSTS: &str = "sshKnownHostsPath";
 const SSH_HOST_KEY: &str = "sshHostKeyFingerprint";
 
+/// Keys that name a local SSH credential file: a working-directory file may not set them.
+const SSH_PATH_KEYS: [&str; 2] = [SSH_KEY, SSH_KNOWN_HOSTS];
+
+/// The SSH credential-path keys (`sshKeyPath`, `sshKnownHostsPath`) this object sets.
+pub(crate) fn ssh_path_keys_set(map: &Map<String, Value>) -> Vec<&'static str> {
+    SSH_PATH_KEYS
+        .into_iter()
+        .filter(|k| match map.get(*k) {
+            None | Some(Value::Null) => false,
+            Some(Value::String(s)) => !s.trim().is_empty(),
+            Some(_) => true,
+        })
+        .collect()
+}
+
 /// Keys allowed inside one `sshNodes` entry.
 const NODE_KEYS: [&str; 3] = ["host", "port", "user"];
 

@@ -1,19 +1,24 @@
 //! Configuration loading: which Proxmox VE cluster to talk to, and how.
 //!
 //! A configuration comes from exactly one place, chosen in this order by [`load`] — what the user
-//! set explicitly beats what was found on disk:
-//! 1. the file named by `NANDI_PROXMOX_CONFIG` (it must load);
+//! set explicitly beats what was found on disk, and the user's own folder beats the working
+//! directory:
+//! 1. the file named by `NANDI_PROXMOX_CONFIG` (it must load; the user's choice, fully trusted);
 //! 2. a complete set of `PROXMOX_*` environment variables (host, user, token name and secret);
-//! 3. a discovered instance file under `.nandi-proxmox-mcp/` (project scope before user scope;
-//!    several candidates are an error, never a silent choice), used only when this user owns it
-//!    and nobody else can write it;
-//! 4. an incomplete `PROXMOX_*` environment, reported as such;
-//! 5. nothing: the server still starts, and tool calls report that it is not configured.
+//! 3. an incomplete set (some but not all of those four) is an error naming the missing ones —
+//!    never a fallback to discovery;
+//! 4. the only instance file in `~/.nandi-proxmox-mcp/` (several are an error), used only when
+//!    this user owns it and nobody else can write it;
+//! 5. a project instance file in `<cwd>/.nandi-proxmox-mcp/`, used only when its exact content was
+//!    trusted with `nandi-proxmox-mcp trust` (the [`trust`] store); untrusted or changed files are
+//!    ignored with a warning; an SSH key or known_hosts path it names is dropped (SSH off);
+//! 6. nothing: the server still starts, and tool calls report that it is not configured.
 //!
 //! Invariants guarded here:
 //! * the source in use is logged at WARN (stderr), naming anything it shadowed;
-//! * a discovered file cannot override a complete environment: a `.nandi-proxmox-mcp/` folder in
-//!   a cloned repository must not redirect the token, or the user's SSH key, to another host;
+//! * a working-directory file (a cloned repository may carry one) never beats the user's own
+//!   settings, is never used without the user's trust in its exact bytes, and never chooses the
+//!   SSH key or known_hosts file — so it cannot send the user's key to another host;
 //! * a file that was selected or discovered (and not shadowed) but cannot be used is reported as
 //!   such — we never fall back to the environment, because that hides the real cause;
 //! * every value is validated before a [`Config`] exists, so later code can trust it;
@@ -26,6 +31,8 @@ mod fields;
 mod file;
 pub mod instances;
 mod keys;
+pub mod trust;
+mod trust_ops;
 
 #[cfg(test)]
 mod tests;
@@ -37,6 +44,7 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use instances::{Instance, Scope};
 pub use keys::render_instance_file;
+pub use trust_ops::{revoke_file, trust_file, trust_status, trust_store, untrusted_project_files};
 
 /// Environment variable that names the instance file to use (bypasses discovery).
 pub const CONFIG_ENV_VAR: &str = "NANDI_PROXMOX_CONFIG";
@@ -199,8 +207,11 @@ pub enum ConfigSource {
 pub enum FileOrigin {
     /// Named by the user: `NANDI_PROXMOX_CONFIG`, `doctor --name`, or written by `setup`.
     Selected,
-    /// Found by discovery under `.nandi-proxmox-mcp/` (working directory or home).
+    /// Found by discovery in the home folder's `.nandi-proxmox-mcp/`.
     Discovered,
+    /// Found by discovery in the working directory's `.nandi-proxmox-mcp/`, and trusted with
+    /// `nandi-proxmox-mcp trust` (its SSH key settings are never used).
+    Trusted,
 }
 
 impl FileOrigin {
@@ -208,6 +219,7 @@ impl FileOrigin {
         match self {
             Self::Selected => "",
             Self::Discovered => ", discovered",
+            Self::Trusted => ", discovered, trusted project file",
         }
     }
 }
@@ -233,8 +245,13 @@ impl fmt::Display for ConfigSource {
             Self::File {
                 path,
                 instance: None,
-                origin: FileOrigin::Discovered,
-            } => write!(f, "config file {} (discovered)", path.display()),
+                origin,
+            } => write!(
+                f,
+                "config file {} ({})",
+                path.display(),
+                &origin.suffix()[2..]
+            ),
             Self::Env => f.write_str("environment variables"),
             Self::Unconfigured => f.write_str("not configured"),
         }
@@ -382,9 +399,9 @@ pub use env::{AuditLogSetting, audit_log};
 pub const FILE_KEYS: &[FileKeyDoc] = keys::FILE_KEYS;
 
 /// The one entry point `run` uses: `NANDI_PROXMOX_CONFIG`, else a complete `PROXMOX_*`
-/// environment, else a trusted discovered file, else an incomplete environment (an error), else
-/// [`Config::unconfigured`]. A selected or discovered file that fails is an error. The source in
-/// use is logged at WARN, with whatever it shadowed.
+/// environment, else (an incomplete environment is an error) the only home-folder instance, else
+/// a trusted project instance, else [`Config::unconfigured`]. A selected or discovered file that
+/// fails is an error. The source in use is logged at WARN, with whatever it shadowed.
 pub fn load(env: &dyn EnvSource, paths: &Paths) -> Result<Config, ConfigError> {
     let home = paths.home.as_deref();
     if let Some(raw) = env.var(CONFIG_ENV_VAR) {
@@ -397,26 +414,56 @@ pub fn load(env: &dyn EnvSource, paths: &Paths) -> Result<Config, ConfigError> {
     if env::all_core_vars_set(env) {
         let config = env::load(env, home)?;
         // Whatever discovery would have found (even a broken or ambiguous set) is not used.
-        let shadowed = match file::discover(paths) {
-            Ok(Some(path)) => Some(format!("discovered file {}", path.display())),
-            Ok(None) => None,
-            Err(_) => Some("several discovered instance files".to_owned()),
-        };
+        let found: Vec<String> = instances::list_instances(paths)
+            .iter()
+            .map(|i| i.path.display().to_string())
+            .collect();
+        let shadowed = (!found.is_empty()).then(|| format!("instance files {}", found.join(", ")));
         announce(&config, shadowed.as_deref());
         return Ok(config);
     }
-    if let Some(path) = file::discover(paths)? {
-        file::check_trusted(&path)?;
-        let config = file::load_path(&path, home, FileOrigin::Discovered)?;
-        let shadowed =
-            env::any_core_var_set(env).then_some("an incomplete set of PROXMOX_* variables");
-        announce(&config, shadowed);
-        return Ok(config);
-    }
     if env::any_core_var_set(env) {
+        // Half an environment is a mistake to report, not a reason to read files instead.
         return env::load(env, home);
     }
+    if let Some(path) = file::discover_user(paths)? {
+        file::check_trusted(&path)?;
+        let config = file::load_path(&path, home, FileOrigin::Discovered)?;
+        let project = file::project_instances(paths);
+        let shadowed = (!project.is_empty()).then(|| {
+            let names: Vec<String> = project
+                .iter()
+                .map(|i| i.path.display().to_string())
+                .collect();
+            format!("project-directory files {}", names.join(", "))
+        });
+        announce(&config, shadowed.as_deref());
+        return Ok(config);
+    }
+    let store = trust::TrustStore::load_or_empty(env, home);
+    if let Some(read) = file::discover_project(paths, &store)? {
+        let config = file::load_project(read, home)?;
+        announce(&config, None);
+        return Ok(config);
+    }
     Ok(Config::unconfigured())
+}
+
+/// Loads one listed instance (`doctor --name`): a home-folder file as named; a project file only
+/// when its exact content is trusted, and never with its SSH key settings.
+pub fn load_instance(
+    instance: &Instance,
+    env: &dyn EnvSource,
+    paths: &Paths,
+) -> Result<Config, ConfigError> {
+    let home = paths.home.as_deref();
+    match instance.scope {
+        Scope::User => file::load_path(&instance.path, home, FileOrigin::Selected),
+        Scope::Project => {
+            let store = trust::TrustStore::load_or_empty(env, home);
+            file::load_project(file::read_project(&instance.path, &store)?, home)
+        }
+    }
 }
 
 /// Logs the source in use at WARN (a discovered file can change where the token goes, so the

@@ -135,7 +135,7 @@ fn load_config(
     if let Some(raw) = &args.name {
         let name = instances::sanitize_name(raw);
         return match instances::resolve_instance(paths, &name) {
-            Ok(inst) => match config::load_file(&inst.path) {
+            Ok(inst) => match config::load_instance(&inst, &ProcessEnv, paths) {
                 Ok(c) => {
                     report.push(Item::green(
                         "instance",
@@ -160,11 +160,31 @@ fn load_config(
     }
     match config::load(&ProcessEnv, paths) {
         Ok(c) if c.proxmox.is_none() => {
-            report.push(Item::red(
-                "config",
-                "no Proxmox connection is configured (no instance file, no PROXMOX_* variables)",
-                Some("run `nandi-proxmox-mcp setup`".into()),
-            ));
+            let untrusted = config::untrusted_project_files(&ProcessEnv, paths);
+            let (detail, fix) = match untrusted.first() {
+                None => (
+                    "no Proxmox connection is configured (no instance file, no PROXMOX_* variables)"
+                        .to_owned(),
+                    "run `nandi-proxmox-mcp setup`".to_owned(),
+                ),
+                Some((path, changed)) => (
+                    format!(
+                        "no Proxmox connection is configured: the project-directory file {} is \
+                         ignored because it {}",
+                        path.display(),
+                        if *changed {
+                            "changed since you trusted it"
+                        } else {
+                            "is not trusted"
+                        }
+                    ),
+                    format!(
+                        "review it, then run `nandi-proxmox-mcp trust {}`",
+                        path.display()
+                    ),
+                ),
+            };
+            report.push(Item::red("config", detail, Some(fix)));
             None
         }
         Ok(c) => {

@@ -1,5 +1,6 @@
-//! Precedence between explicit and discovered configuration, and the trust rule for discovered
-//! files: a hostile `.nandi-proxmox-mcp/` folder in the working directory must not take over.
+//! Precedence between explicit and discovered configuration, and the trust rules for discovered
+//! files: a hostile `.nandi-proxmox-mcp/` folder in the working directory must not take over,
+//! and a home-folder file others could write is refused.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -64,17 +65,34 @@ fn the_named_file_beats_a_complete_environment() {
 #[test]
 fn a_discovered_file_is_labelled_as_discovered() {
     let dirs = Dirs::new();
-    private_project(&dirs, "lab.json", &rest_only("a.lan").to_string());
+    dirs.user("lab.json", &rest_only("a.lan").to_string());
     let config = load(&env(&[]), &dirs.paths()).unwrap();
     assert!(
         config.source.to_string().contains("discovered"),
         "{}",
         config.source
     );
+    let dirs = Dirs::new();
+    let path = private_project(&dirs, "lab.json", &rest_only("a.lan").to_string());
+    dirs.trust(&path);
+    let config = load(&env(&[]), &dirs.paths()).unwrap();
+    assert!(
+        config.source.to_string().contains("trusted project file"),
+        "{}",
+        config.source
+    );
+}
+
+/// A home-folder instance file with the given modes for the file and its folder.
+fn user_file(dirs: &Dirs, file_mode: u32, dir_mode: u32) -> PathBuf {
+    let path = dirs.user("x.json", &rest_only("attacker.example").to_string());
+    chmod(&path, file_mode);
+    chmod(path.parent().unwrap(), dir_mode);
+    path
 }
 
 #[test]
-fn a_group_or_world_writable_discovered_file_is_refused() {
+fn a_group_or_world_writable_home_file_is_refused() {
     for (file_mode, dir_mode, needle) in [
         (
             0o664,
@@ -93,9 +111,7 @@ fn a_group_or_world_writable_discovered_file_is_refused() {
         ),
     ] {
         let dirs = Dirs::new();
-        let path = dirs.project("x.json", &rest_only("attacker.example").to_string());
-        chmod(&path, file_mode);
-        chmod(path.parent().unwrap(), dir_mode);
+        let path = user_file(&dirs, file_mode, dir_mode);
         let err = load(&env(&[]), &dirs.paths()).unwrap_err();
         assert!(matches!(err, ConfigError::UntrustedFile { .. }), "{err}");
         let msg = err.to_string();
@@ -109,14 +125,16 @@ fn a_group_or_world_writable_discovered_file_is_refused() {
 }
 
 #[test]
-fn a_foreign_owned_discovered_file_is_refused() {
+#[ignore = "needs root to give a file to another user: run `cargo test --lib config -- --ignored` as root"]
+fn a_foreign_owned_home_file_is_refused() {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: changing a file's owner needs root");
-        return;
-    }
+    let uid = unsafe { libc::geteuid() };
+    assert_eq!(
+        uid, 0,
+        "this check needs root (chown); it cannot pass without it"
+    );
     let dirs = Dirs::new();
-    let path = private_project(&dirs, "x.json", &rest_only("attacker.example").to_string());
+    let path = user_file(&dirs, 0o600, 0o700);
     std::os::unix::fs::chown(&path, Some(4242), Some(4242)).unwrap();
     let err = load(&env(&[]), &dirs.paths()).unwrap_err();
     let msg = err.to_string();
@@ -124,7 +142,29 @@ fn a_foreign_owned_discovered_file_is_refused() {
 }
 
 #[test]
-fn a_discovered_file_without_its_own_key_never_gets_one() {
+fn a_trusted_project_file_never_names_the_ssh_key() {
+    let dirs = Dirs::new();
+    let body = with(
+        rest_only("lab.lan"),
+        json!({
+            "sshHost": "attacker.example",
+            "sshKeyPath": "~/.ssh/id_ed25519",
+            "sshKnownHostsPath": "./known_hosts",
+        }),
+    );
+    let path = private_project(&dirs, "lab.json", &body);
+    dirs.trust(&path);
+    let config = load(&env(&[]), &dirs.paths()).unwrap();
+    assert_eq!(config.proxmox.unwrap().host, "lab.lan");
+    assert!(config.ssh.is_none(), "{:?}", config.ssh);
+    // Named explicitly, the same file is the user's own choice, key included.
+    let vars = [(CONFIG_ENV_VAR, path.to_str().unwrap())];
+    let config = load(&env(&vars), &dirs.paths()).unwrap();
+    assert!(config.ssh.is_some());
+}
+
+#[test]
+fn a_project_file_without_its_own_key_never_gets_one() {
     let dirs = Dirs::new();
     let ssh_dir = dirs.home.path().join(".ssh");
     fs::create_dir_all(&ssh_dir).unwrap();
@@ -133,13 +173,30 @@ fn a_discovered_file_without_its_own_key_never_gets_one() {
         rest_only("lab.lan"),
         json!({"sshHost": "lab.lan", "sshUser": "root"}),
     );
-    private_project(&dirs, "lab.json", &body);
-    // An incomplete environment that names a key must not lend it to the file.
-    let vars = [
-        ("PROXMOX_SSH_KEY_PATH", "~/.ssh/id_ed25519"),
-        ("PROXMOX_HOST", "other.lan"),
-    ];
+    let path = private_project(&dirs, "lab.json", &body);
+    dirs.trust(&path);
+    // An SSH-only environment (no core variable) must not lend its key to the file.
+    let vars = [("PROXMOX_SSH_KEY_PATH", "~/.ssh/id_ed25519")];
     let config = load(&env(&vars), &dirs.paths()).unwrap();
     assert_eq!(config.proxmox.unwrap().host, "lab.lan");
     assert!(config.ssh.is_none(), "{:?}", config.ssh);
+}
+
+#[test]
+fn doctor_name_resolution_prefers_home_and_checks_project_trust() {
+    let dirs = Dirs::new();
+    let proj = private_project(&dirs, "lab.json", &rest_only("proj.lan").to_string());
+    let inst = instances::resolve_instance(&dirs.paths(), "lab").unwrap();
+    let err = load_instance(&inst, &env(&[]), &dirs.paths()).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("is not trusted") && msg.contains("nandi-proxmox-mcp trust"),
+        "{msg}"
+    );
+    dirs.trust(&proj);
+    let config = load_instance(&inst, &env(&[]), &dirs.paths()).unwrap();
+    assert_eq!(config.proxmox.unwrap().host, "proj.lan");
+    dirs.user("lab.json", &rest_only("home.lan").to_string());
+    let inst = instances::resolve_instance(&dirs.paths(), "lab").unwrap();
+    assert_eq!(inst.scope, Scope::User);
 }

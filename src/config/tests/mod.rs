@@ -44,6 +44,11 @@ impl Dirs {
     pub(super) fn user(&self, file: &str, body: &str) -> PathBuf {
         write_in(self.home.path(), file, body)
     }
+
+    /// Trusts `path` in this home's trust store, as `nandi-proxmox-mcp trust` does.
+    pub(super) fn trust(&self, path: &Path) {
+        trust_file(&env(&[]), &self.paths(), path).unwrap();
+    }
 }
 
 pub(super) fn write_in(root: &Path, file: &str, body: &str) -> PathBuf {
@@ -102,22 +107,30 @@ pub(super) fn load_with_file(body: &str) -> Result<Config, ConfigError> {
 }
 
 #[test]
-fn single_project_instance_is_chosen() {
+fn a_project_instance_is_used_only_once_trusted() {
     let dirs = Dirs::new();
     let path = dirs.project("lab.json", &rest_only("a.lan").to_string());
+    let config = load(&env(&[]), &dirs.paths()).unwrap();
+    assert_eq!(config, Config::unconfigured(), "untrusted: ignored");
+    dirs.trust(&path);
     let config = load(&env(&[]), &dirs.paths()).unwrap();
     assert_eq!(file_path(&config), (path.as_path(), Some("lab")));
     assert_eq!(config.proxmox.unwrap().host, "a.lan");
     assert!(config.ssh.is_none());
+    // A changed file loses its trust.
+    fs::write(&path, rest_only("b.lan").to_string()).unwrap();
+    let config = load(&env(&[]), &dirs.paths()).unwrap();
+    assert_eq!(config, Config::unconfigured(), "changed: ignored");
 }
 
 #[test]
-fn project_scope_beats_user_scope() {
+fn user_scope_beats_even_a_trusted_project_file() {
     let dirs = Dirs::new();
     dirs.user("home.json", &rest_only("user.lan").to_string());
-    dirs.project("proj.json", &rest_only("proj.lan").to_string());
+    let proj = dirs.project("proj.json", &rest_only("proj.lan").to_string());
+    dirs.trust(&proj);
     let config = load(&env(&[]), &dirs.paths()).unwrap();
-    assert_eq!(config.proxmox.unwrap().host, "proj.lan");
+    assert_eq!(config.proxmox.unwrap().host, "user.lan");
 }
 
 #[test]
@@ -131,8 +144,8 @@ fn single_user_instance_is_chosen() {
 #[test]
 fn several_instances_are_ambiguous() {
     let dirs = Dirs::new();
-    dirs.project("one.json", &rest_only("a.lan").to_string());
-    dirs.project("two.json", &rest_only("b.lan").to_string());
+    dirs.user("one.json", &rest_only("a.lan").to_string());
+    dirs.user("two.json", &rest_only("b.lan").to_string());
     let err = load(&env(&[]), &dirs.paths()).unwrap_err();
     let msg = err.to_string();
     assert!(
@@ -150,10 +163,29 @@ fn several_instances_are_ambiguous() {
 }
 
 #[test]
+fn several_trusted_project_files_are_ambiguous_untrusted_ones_do_not_count() {
+    let dirs = Dirs::new();
+    let one = dirs.project("one.json", &rest_only("a.lan").to_string());
+    dirs.project("two.json", &rest_only("b.lan").to_string());
+    dirs.trust(&one);
+    let config = load(&env(&[]), &dirs.paths()).unwrap();
+    assert_eq!(config.proxmox.unwrap().host, "a.lan");
+    let two = dirs.cwd.path().join(".nandi-proxmox-mcp/two.json");
+    dirs.trust(&two);
+    let err = load(&env(&[]), &dirs.paths()).unwrap_err();
+    assert!(
+        matches!(err, ConfigError::AmbiguousInstances { .. }),
+        "{err}"
+    );
+}
+
+#[test]
 fn legacy_config_json_is_preferred() {
     let dirs = Dirs::new();
     let legacy = dirs.project("config.json", &rest_only("legacy.lan").to_string());
-    dirs.project("other.json", &rest_only("other.lan").to_string());
+    let other = dirs.project("other.json", &rest_only("other.lan").to_string());
+    dirs.trust(&legacy);
+    dirs.trust(&other);
     let config = load(&env(&[]), &dirs.paths()).unwrap();
     assert_eq!(
         file_path(&config),
@@ -204,10 +236,26 @@ fn half_filled_environment_is_reported() {
 #[test]
 fn broken_discovered_file_is_an_error_not_env() {
     let dirs = Dirs::new();
-    dirs.project("lab.json", "{ not json");
-    let err = load(&env(&[("PROXMOX_HOST", "pve.lan")]), &dirs.paths()).unwrap_err();
+    dirs.user("lab.json", "{ not json");
+    let err = load(&env(&[("PROXMOX_PORT", "8006")]), &dirs.paths()).unwrap_err();
     assert!(matches!(err, ConfigError::InvalidJson { .. }), "{err}");
     assert!(err.to_string().contains("lab.json"), "{err}");
+}
+
+#[test]
+fn an_incomplete_environment_is_an_error_never_a_fallback_to_a_file() {
+    let dirs = Dirs::new();
+    dirs.user("home.json", &rest_only("user.lan").to_string());
+    let proj = dirs.project("x.json", &rest_only("attacker.example").to_string());
+    dirs.trust(&proj);
+    let mut vars = full_env();
+    vars.retain(|(k, _)| *k != "PROXMOX_TOKEN_SECRET");
+    let err = load(&env(&vars), &dirs.paths()).unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::MissingEnvVars { vars } if vars == &["PROXMOX_TOKEN_SECRET"]),
+        "{err}"
+    );
+    assert!(err.to_string().contains("PROXMOX_TOKEN_SECRET"), "{err}");
 }
 
 #[test]
