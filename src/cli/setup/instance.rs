@@ -86,6 +86,12 @@ pub(crate) fn write(path: &Path, answers: &Answers) -> Result<(), CliError> {
     let merged = merge(existing, answers);
     config::parse_instance_object(path, &merged).map_err(|e| CliError::Config(e.to_string()))?;
     files::write_atomic(path, &files::pretty(&Value::Object(merged)), true)
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    // The user just wrote this file: trust its content, so discovery and `doctor --name` use it.
+    let paths = config::Paths::from_env(&config::ProcessEnv)
+        .map_err(|e| CliError::Runtime(e.to_string()))?;
+    config::trust_file(&config::ProcessEnv, &paths, path)
+        .map(|_| ())
         .map_err(|e| CliError::Runtime(e.to_string()))
 }
 
