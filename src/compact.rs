@@ -310,7 +310,8 @@ mod tests {
             "{found}"
         );
         let described = call(&full, DESCRIBE, json!({"name": "pve_qemu_clone"}));
-        assert_eq!(described["data"]["approval"], "none");
+        // A clone copies a guest's disks and identity: every call needs a person.
+        assert_eq!(described["data"]["approval"], "always");
         let stop = call(&full, DESCRIBE, json!({"name": "stopVM"}));
         assert_eq!(stop["data"]["approval"], "always");
         assert_eq!(stop["data"]["aliasOf"], "pve_stop_qemu_vm");

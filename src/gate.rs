@@ -225,10 +225,7 @@ mod tests {
         assert_eq!(start.kind(), "effects");
         assert!(start.clearance().contains(Effect::Change));
         assert_eq!(
-            gate(
-                "pve_get_qemu_vm_status",
-                json!({"node": "pve01", "vmid": 101})
-            ),
+            gate("pve_get_qemu_status", json!({"node": "pve01", "vmid": 101})),
             None
         );
     }

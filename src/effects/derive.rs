@@ -195,7 +195,7 @@ fn param_kind(name: &str, param: &Value) -> Option<ParamKind> {
         Some(ParamKind::Vmids)
     } else if format == "pve-volume-id"
         || VOLUME_FAMILIES.contains(&family)
-        || matches!(name, "archive" | "import-from" | "source")
+        || matches!(name, "archive" | "import-from")
     {
         Some(ParamKind::Volume)
     } else {

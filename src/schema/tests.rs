@@ -26,11 +26,13 @@ fn schema_is_plain_object_with_described_properties() {
 }
 
 #[test]
-fn confirm_property_only_on_confirm_tools() {
+fn confirm_property_only_on_tools_whose_calls_can_need_a_person() {
     let stop = input_schema(spec("pve_stop_qemu_vm"));
     assert_eq!(stop["properties"]["confirm"]["type"], "boolean");
     let start = input_schema(spec("pve_start_qemu_vm"));
-    assert!(start["properties"].get("confirm").is_none());
+    assert_eq!(start["properties"]["confirm"]["type"], "boolean");
+    let status = input_schema(spec("pve_get_qemu_status"));
+    assert!(status["properties"].get("confirm").is_none());
 }
 
 #[test]
