@@ -59,8 +59,11 @@ fn verify(path: &Path) -> (i32, String) {
 /// secret argument, a change Proxmox rejects.
 async fn record_five(mcp: &mut McpProcess) {
     let start = envelope(
-        &mcp.call("pve_start_qemu_vm", json!({"node": "pve03", "vmid": 102}))
-            .await,
+        &mcp.call(
+            "pve_start_qemu_vm",
+            json!({"node": "pve03", "vmid": 102, "confirm": true}),
+        )
+        .await,
     );
     assert_eq!(start["ok"], true, "{start}");
     let refused = envelope(
@@ -141,11 +144,16 @@ async fn changes_and_refusals_are_recorded_and_verify() {
     let start = &records[0];
     assert_eq!(start["seq"], 2);
     assert_eq!(start["decision"], "executed");
-    assert_eq!(start["approval"], Value::Null);
+    // A start is a change: it needs approval too (here the confirm flag of a client that
+    // cannot ask).
+    assert_eq!(start["approval"], "confirm-flag");
     assert_eq!(start["outcome"], "ok");
     assert_eq!(start["pveStatus"], 200);
     assert!(start["upid"].as_str().unwrap().starts_with("UPID:pve03:"));
-    assert_eq!(start["arguments"], json!({"node": "pve03", "vmid": 102}));
+    assert_eq!(
+        start["arguments"],
+        json!({"node": "pve03", "vmid": 102, "confirm": true})
+    );
     assert!(start["durationMs"].is_u64() && start["time"].is_string());
     assert_eq!(start["hash"].as_str().unwrap().len(), 64);
     let refused = &records[1];
@@ -246,8 +254,11 @@ async fn an_unwritable_log_refuses_changes_before_anything_is_sent() {
 
     emu.clear_requests();
     let refused = envelope(
-        &mcp.call("pve_start_qemu_vm", json!({"node": "pve03", "vmid": 102}))
-            .await,
+        &mcp.call(
+            "pve_start_qemu_vm",
+            json!({"node": "pve03", "vmid": 102, "confirm": true}),
+        )
+        .await,
     );
     assert_eq!(
         refused["error"]["code"], "AUDIT_LOG_UNAVAILABLE",
@@ -292,8 +303,11 @@ async fn off_records_nothing_and_the_default_lives_in_the_state_folder() {
 
     let mut mcp = server(&off_env).await;
     let start = envelope(
-        &mcp.call("pve_start_qemu_vm", json!({"node": "pve03", "vmid": 102}))
-            .await,
+        &mcp.call(
+            "pve_start_qemu_vm",
+            json!({"node": "pve03", "vmid": 102, "confirm": true}),
+        )
+        .await,
     );
     assert_eq!(start["ok"], true);
     assert!(mcp.shutdown().await.success());

@@ -107,8 +107,11 @@ async fn stop_confirmed(mcp: &mut McpProcess) -> Value {
 
 async fn start(mcp: &mut McpProcess) -> Value {
     envelope(
-        &mcp.call("pve_start_qemu_vm", json!({"node": "pve03", "vmid": 102}))
-            .await,
+        &mcp.call(
+            "pve_start_qemu_vm",
+            json!({"node": "pve03", "vmid": 102, "confirm": true}),
+        )
+        .await,
     )
 }
 
@@ -407,7 +410,7 @@ async fn tasks_cancel_is_audited_and_refused_when_the_log_cannot_be_written() {
         approve: None,
     };
     let (client, _) = connect(tasks_server(&emu, &link), setup).await;
-    let args = json!({"node": "pve01", "vmid": 101, "newid": 810, "full": true});
+    let args = json!({"node": "pve01", "vmid": 101, "newid": 810, "full": true, "confirm": true});
     let (task_id, upid) = match call_once(&client, "pve_qemu_clone", args).await {
         CallToolResponse::Task(created) => (
             created.task.task_id,
