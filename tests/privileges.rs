@@ -144,70 +144,106 @@ struct Row {
 fn rows(endpoints: &Value) -> Vec<Row> {
     catalog::all()
         .map(|spec| {
-            // A composite row that only reads one endpoint needs what that endpoint needs.
-            let route = match spec.backend {
-                catalog::Backend::Composite(catalog::CompositeOp::WaitTask) => Some((
-                    catalog::HttpMethod::Get,
-                    "/nodes/{node}/tasks/{upid}/status",
-                )),
-                catalog::Backend::Composite(op) => {
-                    // Composite rows make several (or caller-chosen) requests.
-                    return Row {
-                        tool: spec.name,
-                        tier: spec.tier,
-                        method: "COMPOSITE",
-                        path: "-",
-                        needs: Needs::new(),
-                        note: format!("{}: the privileges of each request it makes", op.describe()),
-                    };
-                }
-                backend => backend.method_and_path(),
-            };
-            let Some((method, path)) = route else {
-                // SSH rows: the SSH key, not an API privilege, grants what they do.
+            // The endpoints the tool's requests reach: a composite's known requests, or the
+            // schema templates a REST row's path template can reach (`{guest_type}` → both).
+            let (method, path, routes): (&'static str, &'static str, Vec<(String, String)>) =
+                match spec.backend {
+                    catalog::Backend::Composite(op) => (
+                        "COMPOSITE",
+                        "-",
+                        op.reaches()
+                            .iter()
+                            .map(|(m, p)| (m.as_str().to_owned(), (*p).to_owned()))
+                            .collect(),
+                    ),
+                    catalog::Backend::Ssh(_) => {
+                        // SSH rows: the SSH key, not an API privilege, grants what they do.
+                        return Row {
+                            tool: spec.name,
+                            tier: spec.tier,
+                            method: "SSH",
+                            path: "-",
+                            needs: Needs::new(),
+                            note: "runs over SSH; the SSH key grants access".to_owned(),
+                        };
+                    }
+                    backend => {
+                        let (m, p) = backend.method_and_path().expect("REST row");
+                        let routes = if endpoints[p][m.as_str()].is_object() {
+                            vec![(m.as_str().to_owned(), p.to_owned())]
+                        } else {
+                            catalog::effects::reached_endpoints(spec, m.as_str(), p)
+                                .into_iter()
+                                .map(|e| (e.method.clone(), e.path.clone()))
+                                .collect()
+                        };
+                        (m.as_str(), p, routes)
+                    }
+                };
+            if routes.is_empty() {
+                let note = match spec.backend {
+                    catalog::Backend::Composite(op) => {
+                        format!(
+                            "{}: the privileges of the endpoint the caller names",
+                            op.describe()
+                        )
+                    }
+                    _ => "endpoint not in the PVE 9.1 schema".to_owned(),
+                };
                 return Row {
                     tool: spec.name,
                     tier: spec.tier,
-                    method: "SSH",
-                    path: "-",
+                    method,
+                    path,
                     needs: Needs::new(),
-                    note: "runs over SSH; the SSH key grants access".to_owned(),
+                    note,
                 };
-            };
-            let method = method.as_str();
-            let perms = &endpoints[path][method]["permissions"];
+            }
             let per_key: Needs = privileges_keys::parameter_needs(spec)
                 .into_iter()
                 .map(|(p, v)| (p.to_owned(), v.to_owned()))
                 .collect();
-            let (needs, note) = if perms.is_null() {
-                (
-                    Needs::new(),
-                    "endpoint not in the PVE 9.1 schema".to_owned(),
-                )
-            } else if let Some(check) = perms.get("check") {
-                (walk(check, &per_key), String::new())
-            } else {
-                let desc = perms["description"].as_str().unwrap_or_default();
-                let user = perms["user"].as_str().unwrap_or_default();
-                let needs = from_description(method, desc);
-                let note = if needs.is_empty() {
-                    format!("any authenticated user ({user})")
+            let mut needs = Needs::new();
+            let mut notes: Vec<String> = Vec::new();
+            for (route_method, route_path) in &routes {
+                let perms = &endpoints[route_path.as_str()][route_method.as_str()]["permissions"];
+                if let Some(check) = perms.get("check") {
+                    needs.extend(walk(check, &per_key));
                 } else {
-                    "from the endpoint's description".to_owned()
-                };
-                (needs, note)
-            };
-            let (needs, note) = if per_key.is_empty() {
-                (needs, note)
-            } else {
-                let joined = if note.is_empty() {
+                    let desc = perms["description"].as_str().unwrap_or_default();
+                    let user = perms["user"].as_str().unwrap_or_default();
+                    let found = from_description(route_method, desc);
+                    if found.is_empty() {
+                        notes.push(format!("any authenticated user ({user})"));
+                    } else {
+                        notes.push("from the endpoint's description".to_owned());
+                    }
+                    needs.extend(found);
+                }
+            }
+            if routes.len() > 1 {
+                notes.insert(
+                    0,
+                    format!(
+                        "every request it makes: {}",
+                        routes
+                            .iter()
+                            .map(|(m, p)| format!("{m} {p}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+            notes.dedup();
+            let mut note = notes.join("; ");
+            if !per_key.is_empty() {
+                note = if note.is_empty() {
                     "plus the per-key checks of its parameters".to_owned()
                 } else {
                     format!("{note}; plus the per-key checks of its parameters")
                 };
-                (needs.union(&per_key).cloned().collect(), joined)
-            };
+                needs.extend(per_key);
+            }
             Row {
                 tool: spec.name,
                 tier: spec.tier,

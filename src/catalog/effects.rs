@@ -72,8 +72,41 @@ fn classify(spec: &ToolSpec) -> ToolEffects {
 }
 
 /// A REST row: the endpoint's own effects on every call, plus what its parameters can add.
+/// The schema endpoints a REST row's path template reaches: placeholders whose parameter
+/// is limited to a few values (`guest_type` = `qemu`|`lxc`) are expanded to those values.
+pub fn reached_endpoints(
+    spec: &ToolSpec,
+    method: &str,
+    path: &str,
+) -> Vec<&'static effects::Endpoint> {
+    let mut templates = vec![path.to_owned()];
+    for param in spec.params.iter().filter(|p| !p.one_of.is_empty()) {
+        let placeholder = format!("{{{}}}", param.name);
+        if !path.contains(&placeholder) {
+            continue;
+        }
+        templates = templates
+            .iter()
+            .flat_map(|t| {
+                param
+                    .one_of
+                    .iter()
+                    .map(|v| t.replace(&placeholder, v))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    }
+    let mut reached: Vec<&'static effects::Endpoint> = templates
+        .iter()
+        .flat_map(|t| effects::endpoints_for_template(method, t))
+        .collect();
+    reached.sort_by(|a, b| a.path.cmp(&b.path));
+    reached.dedup_by(|a, b| a.path == b.path);
+    reached
+}
+
 fn rest(spec: &ToolSpec, method: &str, path: &str) -> ToolEffects {
-    let reached = effects::endpoints_for_template(method, path);
+    let reached = reached_endpoints(spec, method, path);
     let mut base = Classified::read();
     for endpoint in &reached {
         base.merge(effects::classify_rest(method, &endpoint.path, &[]));

@@ -9,7 +9,10 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_list_nodes", &[]),
     ("pve_get_node_status", &[("/nodes/{node}", "Sys.Audit")]),
     ("pve_node_power", &[("/nodes/{node}", "Sys.PowerMgmt")]),
-    ("pve_create_console_ticket", &[]),
+    (
+        "pve_create_console_ticket",
+        &[("/vms/{vmid}", "VM.Console")],
+    ),
     ("pve_get_cluster_status", &[("/", "Sys.Audit")]),
     ("pve_list_cluster_resources", &[]),
     ("pve_get_next_vmid", &[]),
@@ -18,8 +21,8 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_list_cluster_replication", &[("/", "VM.Audit")]),
     ("pve_get_cluster_ha_status", &[("/", "Sys.Audit")]),
     ("pve_list_cluster_backup_info", &[]),
-    ("pve_inventory_overview", &[]),
-    ("pve_capabilities", &[]),
+    ("pve_inventory_overview", &[("/", "Sys.Audit")]),
+    ("pve_capabilities", &[("/", "Sys.Audit")]),
     ("pve_get_ceph_status", &[("/", "Sys.Audit")]),
     ("pve_list_sdn_zones", &[("/", "SDN.Audit")]),
     ("pve_list_sdn_vnets", &[("/", "SDN.Audit")]),
@@ -107,7 +110,10 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         "pve_qemu_create_template",
         &[("/vms/{vmid}", "VM.Allocate")],
     ),
-    ("pve_exec_qemu_guest_command", &[]),
+    (
+        "pve_exec_qemu_guest_command",
+        &[("/vms/{vmid}", "VM.GuestAgent.Unrestricted")],
+    ),
     ("pve_list_lxc_containers", &[("/", "VM.Audit")]),
     ("pve_get_lxc_status", &[("/vms/{vmid}", "VM.Audit")]),
     ("pve_get_lxc_config", &[("/vms/{vmid}", "VM.Audit")]),
@@ -198,7 +204,13 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         "pve_list_cloudinit_snippets",
         &[("/storage/{storage}", "Datastore.Audit")],
     ),
-    ("pve_download_to_storage", &[]),
+    (
+        "pve_download_to_storage",
+        &[
+            ("/nodes/{node}", "Sys.AccessNetwork"),
+            ("/storage/{storage}", "Datastore.AllocateTemplate"),
+        ],
+    ),
     ("pve_list_backup_jobs", &[("/", "Sys.Audit")]),
     (
         "pve_restore_qemu_backup",
@@ -253,7 +265,10 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_get_cluster_firewall_options", &[("/", "Sys.Audit")]),
     ("pve_list_cluster_firewall_aliases", &[("/", "Sys.Audit")]),
     ("pve_list_cluster_firewall_ipsets", &[("/", "Sys.Audit")]),
-    ("pve_list_guest_firewall_rules", &[]),
+    (
+        "pve_list_guest_firewall_rules",
+        &[("/vms/{vmid}", "VM.Audit")],
+    ),
     (
         "pve_update_cluster_firewall_options",
         &[("/", "Sys.Modify")],
@@ -261,9 +276,18 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_create_cluster_firewall_rule", &[("/", "Sys.Modify")]),
     ("pve_update_cluster_firewall_rule", &[("/", "Sys.Modify")]),
     ("pve_delete_cluster_firewall_rule", &[("/", "Sys.Modify")]),
-    ("pve_create_guest_firewall_rule", &[]),
-    ("pve_update_guest_firewall_rule", &[]),
-    ("pve_delete_guest_firewall_rule", &[]),
+    (
+        "pve_create_guest_firewall_rule",
+        &[("/vms/{vmid}", "VM.Config.Network")],
+    ),
+    (
+        "pve_update_guest_firewall_rule",
+        &[("/vms/{vmid}", "VM.Config.Network")],
+    ),
+    (
+        "pve_delete_guest_firewall_rule",
+        &[("/vms/{vmid}", "VM.Config.Network")],
+    ),
     ("pve_list_pools", &[("/", "Pool.Audit")]),
     ("pve_get_pool", &[("/", "Pool.Audit")]),
     ("pve_create_pool", &[("/pool/{poolid}", "Pool.Allocate")]),
@@ -334,8 +358,20 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         "pve_get_qemu_agent_fsinfo",
         &[("/vms/{vmid}", "VM.GuestAgent.Audit")],
     ),
-    ("pve_diagnose_qemu_guest_agent", &[]),
-    ("pve_diagnose_qemu_boot", &[]),
+    (
+        "pve_diagnose_qemu_guest_agent",
+        &[
+            ("/vms/{vmid}", "VM.Audit"),
+            ("/vms/{vmid}", "VM.GuestAgent.Audit"),
+        ],
+    ),
+    (
+        "pve_diagnose_qemu_boot",
+        &[
+            ("/vms/{vmid}", "VM.Audit"),
+            ("/vms/{vmid}", "VM.GuestAgent.Audit"),
+        ],
+    ),
     (
         "pve_qemu_agent_file_read",
         &[("/vms/{vmid}", "VM.GuestAgent.FileRead")],

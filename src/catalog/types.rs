@@ -297,6 +297,45 @@ pub enum CompositeOp {
 }
 
 impl CompositeOp {
+    /// The API endpoints (schema templates) the handler's requests reach, for privilege
+    /// tables (`bootstrap`, `doctor permissions`). The generic call reaches whatever the
+    /// caller names, so it lists none.
+    pub const fn reaches(self) -> &'static [(HttpMethod, &'static str)] {
+        use HttpMethod::{Get, Post};
+        match self {
+            CompositeOp::QemuAgentDiagnose => &[
+                (Get, "/nodes/{node}/qemu/{vmid}/config"),
+                (Get, "/nodes/{node}/qemu/{vmid}/status/current"),
+                (Post, "/nodes/{node}/qemu/{vmid}/agent/ping"),
+                (Get, "/nodes/{node}/qemu/{vmid}/agent/info"),
+            ],
+            CompositeOp::QemuBootDiagnose => &[
+                (Get, "/nodes/{node}/qemu/{vmid}/config"),
+                (Get, "/nodes/{node}/qemu/{vmid}/status/current"),
+                (Post, "/nodes/{node}/qemu/{vmid}/agent/ping"),
+                (Get, "/nodes/{node}/qemu/{vmid}/cloudinit/dump"),
+            ],
+            CompositeOp::QemuGuestExec => &[
+                (Post, "/nodes/{node}/qemu/{vmid}/agent/exec"),
+                (Get, "/nodes/{node}/qemu/{vmid}/agent/exec-status"),
+            ],
+            CompositeOp::InventoryOverview => &[
+                (Get, "/cluster/resources"),
+                (Get, "/version"),
+                (Get, "/cluster/status"),
+            ],
+            CompositeOp::Capabilities => &[(Get, "/version"), (Get, "/access/permissions")],
+            CompositeOp::DownloadToStorage => {
+                &[(Post, "/nodes/{node}/storage/{storage}/download-url")]
+            }
+            CompositeOp::ApiCall => &[],
+            CompositeOp::WaitTask => &[
+                (Get, "/nodes/{node}/tasks/{upid}/status"),
+                (Get, "/nodes/{node}/tasks/{upid}/log"),
+            ],
+        }
+    }
+
     /// Short description of what the handler requests, for docs and `tools` listings.
     pub const fn describe(self) -> &'static str {
         match self {
