@@ -100,6 +100,7 @@ impl ExecHandle {
         &self,
         client: &pve::Client,
         cancel: &CancellationToken,
+        exec_listed: bool,
     ) -> Result<(bool, Value), ToolFailure> {
         let path = format!(
             "/nodes/{}/qemu/{}/agent/exec-status",
@@ -107,8 +108,15 @@ impl ExecHandle {
             self.vmid
         );
         let request = ApiRequest::get(path).param("pid", self.pid.to_string());
-        let status = client
-            .call(request, cancel)
+        // Reading the output of a program a person approved: where this server lists the exec
+        // tool (tier `full`), the status read is cleared for exactly what it is (a sensitive
+        // read); elsewhere it is refused like any other sensitive read.
+        let clearance = if exec_listed {
+            crate::effects::classify_rest("GET", &request.path, &request.params).effects
+        } else {
+            crate::effects::EffectSet::READ
+        };
+        let status = crate::effects::with_clearance(clearance, client.call(request, cancel))
             .await
             .result
             .map_err(failure_from)?;

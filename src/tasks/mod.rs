@@ -360,8 +360,13 @@ async fn get_exec(
         .as_ref()
         .ok_or_else(|| failure_error(not_configured()))?;
     let started = Instant::now();
+    let exec_listed = state
+        .registry
+        .entries()
+        .iter()
+        .any(|e| e.spec.name == "pve_exec_qemu_guest_command");
     let (exited, data) = handle
-        .poll(client, &context.ct)
+        .poll(client, &context.ct, exec_listed)
         .await
         .map_err(failure_error)?;
     let task = working_task(state, task_id, handle.created_at());
