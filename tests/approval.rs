@@ -164,7 +164,7 @@ async fn confirm_mode_never_asks_a_person() {
 }
 
 /// The seed scan's chain: untrusted text → a sensitive read → egress by backup mail.
-/// At read-execute, `mailto` makes a routine backup a person's decision.
+/// At read-execute, every backup is a person's decision; `mailto` adds the egress reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn backup_mail_to_an_outside_address_needs_a_person() {
     let emu = emulator().await;
@@ -206,17 +206,22 @@ async fn backup_mail_to_an_outside_address_needs_a_person() {
     }
     assert!(changes(&emu).is_empty());
 
-    // One guest in snapshot mode stays routine: no question, the backup runs.
+    // One guest in snapshot mode without pruning is still a change (a new backup file), so
+    // it is no longer routine: the person is asked, and a decline sends nothing. The
+    // question names no mail recipient, since none was given.
     let before = person.questions().len();
     let result = call(
         &client,
         "pve_run_backup",
-        json!({"node": "pve01", "vmid": "101", "mode": "snapshot"}),
+        json!({"node": "pve01", "vmid": "101", "mode": "snapshot", "remove": false}),
     )
     .await;
-    assert_ne!(result.is_error, Some(true), "{result:?}");
-    assert_eq!(person.questions().len(), before);
-    assert_eq!(changes(&emu).len(), 1);
+    assert_eq!(code(&result), "CONFIRMATION_DECLINED", "{result:?}");
+    let questions = person.questions();
+    assert_eq!(questions.len(), before + 1);
+    let question = questions.last().expect("asked");
+    assert!(!question.contains("outside the cluster"), "{question}");
+    assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
     client.cancel().await.ok();
 }
 

@@ -80,7 +80,8 @@ async fn compact_clone_and_start_through_the_meta_tools_only() {
     .await;
     let schema = &described["data"]["inputSchema"];
     assert!(schema["properties"]["newid"].is_object(), "{described}");
-    assert_eq!(described["data"]["approval"], "none");
+    // A clone is a change: every call needs approval, here from the person.
+    assert_eq!(described["data"]["approval"], "always");
 
     let cloned = call(
         &client,
@@ -90,6 +91,8 @@ async fn compact_clone_and_start_through_the_meta_tools_only() {
     .await;
     assert_eq!(cloned["ok"], true, "{cloned}");
     assert_eq!(cloned["meta"]["tool"], "pve_qemu_clone");
+    assert_eq!(cloned["meta"]["approval"], "person");
+    assert_eq!(person.questions().len(), 1);
     let upid = cloned["data"].as_str().expect("a task UPID").to_owned();
     // Follow the task through the same meta-tool until it stops.
     for _ in 0..50 {
@@ -112,6 +115,8 @@ async fn compact_clone_and_start_through_the_meta_tools_only() {
     )
     .await;
     assert_eq!(started["ok"], true, "{started}");
+    assert_eq!(started["meta"]["approval"], "person");
+    assert_eq!(person.questions().len(), 2);
     let sent: Vec<(String, String)> = changes(&emu)
         .into_iter()
         .map(|r| (r.method, r.path))
@@ -141,9 +146,9 @@ async fn compact_clone_and_start_through_the_meta_tools_only() {
     .await;
     assert_eq!(stopped["ok"], true, "{stopped}");
     assert_eq!(stopped["meta"]["approval"], "person");
-    assert_eq!(person.questions().len(), 1);
+    assert_eq!(person.questions().len(), 3);
     assert!(
-        person.questions()[0].contains("150"),
+        person.questions()[2].contains("150"),
         "{:?}",
         person.questions()
     );

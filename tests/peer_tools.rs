@@ -29,7 +29,7 @@ async fn rest_tools_send_the_expected_request() {
         &mut mcp,
         &emu,
         "pve_create_console_ticket",
-        json!({"node": "pve01", "guest_type": "qemu", "vmid": 101, "proxy": "vncproxy"}),
+        json!({"node": "pve01", "guest_type": "qemu", "vmid": 101, "proxy": "vncproxy", "confirm": true}),
     )
     .await;
     assert_request(&req, "POST", "/nodes/pve01/qemu/101/vncproxy", &[], &[]);
@@ -89,7 +89,7 @@ async fn rest_tools_send_the_expected_request() {
         &mut mcp,
         &emu,
         "pve_qemu_agent_file_read",
-        json!({"node": "pve01", "vmid": 101, "file": "/etc/motd"}),
+        json!({"node": "pve01", "vmid": 101, "file": "/etc/motd", "confirm": true}),
     )
     .await;
     assert_request(
@@ -116,7 +116,7 @@ async fn rest_tools_send_the_expected_request() {
         &mut mcp,
         &emu,
         "pve_create_pci_mapping",
-        json!({"id": "gpu0", "map": [map], "description": "T4"}),
+        json!({"id": "gpu0", "map": [map], "description": "T4", "confirm": true}),
     )
     .await;
     assert_request(

@@ -77,7 +77,13 @@ async fn list_pools_no_longer_sends_a_type_proxmox_refuses() {
 async fn nested_pools_travel_as_a_parameter_and_guests_can_join_them() {
     let (emu, mut mcp) = start().await;
     for id in ["lab", "lab/web"] {
-        let (_, req) = ok(&mut mcp, &emu, "pve_create_pool", json!({"poolid": id})).await;
+        let (_, req) = ok(
+            &mut mcp,
+            &emu,
+            "pve_create_pool",
+            json!({"poolid": id, "confirm": true}),
+        )
+        .await;
         assert_request(&req, "POST", "/pools", &[], &[("poolid", id)]);
     }
 
@@ -85,7 +91,7 @@ async fn nested_pools_travel_as_a_parameter_and_guests_can_join_them() {
         &mut mcp,
         &emu,
         "pve_qemu_create",
-        json!({"node": "pve01", "vmid": 170, "name": "web-170", "pool": "lab/web"}),
+        json!({"node": "pve01", "vmid": 170, "name": "web-170", "pool": "lab/web", "confirm": true}),
     )
     .await;
     assert_request(
@@ -100,7 +106,7 @@ async fn nested_pools_travel_as_a_parameter_and_guests_can_join_them() {
         &mut mcp,
         &emu,
         "pve_qemu_clone",
-        json!({"node": "pve01", "vmid": 170, "newid": 171, "pool": "lab/web"}),
+        json!({"node": "pve01", "vmid": 170, "newid": 171, "pool": "lab/web", "confirm": true}),
     )
     .await;
     wait_task(&mut mcp, &upid).await;
@@ -179,7 +185,7 @@ async fn vm_names_follow_proxmox_dns_name() {
         &mut mcp,
         &emu,
         "pve_qemu_create",
-        json!({"node": "pve01", "vmid": 180, "name": long_name}),
+        json!({"node": "pve01", "vmid": 180, "name": long_name, "confirm": true}),
     )
     .await;
     wait_task(&mut mcp, &upid).await;
@@ -221,7 +227,7 @@ async fn vmid_lists_take_commas_semicolons_and_spaces() {
             &mut mcp,
             &emu,
             "pve_run_backup",
-            json!({"node": "pve01", "vmid": list, "storage": "local"}),
+            json!({"node": "pve01", "vmid": list, "storage": "local", "confirm": true}),
         )
         .await;
         assert!(
@@ -267,7 +273,7 @@ async fn task_and_log_page_sizes_have_no_made_up_maximum() {
         &mut mcp,
         &emu,
         "pve_run_backup",
-        json!({"node": "pve01", "vmid": "101", "storage": "local"}),
+        json!({"node": "pve01", "vmid": "101", "storage": "local", "confirm": true}),
     )
     .await;
     wait_task(&mut mcp, &upid).await;

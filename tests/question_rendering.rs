@@ -305,7 +305,8 @@ async fn the_question_tells_the_real_node_the_right_before_values_and_what_is_cr
         "{q}"
     );
 
-    // A create tool says what it creates.
+    // A create tool says what it creates: the reasons name the request and what it touches
+    // (access before the plain change), and nothing is said to be removed.
     let q = asked(
         &client,
         &person,
@@ -314,8 +315,15 @@ async fn the_question_tells_the_real_node_the_right_before_values_and_what_is_cr
         json!({"userid": "eve@pve", "comment": "x"}),
     )
     .await;
-    assert!(q.contains("creates something new"), "{q}");
+    let lines: Vec<&str> = q.lines().collect();
+    assert!(
+        lines[2].starts_with("  - access: POST /access/users"),
+        "{q}"
+    );
+    assert_eq!(lines[3], "  - change: POST /access/users", "{q}");
+    assert!(q.contains("Request: POST /access/users"), "{q}");
     assert!(q.contains("userid=eve@pve"), "{q}");
     assert!(!q.contains("remove or interrupt"), "{q}");
+    assert!(!q.contains("  - destroy:"), "{q}");
     client.cancel().await.ok();
 }

@@ -96,7 +96,9 @@ async fn confirm_tools_refuse_without_confirm_and_send_nothing() {
     let mut checked = 0;
     for name in GUEST_TOOLS {
         let spec = catalog::find(name).unwrap();
-        if !spec.confirm {
+        // Every tool whose calls all need approval: the rows marked `confirm` and every
+        // other change (create, clone, snapshot, ...).
+        if !spec.always_gated() {
             continue;
         }
         let args = sample_args(spec);
@@ -115,7 +117,7 @@ async fn confirm_tools_refuse_without_confirm_and_send_nothing() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 17, "confirm-gated guest tools");
+    assert_eq!(checked, 23, "guest tools whose every call needs approval");
     // The at-least-one-of guard comes first and also sends nothing.
     let (error, requests) = fails(
         &mut mcp,

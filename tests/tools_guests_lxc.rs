@@ -82,7 +82,7 @@ async fn lxc_lifecycle_round_trip() {
         &mut mcp,
         &emu,
         "pve_lxc_create_snapshot",
-        json!({"node": "pve01", "vmid": 250, "snapname": "base"}),
+        json!({"node": "pve01", "vmid": 250, "snapname": "base", "confirm": true}),
     )
     .await;
     assert_request(
@@ -136,7 +136,7 @@ async fn lxc_lifecycle_round_trip() {
         &mut mcp,
         &emu,
         "pve_lxc_clone",
-        json!({"node": "pve01", "vmid": 250, "newid": 251, "hostname": "ct-251", "full": true}),
+        json!({"node": "pve01", "vmid": 250, "newid": 251, "hostname": "ct-251", "full": true, "confirm": true}),
     )
     .await;
     assert_request(

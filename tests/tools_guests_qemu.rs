@@ -17,7 +17,7 @@ async fn qemu_lifecycle_round_trip() {
         json!({"node": "pve01", "vmid": 150, "name": "web-150", "cores": 2, "memory": 2048,
                "ostype": "l26", "scsihw": "virtio-scsi-single", "scsi0": "local-lvm:32",
                "net0": "virtio,bridge=vmbr0", "net1": "virtio,bridge=vmbr1,tag=20",
-               "ipconfig0": "ip=dhcp", "agent": "1", "onboot": true}),
+               "ipconfig0": "ip=dhcp", "agent": "1", "onboot": true, "confirm": true}),
     )
     .await;
     assert_request(
@@ -131,7 +131,7 @@ async fn qemu_lifecycle_round_trip() {
         &mut mcp,
         &emu,
         "pve_qemu_create_snapshot",
-        json!({"node": "pve01", "vmid": 150, "snapname": "pre-upgrade", "description": "before"}),
+        json!({"node": "pve01", "vmid": 150, "snapname": "pre-upgrade", "description": "before", "confirm": true}),
     )
     .await;
     assert_request(
@@ -218,7 +218,7 @@ async fn qemu_lifecycle_round_trip() {
         &emu,
         "pve_qemu_clone",
         json!({"node": "pve01", "vmid": 150, "newid": 151, "name": "web-151",
-               "target": "pve02", "full": true}),
+               "target": "pve02", "full": true, "confirm": true}),
     )
     .await;
     assert_request(

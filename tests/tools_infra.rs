@@ -122,7 +122,7 @@ fn cases() -> Vec<Case> {
         ),
         (
             case("pve_get_storage_config", "GET", "/storage/local", &[]),
-            json!({"storage": "local"}),
+            json!({"storage": "local", "confirm": true}),
         ),
         (
             case(
@@ -232,7 +232,7 @@ fn cases() -> Vec<Case> {
                     ("compress", "zstd"),
                 ],
             ),
-            json!({"node": "pve01", "vmid": "101", "storage": "local", "mode": "snapshot", "compress": "zstd"}),
+            json!({"node": "pve01", "vmid": "101", "storage": "local", "mode": "snapshot", "compress": "zstd", "confirm": true}),
         ),
         (
             case("pve_list_networks", "GET", "/nodes/pve01/network", &[]),
@@ -323,7 +323,7 @@ fn cases() -> Vec<Case> {
                 "/pools",
                 &[("poolid", "lab"), ("comment", "Lab guests")],
             ),
-            json!({"poolid": "lab", "comment": "Lab guests"}),
+            json!({"poolid": "lab", "comment": "Lab guests", "confirm": true}),
         ),
         (
             case(
@@ -481,7 +481,10 @@ async fn every_infra_tool_sends_the_expected_request() {
     let mut mcp = full_server(&emu).await;
     // The pool deleted in the table must exist and be empty.
     let setup = mcp
-        .call("pve_create_pool", json!({"poolid": "emptied"}))
+        .call(
+            "pve_create_pool",
+            json!({"poolid": "emptied", "confirm": true}),
+        )
         .await;
     assert_eq!(envelope(&setup)["ok"], true);
 
@@ -517,11 +520,11 @@ async fn confirm_tools_are_refused_without_confirm_and_send_nothing() {
             .unwrap_or_else(|| panic!("{} listed under full/advanced", case.tool));
         assert_eq!(
             listed["_meta"]["anthropic/requiresUserInteraction"] == true,
-            spec.confirm,
+            spec.always_gated(),
             "{}: human gate",
             case.tool
         );
-        if !spec.confirm {
+        if !spec.always_gated() {
             continue;
         }
         gated.insert(case.tool);
@@ -548,6 +551,10 @@ async fn confirm_tools_are_refused_without_confirm_and_send_nothing() {
         "pve_apply_network_changes",
         "pve_update_pool",
         "pve_delete_pool",
+        // Every change needs approval now, and so does a read of guarded storage settings.
+        "pve_get_storage_config",
+        "pve_run_backup",
+        "pve_create_pool",
     ]
     .into();
     assert_eq!(gated, expected);

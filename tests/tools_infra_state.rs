@@ -34,7 +34,7 @@ async fn storage_round_trip() {
     let config = ok(
         &mut mcp,
         "pve_get_storage_config",
-        json!({"storage": "scratch"}),
+        json!({"storage": "scratch", "confirm": true}),
     )
     .await;
     assert_eq!(config["path"], "/mnt/scratch");
@@ -216,7 +216,7 @@ async fn pool_round_trip() {
     ok(
         &mut mcp,
         "pve_create_pool",
-        json!({"poolid": "lab", "comment": "Lab"}),
+        json!({"poolid": "lab", "comment": "Lab", "confirm": true}),
     )
     .await;
     let pools = ok(&mut mcp, "pve_list_pools", json!({})).await;
