@@ -31,6 +31,9 @@ pub mod codes {
     pub const APPROVAL_UNAVAILABLE: &str = "APPROVAL_UNAVAILABLE";
     /// An MRTR approval state was forged, edited, replayed, expired or for another call.
     pub const APPROVAL_STATE_INVALID: &str = "APPROVAL_STATE_INVALID";
+    /// Too many task waits run at once in this session or server; this one was not started
+    /// (the Proxmox task is unaffected). Call again later or read `pve_get_task_status`.
+    pub const TOO_MANY_WAITS: &str = "TOO_MANY_WAITS";
 }
 
 /// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.
