@@ -88,8 +88,8 @@ async fn count_requests(emu: &Emulator, window: Duration) -> (usize, usize, usiz
     (all, status, log, tasks.len())
 }
 
-/// Runs `pve_wait_task` on every UPID at once from one client; returns the refusals'
-/// codes once `settle` has passed (the waits that run are left running).
+/// Runs `pve_wait_task` on every UPID at once from one client; the answers come back
+/// through the returned set (refusals at once, running waits at their timeout).
 async fn spawn_waits(
     client: &Client,
     upids: &[String],
@@ -178,6 +178,40 @@ async fn waits_beyond_the_session_cap_are_refused_and_end_with_the_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_true_beyond_the_cap_says_the_task_started_and_is_not_waited_for() {
+    let _serial = SERIAL.lock().await;
+    let emu = long_task_emulator().await;
+    let upids = start_tasks(&emu, SESSION_CAP as u32, 3500).await;
+    let (client, _) = connect(server(&emu, &[]), ClientSetup::default()).await;
+    let mut waits = spawn_waits(&client, &upids, 600).await;
+    assert!(
+        answered(&mut waits, Duration::from_secs(3))
+            .await
+            .is_empty()
+    );
+    let args = json!({"node": "pve01", "vmid": 101, "newid": 3600, "full": true, "wait": true});
+    let response = client
+        .peer()
+        .call_tool_once(call("pve_qemu_clone", args))
+        .await
+        .expect("tools/call");
+    let CallToolResponse::Complete(result) = response else {
+        panic!("expected a complete result: {response:?}");
+    };
+    let env = result.structured_content.expect("structured content");
+    assert_eq!(result.is_error, Some(true), "{env}");
+    assert_eq!(env["error"]["code"], "TOO_MANY_WAITS", "{env}");
+    assert_eq!(env["error"]["details"]["started"], true, "{env}");
+    let upid = env["error"]["details"]["upid"].as_str().unwrap_or_default();
+    assert!(upid.contains(":qmclone:101:"), "{env}");
+    let message = env["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Do not start it again"), "{env}");
+    client.cancel().await.expect("client closes");
+    quiet_after(&emu, Duration::from_secs(30)).await;
+    waits.abort_all();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_together_stay_under_the_process_cap() {
     let _serial = SERIAL.lock().await;
     let emu = long_task_emulator().await;
@@ -260,18 +294,37 @@ async fn mcp_tasks_beyond_the_cap_keep_their_id_and_are_read_on_tasks_get() {
 
 // ---- Load measurement (scripts/bench-followers; docs/PERFORMANCE.md) ----
 
-/// Prints the request rate over two 10 s windows: right after the load started, and
-/// the next 10 s (followers settled).
-async fn report(emu: &Emulator, label: &str) {
-    for window in ["0-10 s", "10-20 s"] {
-        let (all, status, log, tasks) = count_requests(emu, Duration::from_secs(10)).await;
-        println!(
-            "BENCH {label} {window}: {:.1} requests/s (status {:.1}/s, log {:.1}/s), {tasks} tasks polled",
-            all as f64 / 10.0,
-            status as f64 / 10.0,
-            log as f64 / 10.0,
-        );
-    }
+/// Prints the request rate of one 10 s window.
+fn print_window(
+    label: &str,
+    window: &str,
+    (all, status, log, tasks): (usize, usize, usize, usize),
+) {
+    println!(
+        "BENCH {label} {window}: {:.1} requests/s (status {:.1}/s, log {:.1}/s), {tasks} tasks polled",
+        all as f64 / 10.0,
+        status as f64 / 10.0,
+        log as f64 / 10.0,
+    );
+}
+
+/// Measures while `load` starts (0-10 s from its start), the two next 10 s windows, then
+/// the 10 s after `client` left.
+async fn measure<F: std::future::Future<Output = String>>(
+    emu: &Emulator,
+    client: Client,
+    label: &str,
+    load: F,
+) {
+    let ten = Duration::from_secs(10);
+    let (note, first) = tokio::join!(load, count_requests(emu, ten));
+    println!("BENCH {label}: {note}");
+    print_window(label, "0-10 s", first);
+    print_window(label, "10-20 s", count_requests(emu, ten).await);
+    print_window(label, "20-30 s", count_requests(emu, ten).await);
+    client.cancel().await.expect("client closes");
+    let (_, status, _, _) = count_requests(emu, ten).await;
+    println!("BENCH {label}, client gone: {status} status reads in the 10 s after");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,22 +333,24 @@ async fn bench_300_task_starts() {
     let _serial = SERIAL.lock().await;
     let emu = long_task_emulator().await;
     let (client, _) = connect(server(&emu, &[]), TASKS).await;
-    let mut tasks = 0;
-    for newid in 6000..6300 {
-        let args = json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true});
-        if let Ok(CallToolResponse::Task(_)) = client
-            .peer()
-            .call_tool_once(call("pve_qemu_clone", args))
-            .await
-        {
-            tasks += 1;
+    let peer = client.peer().clone();
+    let load = async move {
+        let started = Instant::now();
+        let mut tasks = 0;
+        for newid in 6000..6300 {
+            let args = json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true});
+            if let Ok(CallToolResponse::Task(_)) =
+                peer.call_tool_once(call("pve_qemu_clone", args)).await
+            {
+                tasks += 1;
+            }
         }
-    }
-    println!("BENCH 300 MCP task starts: {tasks} answered as tasks");
-    report(&emu, "300 task starts").await;
-    client.cancel().await.expect("client closes");
-    let (_, status, _, _) = count_requests(&emu, Duration::from_secs(10)).await;
-    println!("BENCH 300 task starts, client gone: {status} status reads in the 10 s after");
+        format!(
+            "{tasks} of 300 answered as MCP tasks in {:?}",
+            started.elapsed()
+        )
+    };
+    measure(&emu, client, "300 task starts", load).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -310,11 +365,10 @@ async fn bench_100_concurrent_waits() {
     )
     .await;
     let mut waits = spawn_waits(&client, &upids, 86_400).await;
-    let refused = answered(&mut waits, Duration::from_secs(2)).await.len();
-    println!("BENCH 100 concurrent waits: {refused} answered at once (refused)");
-    report(&emu, "100 concurrent waits").await;
-    client.cancel().await.expect("client closes");
-    let (_, status, _, _) = count_requests(&emu, Duration::from_secs(10)).await;
-    println!("BENCH 100 concurrent waits, client gone: {status} status reads in the 10 s after");
+    let load = async {
+        let refused = answered(&mut waits, Duration::from_secs(2)).await.len();
+        format!("{refused} of 100 answered at once (refused)")
+    };
+    measure(&emu, client, "100 concurrent waits", load).await;
     waits.abort_all();
 }
