@@ -34,6 +34,9 @@ pub mod codes {
     /// A request's effects were not covered by the call's approval (or need a higher tier);
     /// nothing was sent.
     pub const EFFECT_NOT_APPROVED: &str = "EFFECT_NOT_APPROVED";
+    /// Too many task waits run at once in this session or server; this one was not started
+    /// (the Proxmox task is unaffected). Call again later or read `pve_get_task_status`.
+    pub const TOO_MANY_WAITS: &str = "TOO_MANY_WAITS";
 }
 
 /// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.

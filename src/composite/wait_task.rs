@@ -1,8 +1,10 @@
 //! `pve_wait_task`: follow a Proxmox task to its end and answer its exit status and log
 //! tail, with progress notifications when the client asked for them.
 //!
-//! Invariant: waiting only reads; when the wait ends first (timeout, MCP cancellation),
-//! the Proxmox task keeps running.
+//! Invariants: waiting only reads; when the wait ends first (timeout, MCP cancellation,
+//! the session ending), the Proxmox task keeps running. A wait holds a follower slot of its
+//! session; beyond the cap it is refused with `TOO_MANY_WAITS` before any request, and it
+//! never lasts longer than [`follow::MAX_FOLLOW_SECS`], whatever `timeout` asks.
 
 // Failures are the cold path and are rendered once; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
@@ -18,7 +20,8 @@ use crate::pve::Upid;
 use crate::schema::{ArgValue, ValidArgs};
 use crate::tasks::{self, follow};
 
-/// Follows the task named by `node` + `upid` for at most `timeout` seconds.
+/// Follows the task named by `node` + `upid` for at most `timeout` seconds (capped at
+/// [`follow::MAX_FOLLOW_SECS`]).
 pub async fn run(
     backends: &Backends<'_>,
     args: &ValidArgs,
@@ -52,13 +55,19 @@ pub async fn run(
         Some(ArgValue::Int(s)) => u64::try_from(*s).unwrap_or(tasks::DEFAULT_WAIT_SECS),
         _ => tasks::DEFAULT_WAIT_SECS,
     };
-    let limit = Duration::from_secs(seconds);
+    let limit = Duration::from_secs(follow::capped_secs(seconds));
+    let session = tasks::current_session();
+    let _slot = match follow::claim(session.as_ref()) {
+        Ok(slot) => slot,
+        Err(busy) => return (Err(tasks::too_many_waits(busy, &upid, false)), 0),
+    };
     let sink = tasks::current_sink();
     let ended = follow::follow(
         client,
         &upid,
         Some(Instant::now() + limit),
         sink.as_ref(),
+        session.as_ref(),
         false,
         cancel,
     )

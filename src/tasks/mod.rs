@@ -5,7 +5,9 @@
 //! Invariants: the task id is derived from the UPID (see [`id`]), so no store is shared
 //! and a later session can still read it until the TTL; a Proxmox task is stopped only
 //! by `tasks/cancel` after the same approval `pve_stop_task` needs; following (progress,
-//! waits) only reads and never stops the task when the wait ends.
+//! waits) only reads and never stops the task when the wait ends; followers are bounded
+//! per session and per process (see [`follow`]): a wait beyond the bound is refused with
+//! `TOO_MANY_WAITS`, an MCP task beyond it is read only when the client asks (`tasks/get`).
 
 // Failures are the cold path and are rendered once; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
@@ -30,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approver, Question, Verdict};
 use crate::dispatch;
-use crate::envelope::{CallMeta, ToolFailure, not_configured, render};
+use crate::envelope::{CallMeta, ToolFailure, codes, not_configured, render};
 use crate::pve;
 use crate::registry::Entry;
 use crate::schema::ValidArgs;
@@ -38,7 +40,7 @@ use crate::server::AppState;
 
 use crate::catalog::{Backend, CompositeOp, ToolSpec};
 use exec_task::ExecHandle;
-use follow::{Ending, ProgressSink, Snapshot, Watch};
+use follow::{Busy, Ending, FollowerSlot, ProgressSink, Session, Snapshot, Watch};
 use id::{IdError, TaskHandle};
 
 /// Error code of a followed task that stopped with an exit status other than OK.
@@ -49,11 +51,16 @@ pub const TASK_WAIT_TIMEOUT: &str = "TASK_WAIT_TIMEOUT";
 pub const DEFAULT_WAIT_SECS: u64 = 300;
 /// Suggested `tasks/get` polling interval.
 const POLL_INTERVAL_MS: u64 = 1_000;
+/// Suggested `tasks/get` polling interval of a task no background follower watches (the
+/// follower cap was reached): every `tasks/get` reads Proxmox, so ask for the pace a
+/// settled follower keeps.
+const LAZY_POLL_INTERVAL_MS: u64 = 5_000;
 /// The tool whose approval a `tasks/cancel` needs (and whose arguments bind it).
 const STOP_TOOL: &str = "pve_stop_task";
 
 tokio::task_local! {
     static PROGRESS: Option<ProgressSink>;
+    static SESSION: Option<Session>;
 }
 
 /// The progress sink of the request, when the client sent a progress token.
@@ -64,15 +71,48 @@ pub fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressSin
     })
 }
 
-/// Runs a dispatch with the request's progress sink in scope, so a composite handler that
-/// follows a task (`pve_wait_task`) can report progress without knowing the client.
+/// Runs a dispatch with the request's progress sink and session in scope, so a composite
+/// handler that follows a task (`pve_wait_task`) can report progress and take a follower
+/// slot of its session without knowing the client.
 pub async fn progress_scope<F: Future>(context: &RequestContext<RoleServer>, work: F) -> F::Output {
-    PROGRESS.scope(progress_sink(context), work).await
+    let session = Some(Session::of(context));
+    PROGRESS
+        .scope(progress_sink(context), SESSION.scope(session, work))
+        .await
 }
 
 /// The progress sink in scope (see [`progress_scope`]), if any.
 pub fn current_sink() -> Option<ProgressSink> {
     PROGRESS.try_with(Clone::clone).ok().flatten()
+}
+
+/// The session in scope (see [`progress_scope`]), if any.
+pub fn current_session() -> Option<Session> {
+    SESSION.try_with(Clone::clone).ok().flatten()
+}
+
+/// The refusal of a wait beyond the follower cap. `started`: the call already started the
+/// task (`wait: true`), so the model must follow it rather than start it again.
+pub fn too_many_waits(busy: Busy, upid: &pve::Upid, started: bool) -> ToolFailure {
+    let (limit, scope) = busy.limit();
+    let what = if started {
+        format!(
+            "The Proxmox task {upid} was started, but is not waited for: {limit} task waits already run in {scope}. Do not start it again."
+        )
+    } else {
+        format!(
+            "{limit} task waits already run in {scope}; this wait was not started. The Proxmox task {upid} is unaffected."
+        )
+    };
+    ToolFailure::new(codes::TOO_MANY_WAITS, what)
+        .with_hint("Call pve_wait_task with this node and upid again in a minute, or read its state now with pve_get_task_status.")
+        .with_details(json!({
+            "upid": upid.to_string(),
+            "node": upid.node,
+            "started": started,
+            "limit": limit,
+            "scope": if busy == Busy::Session { "session" } else { "server" },
+        }))
 }
 
 /// Whether the client of this request follows MCP tasks.
@@ -155,8 +195,29 @@ pub async fn after_dispatch(
     let client = state.pve.as_ref()?;
     if client_follows_tasks(context) {
         let handle = TaskHandle::new(upid.clone(), call.entry.wire_name);
+        let mut poll_interval = POLL_INTERVAL_MS;
         if let Some(sink) = progress_sink(context) {
-            spawn_background_progress(client.clone(), upid.clone(), state.settings.task_ttl, sink);
+            let session = Session::of(context);
+            match follow::claim(Some(&session)) {
+                Ok(slot) => {
+                    let ttl = state.settings.task_ttl;
+                    spawn_background_progress(
+                        client.clone(),
+                        upid.clone(),
+                        ttl,
+                        sink,
+                        session,
+                        slot,
+                    );
+                }
+                Err(busy) => {
+                    tracing::debug!(
+                        ?busy,
+                        "follower cap reached; the task is read on tasks/get only"
+                    );
+                    poll_interval = LAZY_POLL_INTERVAL_MS;
+                }
+            }
         }
         let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
         let now = rmcp::task_manager::current_timestamp();
@@ -167,7 +228,7 @@ pub async fn after_dispatch(
             now,
         )
         .with_ttl_ms(ttl_ms)
-        .with_poll_interval_ms(POLL_INTERVAL_MS)
+        .with_poll_interval_ms(poll_interval)
         .with_status_message(format!("Proxmox task {upid} started"));
         let mut meta = Map::new();
         meta.insert("upid".into(), upid.to_string().into());
@@ -179,20 +240,25 @@ pub async fn after_dispatch(
     if !call.args.wait {
         return None;
     }
-    let limit = Duration::from_secs(call.args.wait_timeout.unwrap_or(DEFAULT_WAIT_SECS));
-    let sink = progress_sink(context);
-    let ended = follow::follow(
-        client,
-        &upid,
-        Some(Instant::now() + limit),
-        sink.as_ref(),
-        false,
-        &context.ct,
-    )
-    .await;
-    let outcome = match ended {
-        Ok(ending) => outcome_of(ending, limit),
-        Err(failure) => Err(failure),
+    let session = Session::of(context);
+    let outcome = match follow::claim(Some(&session)) {
+        Ok(_slot) => {
+            let requested = call.args.wait_timeout.unwrap_or(DEFAULT_WAIT_SECS);
+            let limit = Duration::from_secs(follow::capped_secs(requested));
+            let sink = progress_sink(context);
+            let ended = follow::follow(
+                client,
+                &upid,
+                Some(Instant::now() + limit),
+                sink.as_ref(),
+                Some(&session),
+                false,
+                &context.ct,
+            )
+            .await;
+            ended.and_then(|ending| outcome_of(ending, limit))
+        }
+        Err(busy) => Err(too_many_waits(busy, &upid, true)),
     };
     Some(
         dispatch::finish(
@@ -247,18 +313,32 @@ fn stopped(snapshot: &Snapshot) -> Result<Value, ToolFailure> {
     .with_details(snapshot.to_json()))
 }
 
-/// Keeps sending progress for a task answered as an MCP task, until it stops, the TTL
-/// passes or the client stops taking notifications.
+/// Keeps sending progress for a task answered as an MCP task, until it stops, the TTL or
+/// [`follow::MAX_FOLLOW_SECS`] passes, the session ends or the client stops taking
+/// notifications; `slot` is held until then.
 fn spawn_background_progress(
     client: pve::Client,
     upid: pve::Upid,
     ttl: Duration,
     sink: ProgressSink,
+    session: Session,
+    slot: FollowerSlot,
 ) {
     tokio::spawn(async move {
+        let _slot = slot;
         let cancel = CancellationToken::new();
-        let deadline = Some(Instant::now() + ttl);
-        let _ = follow::follow(&client, &upid, deadline, Some(&sink), true, &cancel).await;
+        let limit = ttl.min(Duration::from_secs(follow::MAX_FOLLOW_SECS));
+        let deadline = Some(Instant::now() + limit);
+        let _ = follow::follow(
+            &client,
+            &upid,
+            deadline,
+            Some(&sink),
+            Some(&session),
+            true,
+            &cancel,
+        )
+        .await;
     });
 }
 
@@ -290,10 +370,20 @@ pub async fn get(
         .as_ref()
         .ok_or_else(|| failure_error(not_configured()))?;
     let started = Instant::now();
-    let snapshot = Watch::new(&handle.upid)
-        .round(client, &context.ct)
+    // The log only matters once the task stopped (tail, exit) or for a percentage to show;
+    // a running task of another kind costs one status read.
+    let mut watch = Watch::new(&handle.upid);
+    let current = watch
+        .status(client, &context.ct)
         .await
         .map_err(failure_error)?;
+    if !current.running || watch.parses_progress() {
+        watch
+            .catch_up(client, &context.ct)
+            .await
+            .map_err(failure_error)?;
+    }
+    let snapshot = watch.snapshot(current);
     let task = working_task(state, task_id, handle.created_at());
     if snapshot.state.running {
         let task = task.with_status_message(snapshot.reading.message.clone());
