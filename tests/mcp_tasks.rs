@@ -26,11 +26,12 @@ const TASKS: ClientSetup = ClientSetup {
     approve: None,
 };
 
-/// Clone arguments with a fresh target id each time.
+/// Clone arguments with a fresh target id each time. A clone is a change: a client that
+/// cannot ask a person approves it with `confirm: true`.
 fn clone_args() -> Value {
     static NEXT: AtomicU32 = AtomicU32::new(700);
     let newid = NEXT.fetch_add(1, Ordering::Relaxed);
-    json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true})
+    json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true, "confirm": true})
 }
 
 async fn start_clone_task(client: &mcp_tasks_client::Client) -> (String, String) {
@@ -148,8 +149,12 @@ async fn cancel_stops_the_proxmox_task_only_with_a_persons_approval() {
         tasks: true,
         approve: Some(false),
     };
+    // The clone itself is started by a client that cannot ask (approved with confirm); the
+    // task id outlives that session.
+    let (starter, _) = connect(server(&emu, &[]), TASKS).await;
+    let (task_id, upid) = start_clone_task(&starter).await;
+    starter.cancel().await.unwrap();
     let (client, handler) = connect(server(&emu, &[]), declining).await;
-    let (task_id, upid) = start_clone_task(&client).await;
     let err = client
         .peer()
         .cancel_task(CancelTaskParams::new(&task_id))
@@ -221,9 +226,12 @@ async fn cancel_from_a_client_that_cannot_ask_needs_confirm() {
     assert_eq!(emulator_task_status(&emu, &upid).await["status"], "stopped");
     client.cancel().await.unwrap();
 
-    // In elicit mode, confirm alone is not enough.
+    // In elicit mode, confirm alone is not enough. (The clone is started through a server in
+    // the default mode; the task id is read by any server.)
+    let (starter, _) = connect(server(&emu, &[]), TASKS).await;
+    let (task_id, upid) = start_clone_task(&starter).await;
+    starter.cancel().await.unwrap();
     let (client, _) = connect(server(&emu, &[("PVE_HUMAN_APPROVAL", "elicit")]), TASKS).await;
-    let (task_id, upid) = start_clone_task(&client).await;
     let mut meta = RequestMetaObject::default();
     meta.0.0.insert("confirm".into(), json!(true));
     let mut params = CancelTaskParams::new(&task_id);
@@ -320,10 +328,11 @@ fn sample_args(spec: &catalog::ToolSpec) -> Value {
     Value::Object(args)
 }
 
-/// A call a row needs first (the snapshot it deletes or rolls back to).
+/// A call a row needs first (the snapshot it deletes or rolls back to); a change, so
+/// approved with `confirm: true`.
 fn prepare(spec: &catalog::ToolSpec) -> Option<(&'static str, Value)> {
-    let snapshot = json!({"node": "pve01", "vmid": 101, "snapname": "snap1"});
-    let ct_snapshot = json!({"node": "pve01", "vmid": 201, "snapname": "snap1"});
+    let snapshot = json!({"node": "pve01", "vmid": 101, "snapname": "snap1", "confirm": true});
+    let ct_snapshot = json!({"node": "pve01", "vmid": 201, "snapname": "snap1", "confirm": true});
     match spec.name {
         "pve_qemu_delete_snapshot" | "pve_qemu_rollback_snapshot" => {
             Some(("pve_qemu_create_snapshot", snapshot))

@@ -22,7 +22,8 @@ use serde_json::json;
 const TOKEN: &str = "progress-test-token-0123456789";
 
 fn clone_with_wait() -> serde_json::Value {
-    json!({"node": "pve01", "vmid": 101, "newid": 777, "full": true, "wait": true, "wait_timeout": 30})
+    // A clone is a change: the client cannot ask a person, so the model approves it.
+    json!({"node": "pve01", "vmid": 101, "newid": 777, "full": true, "wait": true, "wait_timeout": 30, "confirm": true})
 }
 
 /// Checks the transcript: at least two rising percentages ending at 100, each message
@@ -148,7 +149,7 @@ async fn a_task_answered_as_an_mcp_task_still_sends_progress() {
     let response = mcp_tasks_client::call_once(
         &client,
         "pve_run_backup",
-        json!({"node": "pve01", "vmid": "101"}),
+        json!({"node": "pve01", "vmid": "101", "confirm": true}),
     )
     .await;
     let rmcp::model::CallToolResponse::Task(created) = response else {

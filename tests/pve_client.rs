@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use nandi_proxmox_mcp::effects::{EffectSet, with_clearance};
 use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions, Fault, FaultKind};
 use nandi_proxmox_mcp::pve::{
     ApiRequest, Client, Connection, Method, Outcome, PveError, RetryPolicy, TlsMode, Upid,
@@ -86,13 +87,24 @@ async fn get_sends_the_exact_token_and_unwraps_data() {
 async fn query_and_form_parameters_are_encoded() {
     let emu = emulator().await;
     let client = pinned(&emu);
+    // A write outside any clearance is refused by the client and never sent.
+    let unapproved =
+        ApiRequest::new(Method::Post, "/nodes/pve01/qemu/101/status/reboot").param("timeout", "30");
+    let outcome = call(&client, unapproved).await;
+    assert_eq!(err_of(&outcome).code(), "EFFECT_NOT_APPROVED");
+    assert!(emu.requests().is_empty(), "{:?}", emu.requests());
+
     let read = ApiRequest::get("/nodes/pve01/tasks")
         .param("limit", "5")
         .param("typefilter", "qm start&x=1");
     call(&client, read).await.result.expect("task list");
     let write =
         ApiRequest::new(Method::Post, "/nodes/pve01/qemu/101/status/reboot").param("timeout", "30");
-    let upid = call(&client, write).await.result.expect("reboot starts");
+    // The test's direct write runs under the operator's own clearance.
+    let upid = with_clearance(EffectSet::ANY, call(&client, write))
+        .await
+        .result
+        .expect("reboot starts");
 
     let recorded = emu.requests();
     assert_eq!(recorded.len(), 2);
@@ -325,7 +337,8 @@ async fn client_errors_and_writes_are_tried_once() {
     emu.arm_fault(Fault::new(FaultKind::Status(500), 3).on_prefix("/nodes/pve01/qemu/101"));
     let write = ApiRequest::new(Method::Post, "/nodes/pve01/qemu/101/status/reboot")
         .retry(RetryPolicy::Reads);
-    let outcome = call(&client, write).await;
+    // The test's direct write runs under the operator's own clearance.
+    let outcome = with_clearance(EffectSet::ANY, call(&client, write)).await;
     assert_eq!(err_of(&outcome).code(), "PROXMOX_SERVER_ERROR");
     assert_eq!(outcome.attempts, 1);
     let recorded = emu.requests();

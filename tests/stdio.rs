@@ -115,20 +115,29 @@ async fn full_tier_lists_the_whole_slice_with_gates() {
     );
     assert_eq!(stop_alias["_meta"]["aliasFor"], "pve_stop_qemu_vm");
     assert_eq!(stop_alias["inputSchema"], stop["inputSchema"]);
+    // Every change needs approval now, a start included: it is announced as needing a
+    // person and takes `confirm` (for clients that cannot ask).
     let start = tools
         .iter()
         .find(|t| t["name"] == "pve_start_qemu_vm")
         .unwrap();
-    assert!(
-        start["_meta"]
-            .get("anthropic/requiresUserInteraction")
-            .is_none()
+    assert_eq!(start["_meta"]["anthropic/requiresUserInteraction"], true);
+    assert_eq!(
+        start["inputSchema"]["properties"]["confirm"]["type"],
+        "boolean"
     );
+    // A plain read needs no approval.
     let nodes = tools
         .iter()
         .find(|t| t["name"] == "pve_list_nodes")
         .unwrap();
     assert_eq!(nodes["annotations"]["readOnlyHint"], true);
+    assert!(
+        nodes["_meta"]
+            .get("anthropic/requiresUserInteraction")
+            .is_none()
+    );
+    assert!(nodes["inputSchema"]["properties"].get("confirm").is_none());
     assert!(
         emu.requests().is_empty(),
         "listing tools must not call Proxmox"
@@ -241,12 +250,28 @@ async fn confirmation_gate_then_upid() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// A start is a change: without approval it is refused and nothing is sent; with the
+/// model's `confirm: true` (this client cannot ask a person) it runs and answers the UPID.
 async fn power_tool_without_gate_returns_upid() {
     let emu = emulator().await;
     let mut mcp = McpProcess::spawn(&["run"], &with_policy(env_for(&emu), FULL));
     mcp.initialize().await;
-    let started = mcp
+    let refused = mcp
         .call("startVM", json!({"node": "pve03", "vmid": 102}))
+        .await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    let env = envelope(&refused);
+    assert_eq!(env["error"]["code"], "CONFIRMATION_REQUIRED", "{env}");
+    assert!(
+        emu.requests().is_empty(),
+        "nothing is sent: {:?}",
+        emu.requests()
+    );
+    let started = mcp
+        .call(
+            "startVM",
+            json!({"node": "pve03", "vmid": 102, "confirm": true}),
+        )
         .await;
     let env = envelope(&started);
     assert_eq!(env["ok"], true, "{env}");

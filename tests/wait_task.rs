@@ -16,8 +16,11 @@ use rmcp::model::{CallToolRequest, ClientRequest, ServerResult};
 use rmcp::service::PeerRequestOptions;
 use serde_json::{Value, json};
 
+/// Clone arguments plus `extra`. A clone is a change: these clients cannot ask a person,
+/// so the model approves it with `confirm: true`.
 fn clone(newid: u32, extra: Value) -> Value {
-    let mut args = json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true});
+    let mut args =
+        json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true, "confirm": true});
     for (k, v) in extra.as_object().unwrap() {
         args[k] = v.clone();
     }
@@ -170,8 +173,14 @@ async fn cancelling_the_mcp_request_stops_the_wait_not_the_task() {
         .send_cancellable_request(request, PeerRequestOptions::no_options())
         .await
         .expect("sent");
-    // Let the clone start and the wait begin.
+    // Let the clone start and the wait begin (bounded: a refused call must fail, not hang).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     let upid = loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the clone never started: {:?}",
+            emu.requests()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
         let started = emu
             .requests()
