@@ -52,11 +52,14 @@ async fn start_tasks(emu: &Emulator, n: u32, first_newid: u32) -> Vec<String> {
     for newid in first_newid..first_newid + n {
         let request =
             pve::ApiRequest::post("/nodes/pve01/qemu/101/clone").param("newid", newid.to_string());
-        let data = client
-            .call(request, &cancel)
-            .await
-            .result
-            .expect("clone starts");
+        // The test's own setup, as an operator would: cleared for anything.
+        let data = nandi_proxmox_mcp::effects::with_clearance(
+            nandi_proxmox_mcp::effects::EffectSet::ANY,
+            client.call(request, &cancel),
+        )
+        .await
+        .result
+        .expect("clone starts");
         upids.push(data.as_str().expect("a UPID").to_owned());
     }
     upids
@@ -189,7 +192,7 @@ async fn wait_true_beyond_the_cap_says_the_task_started_and_is_not_waited_for() 
             .await
             .is_empty()
     );
-    let args = json!({"node": "pve01", "vmid": 101, "newid": 3600, "full": true, "wait": true});
+    let args = json!({"node": "pve01", "vmid": 101, "newid": 3600, "full": true, "wait": true, "confirm": true});
     let response = client
         .peer()
         .call_tool_once(call("pve_qemu_clone", args))
@@ -256,7 +259,8 @@ async fn mcp_tasks_beyond_the_cap_keep_their_id_and_are_read_on_tasks_get() {
     let (client, _) = connect(server(&emu, &[]), TASKS).await;
     let mut task_ids = Vec::new();
     for newid in 5000..5040 {
-        let args = json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true});
+        let args =
+            json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true, "confirm": true});
         match client
             .peer()
             .call_tool_once(call("pve_qemu_clone", args))
@@ -338,7 +342,7 @@ async fn bench_300_task_starts() {
         let started = Instant::now();
         let mut tasks = 0;
         for newid in 6000..6300 {
-            let args = json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true});
+            let args = json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true, "confirm": true});
             if let Ok(CallToolResponse::Task(_)) =
                 peer.call_tool_once(call("pve_qemu_clone", args)).await
             {
