@@ -237,7 +237,7 @@ async fn node_files_follow_the_path_rules_caps_and_refuse_symlinks() {
     let data = ok_data(
         &mut mcp,
         "pve_node_file_read",
-        json!({"node": "pve01", "path": p(&file)}),
+        json!({"confirm": true, "node": "pve01", "path": p(&file)}),
     )
     .await;
     assert_eq!(
@@ -251,7 +251,7 @@ async fn node_files_follow_the_path_rules_caps_and_refuse_symlinks() {
     let data = ok_data(
         &mut mcp,
         "pve_node_file_read",
-        json!({"node": "pve01", "path": p(&file), "maxBytes": 5}),
+        json!({"confirm": true, "node": "pve01", "path": p(&file), "maxBytes": 5}),
     )
     .await;
     assert_eq!(
@@ -265,7 +265,7 @@ async fn node_files_follow_the_path_rules_caps_and_refuse_symlinks() {
     let data = ok_data(
         &mut mcp,
         "pve_node_file_read",
-        json!({"node": "pve01", "path": p(&big)}),
+        json!({"confirm": true, "node": "pve01", "path": p(&big)}),
     )
     .await;
     assert_eq!(
@@ -321,7 +321,7 @@ async fn node_files_follow_the_path_rules_caps_and_refuse_symlinks() {
     let error = error_of(
         &mut mcp,
         "pve_node_file_read",
-        json!({"node": "pve01", "path": p(&dir.join("link"))}),
+        json!({"confirm": true, "node": "pve01", "path": p(&dir.join("link"))}),
     )
     .await;
     assert_eq!(error["code"], "REMOTE_FILE_ERROR");
@@ -363,16 +363,19 @@ async fn snippets_live_only_in_the_storage_snippet_dir() {
         tls: TlsMode::Fingerprint(emu.cert_fingerprint().unwrap()),
     })
     .unwrap();
-    let created = client
-        .call(
+    // The test's own setup, as an operator would do it: cleared for any effect.
+    let created = nandi_proxmox_mcp::effects::with_clearance(
+        nandi_proxmox_mcp::effects::EffectSet::ANY,
+        client.call(
             ApiRequest::post("/storage")
                 .param("storage", "snip")
                 .param("type", "dir")
                 .param("path", p(&root))
                 .param("content", "iso,snippets"),
             &CancellationToken::new(),
-        )
-        .await;
+        ),
+    )
+    .await;
     created.result.expect("storage created");
     let mut mcp = server(&emu, &sshd).await;
     let body = "#cloud-config\nruncmd:\n  - echo $(id) > /tmp/x\n";
@@ -387,12 +390,9 @@ async fn snippets_live_only_in_the_storage_snippet_dir() {
     assert_eq!(data["volid"], "snip:snippets/user-data.yaml");
     let on_disk = root.join("snippets/user-data.yaml");
     assert_eq!(std::fs::read_to_string(&on_disk).unwrap(), body);
-    let data = ok_data(
-        &mut mcp,
-        "pve_get_cloudinit_snippet",
-        args("user-data.yaml"),
-    )
-    .await;
+    let mut get = args("user-data.yaml");
+    get["confirm"] = json!(true);
+    let data = ok_data(&mut mcp, "pve_get_cloudinit_snippet", get).await;
     assert_eq!(data["content"], body);
 
     for name in ["../user-data.yaml", ".hidden", "a/b", "x;y"] {
@@ -464,7 +464,7 @@ async fn input_rules_refuse_before_any_ssh_connection() {
         ),
         (
             "pve_node_file_read",
-            json!({"node": "pve01", "path": "/etc/../etc/shadow"}),
+            json!({"confirm": true, "node": "pve01", "path": "/etc/../etc/shadow"}),
         ),
         (
             "pve_node_file_write",
@@ -486,7 +486,7 @@ async fn input_rules_refuse_before_any_ssh_connection() {
     let error = error_of(
         &mut mcp,
         "pve_node_file_read",
-        json!({"node": "pve01", "path": "/etc/hostname"}),
+        json!({"confirm": true, "node": "pve01", "path": "/etc/hostname"}),
     )
     .await;
     assert_eq!(error["code"], "SSH_CONNECTION_FAILED", "{error}");

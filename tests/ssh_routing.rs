@@ -280,7 +280,7 @@ async fn the_five_tools_work_through_the_binary() {
     let data = ok_data(
         &mut mcp,
         "pve_run_remote_diagnostic",
-        json!({"ctid": 201, "command": "uptime"}),
+        json!({"ctid": 201, "command": "uptime", "confirm": true}),
     )
     .await;
     assert_eq!(data["node"], "pve01");
@@ -298,7 +298,12 @@ async fn the_five_tools_work_through_the_binary() {
     // The command is an enum: validation refuses it before anything reaches SSH.
     assert_eq!(error["code"], "TOOL_INPUT_REJECTED");
 
-    let data = ok_data(&mut mcp, "pve_docker_ps_in_container", json!({"ctid": 201})).await;
+    let data = ok_data(
+        &mut mcp,
+        "pve_docker_ps_in_container",
+        json!({"ctid": 201, "confirm": true}),
+    )
+    .await;
     assert!(
         data["stdout"].as_str().unwrap().contains("nginx:1.27"),
         "{data}"
@@ -307,7 +312,7 @@ async fn the_five_tools_work_through_the_binary() {
     let data = ok_data(
         &mut mcp,
         "dockerLogsInContainer",
-        json!({"ctid": 202, "containerName": "web", "tail": 3}),
+        json!({"ctid": 202, "containerName": "web", "tail": 3, "confirm": true}),
     )
     .await;
     assert_eq!(data["node"], "pve02");
@@ -327,7 +332,7 @@ async fn the_five_tools_work_through_the_binary() {
     let error = err_of(
         &mut mcp,
         "pve_docker_logs_in_container",
-        json!({"ctid": 201, "containerName": hostile_name}),
+        json!({"ctid": 201, "containerName": hostile_name, "confirm": true}),
     )
     .await;
     assert_eq!(error["code"], "INVALID_CONTAINER_NAME");
