@@ -9,6 +9,7 @@
 //! an exact segment beats a placeholder — so `/nodes/x/qemu/1/status/current` is never taken
 //! for a sibling endpoint.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -79,16 +80,30 @@ pub fn endpoints() -> &'static [Endpoint] {
     TABLE.get_or_init(|| TSV.lines().filter_map(parse_line).collect())
 }
 
+/// Endpoints bucketed by (method, segment count): a lookup scans a few dozen rows, not all.
+fn buckets() -> &'static HashMap<(String, usize), Vec<&'static Endpoint>> {
+    static BUCKETS: OnceLock<HashMap<(String, usize), Vec<&'static Endpoint>>> = OnceLock::new();
+    BUCKETS.get_or_init(|| {
+        let mut map: HashMap<(String, usize), Vec<&'static Endpoint>> = HashMap::new();
+        for e in endpoints() {
+            map.entry((e.method.to_ascii_uppercase(), e.segments.len()))
+                .or_default()
+                .push(e);
+        }
+        map
+    })
+}
+
 /// The endpoint a request's method and rendered path (`/nodes/pve01/qemu/101/config`,
 /// without `/api2/json`) reach, if the table knows it.
 pub fn endpoint(method: &str, path: &str) -> Option<&'static Endpoint> {
     let path = path.split('?').next().unwrap_or(path);
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let segments: &[&str] = if segments == [""] { &[] } else { &segments };
-    endpoints()
+    buckets()
+        .get(&(method.to_ascii_uppercase(), segments.len()))?
         .iter()
-        .filter(|e| e.method.eq_ignore_ascii_case(method))
-        .filter_map(|e| e.matches(segments).map(|score| (score, e)))
+        .filter_map(|e| e.matches(segments).map(|score| (score, *e)))
         .max_by_key(|(score, _)| *score)
         .map(|(_, e)| e)
 }
