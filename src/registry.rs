@@ -190,14 +190,20 @@ impl Registry {
 /// `openWorldHint` is true where the cluster reaches outside itself (mail, remote storage,
 /// downloads); the title lives on the tool itself.
 pub fn annotations(spec: &ToolSpec) -> ToolAnnotations {
+    // The row may say more than the effects classifier (a config overwrite is a destructive
+    // update to MCP), never less: egress or destruction the classifier finds is announced.
+    let possible = crate::catalog::effects::of(spec).possible.effects;
+    let open_world = spec.open_world || possible.contains(crate::effects::Effect::Egress);
+    let destructive =
+        spec.effect.is_destructive() || possible.contains(crate::effects::Effect::Destroy);
     let annotations = ToolAnnotations::new()
         .read_only(spec.effect.is_read())
-        .open_world(spec.open_world);
+        .open_world(open_world);
     if spec.effect.is_read() {
         annotations
     } else {
         annotations
-            .destructive(spec.effect.is_destructive())
+            .destructive(destructive)
             .idempotent(spec.effect.is_idempotent())
     }
 }

@@ -118,7 +118,7 @@ pub fn describe(registry: &Registry, settings: &Settings) -> Value {
                 "destructive": spec.effect.is_destructive(),
                 "idempotent": spec.effect.is_idempotent(),
                 "confirm": spec.always_gated(),
-                "openWorld": spec.open_world,
+                "openWorld": crate::registry::annotations(spec).open_world_hint.unwrap_or(false),
                 "approval": crate::docs::approval_kind(spec),
                 "approvalWhen": crate::docs::approval_when(spec).into_iter().map(|(condition, why)| json!({
                     "condition": condition,

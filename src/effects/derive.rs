@@ -189,7 +189,8 @@ fn param_kind(name: &str, param: &Value) -> Option<ParamKind> {
     ) || matches!(name, "server" | "portal" | "target-endpoint")
     {
         Some(ParamKind::Server)
-    } else if format.contains("email") || name == "mailto" {
+    } else if name == "mailto" || (format.contains("email") && format.contains("list")) {
+        // Where the node sends mail; a user's own `email` attribute is not a send.
         Some(ParamKind::Mail)
     } else if format == "pve-vmid-list" {
         Some(ParamKind::Vmids)

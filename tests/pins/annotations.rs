@@ -163,4 +163,6 @@ const OPEN_WORLD: &[&str] = &[
     "pve_run_backup",
     "pve_create_backup_job",
     "pve_download_to_storage",
+    "pve_api_call",
+    "pve_api_write",
 ];
