@@ -87,6 +87,11 @@ fn every_refused_class_in_every_spelling() {
         "http://[::127.0.0.1]/",
         "http://[fc00::1]/",
         "http://[64:ff9b::a00:1]/",
+        // NAT64 local use, Teredo, 6to4 embedding a private address
+        "http://[64:ff9b:1::a00:1]/",
+        "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+        "http://[2002:a00:1::]/",
+        "http://[2002:7f00:1::1]/",
     ];
     for url in refused {
         let err = check_syntax(url, &none()).expect_err(url);

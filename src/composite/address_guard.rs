@@ -239,6 +239,15 @@ pub fn ipv6_class(ip: Ipv6Addr) -> Option<&'static str> {
     if segments[0] == 0x2001 && segments[1] == 0x0db8 {
         return Some("documentation");
     }
+    // Local-use NAT64 (64:ff9b:1::/48, RFC 8215) embeds IPv4 at a prefix length the network
+    // chooses, and Teredo (2001::/32) reaches a relay and an obfuscated client address: neither
+    // can be checked for the IPv4 host it ends at, so both are refused.
+    if segments[0] == 0x64 && segments[1] == 0xff9b && segments[2] == 1 {
+        return Some("local-use NAT64 (64:ff9b:1::/48)");
+    }
+    if segments[0] == 0x2001 && segments[1] == 0 {
+        return Some("Teredo (2001::/32)");
+    }
     // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they embed.
     let embedded = if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
         Some(Ipv4Addr::from(
