@@ -56,6 +56,10 @@ pub const SECRET_FIELDS: &[&str] = &[
     "eab-hmac-key",
     // Header-like values.
     "Authorization",
+    // OpenID Connect realm client secret.
+    "client-key",
+    // Notification endpoint tokens (Gotify, webhook secrets).
+    "token",
 ];
 
 /// The sentence added (as `secretNotice`) to the answer of a secret-returning tool.
@@ -259,6 +263,32 @@ fn text_rules() -> Option<&'static [(Regex, &'static str)]> {
                     r"(?im)^(\s*-?\s*(?:password|passwd|cipassword|hashed_passwd|plain_text_passwd)\s*[:=][ \t]*)\S[^\r\n]*",
                     "${1}[redacted]",
                 ),
+                // Cloud-init `chpasswd` lists: indented `user:password` lines (`list: |` or
+                // `- root:pw`) — a YAML key followed by a value with no space after the colon.
+                (
+                    r#"(?m)^([ \t]+(?:-[ \t]*)?["']?[A-Za-z0-9_.-]+:)[^\s:"']+(["']?)[ \t]*$"#,
+                    "${1}[redacted]${2}",
+                ),
+                // Passwords and secrets as JSON inside a string: `"password": "…"`.
+                (
+                    r#"(?i)("(?:password|passwd|secret|token|api[_-]?key|client[_-]?key)"\s*:\s*)"(?:[^"\\]|\\.)*""#,
+                    r#"${1}"[redacted]""#,
+                ),
+                // Command-line flags: `--password x`, `--password=x`.
+                (
+                    r"(?i)(--(?:password|passwd|secret|token|api-key|client-key)(?:=|\s+))[^\s'\x22]+",
+                    "${1}[redacted]",
+                ),
+                // Credentials in a URL: `https://user:pass@host`.
+                (
+                    r"(?i)\b([a-z][a-z0-9+.-]*://[^/\s:@]+:)[^/\s@]+@",
+                    "${1}[redacted]@",
+                ),
+                // PuTTY private keys: the private lines and their MAC.
+                (
+                    r"(?s)Private-Lines:.*?(?:Private-(?:MAC|Hash):[^\r\n]*|\z)",
+                    "Private-Lines: [redacted]",
+                ),
             ];
             rules
                 .into_iter()
@@ -273,7 +303,10 @@ fn text_rules() -> Option<&'static [(Regex, &'static str)]> {
 fn needs_text_rules(text: &str) -> Option<bool> {
     static PREFILTER: OnceLock<Option<Regex>> = OnceLock::new();
     let prefilter = PREFILTER.get_or_init(|| {
-        Regex::new(r"(?i)PRIVATE KEY|APIToken=|bearer|PVEAuthCookie|CSRFPreventionToken|passw").ok()
+        Regex::new(
+            r"(?i)PRIVATE KEY|APIToken=|bearer|PVEAuthCookie|CSRFPreventionToken|passw|pass\s*=|secret|token|key|chpasswd|://[^/\s]*@|Private-Lines",
+        )
+        .ok()
     });
     prefilter.as_ref().map(|re| re.is_match(text))
 }
@@ -292,7 +325,34 @@ pub fn mask_text(text: &str) -> String {
             out = std::borrow::Cow::Owned(re.replace_all(&out, *with).into_owned());
         }
     }
-    out.into_owned()
+    mask_env_assignments(&out)
+}
+
+/// Env-style assignments whose name says secret (ACME plugin data, scripts): `CF_Token=…`,
+/// `AWS_SECRET_ACCESS_KEY=…`, `DB_PASSWORD=…`. The token headers (`PVEAPIToken=id=secret`)
+/// have their own rule above, which keeps the token id.
+fn mask_env_assignments(text: &str) -> String {
+    static ENV: OnceLock<Option<Regex>> = OnceLock::new();
+    let Some(re) = ENV
+        .get_or_init(|| {
+            Regex::new(
+                r"(?i)\b([A-Z0-9_]*(?:password|passwd|pass|secret|token|api_?key|_key)[A-Z0-9_]*)([ \t]*=[ \t]*)([^\s'\x22;,]+)",
+            )
+            .ok()
+        })
+        .as_ref()
+    else {
+        return REDACTED.to_owned();
+    };
+    re.replace_all(text, |caps: &regex::Captures<'_>| {
+        let name = &caps[1];
+        if name.to_ascii_lowercase().ends_with("apitoken") || &caps[3] == REDACTED {
+            caps[0].to_owned()
+        } else {
+            format!("{name}{}{REDACTED}", &caps[2])
+        }
+    })
+    .into_owned()
 }
 
 #[cfg(test)]
