@@ -302,7 +302,8 @@ fn flag(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<boo
 }
 
 fn check_token(source_name: String, token: String, host: &str) -> Result<Secret, SettingsError> {
-    let bits = estimated_entropy_bits(&token);
+    // Never "about -0 bits": an estimate below zero is zero.
+    let bits = estimated_entropy_bits(&token).max(0.0);
     let problem = if token.len() < MIN_TOKEN_LEN {
         format!("the token is shorter than {MIN_TOKEN_LEN} characters")
     } else if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
@@ -322,10 +323,32 @@ fn check_token(source_name: String, token: String, host: &str) -> Result<Secret,
     })
 }
 
-/// A conservative estimate of a token's entropy in bits: its length times the smaller of the
-/// per-character Shannon entropy of its own characters and the size of the character classes it
-/// uses. Repetition (`aaaa…`) scores near zero; `openssl rand -hex 32` scores about 240.
+/// A conservative estimate of a token's entropy in bits: the smaller of [`character_bits`]
+/// and what the `zxcvbn` estimator (dictionary words, sequences, keyboard walks, repeats)
+/// says an attacker needs in guesses. `correcthorsebatterystaple1234567`, the alphabet
+/// followed by digits and a repeated hex run all score far below 128; `openssl rand -hex 32`
+/// stays above it.
 pub fn estimated_entropy_bits(token: &str) -> f64 {
+    // zxcvbn counts guesses in a u64, so it saturates near 64 bits: below that it has found
+    // a pattern an attacker would try (and its count is the estimate); at the bound it found
+    // none and the character estimate decides. Its cost grows with length, so a long token's
+    // first 100 characters decide whether it is a pattern.
+    let head: String = token.chars().take(100).collect();
+    let guessed = zxcvbn::zxcvbn(&head, &[]).guesses_log10() * std::f64::consts::LOG2_10;
+    if guessed < ZXCVBN_SATURATED_BITS {
+        guessed.min(character_bits(token))
+    } else {
+        character_bits(token)
+    }
+}
+
+/// Where zxcvbn's u64 guess count stops meaning anything (2^64 guesses, less a margin).
+const ZXCVBN_SATURATED_BITS: f64 = 60.0;
+
+/// Length times the smaller of the per-character Shannon entropy of the token's own
+/// characters and the size of the character classes it uses. Repetition (`aaaa…`) scores near
+/// zero; `openssl rand -hex 32` scores about 240.
+pub fn character_bits(token: &str) -> f64 {
     let chars: Vec<char> = token.chars().collect();
     if chars.is_empty() {
         return 0.0;
@@ -440,6 +463,10 @@ mod tests {
             "aaaaaaaaaaaaaaaa",
             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
             "abababababababababababababababab",
+            // Found accepted by an outside attack: sequences, a repeated run, words.
+            "abcdefghijklmnopqrstuvwxyz012345",
+            "0123456789abcdef0123456789abcdef",
+            "correcthorsebatterystaple1234567",
             TOKEN.1,
         ];
         for host in ["0.0.0.0", "192.168.1.5", "mcp.lan", "::"] {
