@@ -347,3 +347,70 @@ async fn two_servers_sharing_one_file_keep_one_chain() {
     assert_eq!(code, 0, "{text}");
     emu.shutdown().await;
 }
+
+/// Issue 23.4: the demo's changes never land in the user's audit log unless asked, and every
+/// record names the cluster it is about.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_keeps_no_log_unless_asked_and_records_name_their_cluster() {
+    let state = tempfile::tempdir().unwrap();
+    let env = vec![
+        (
+            "XDG_STATE_HOME".to_owned(),
+            state.path().display().to_string(),
+        ),
+        ("PVE_ACCESS_TIER".to_owned(), "full".to_owned()),
+    ];
+    let stop = json!({"node": "pve01", "vmid": 101, "confirm": true});
+    let mut demo = McpProcess::spawn(&["run", "--demo"], &env);
+    demo.initialize().await;
+    let done = envelope(&demo.call("pve_stop_qemu_vm", stop.clone()).await);
+    assert_eq!(done["ok"], true, "{done}");
+    drop(demo);
+    let written: Vec<_> = walk(state.path());
+    assert!(written.is_empty(), "the demo wrote {written:?}");
+
+    let asked = state.path().join("demo.jsonl");
+    let mut env = env;
+    env.push(("PVE_AUDIT_LOG".into(), asked.display().to_string()));
+    let mut demo = McpProcess::spawn(&["run", "--demo"], &env);
+    demo.initialize().await;
+    let done = envelope(&demo.call("pve_stop_qemu_vm", stop).await);
+    assert_eq!(done["ok"], true, "{done}");
+    drop(demo);
+    let records = lines(&asked);
+    assert!(!records.is_empty());
+    for record in &records {
+        assert_eq!(record["instance"], "demo (built-in emulator)", "{record}");
+    }
+    assert_eq!(verify(&asked).0, 0, "{}", verify(&asked).1);
+
+    // A real (emulated) cluster's records name its address.
+    let emu = emulator().await;
+    let real = state.path().join("real.jsonl");
+    let mut mcp = server(&server_env(&emu, Some(&real))).await;
+    let done = envelope(
+        &mcp.call(
+            "pve_stop_qemu_vm",
+            json!({"node": "pve01", "vmid": 101, "confirm": true}),
+        )
+        .await,
+    );
+    assert_eq!(done["ok"], true, "{done}");
+    drop(mcp);
+    let instance = lines(&real)[0]["instance"].as_str().unwrap().to_owned();
+    assert!(instance.contains(&emu.port().to_string()), "{instance}");
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -1,7 +1,7 @@
 //! The audit trail: one hash-chained JSON line per change and per refusal, appended to a file.
 //!
 //! Line format (one JSON object, keys in this order, `hash` last):
-//! `{"seq":N,"time":…,"tool":…,"canonical":…,"arguments":{masked},"decision":…,"approval":…,
+//! `{"seq":N,"time":…,"instance":…,"tool":…,"canonical":…,"arguments":{masked},"decision":…,"approval":…,
 //! "outcome":…,"pveStatus":…,"upid":…,"durationMs":…,"hash":"<64 hex>"}`.
 //! `hash = SHA-256(previous line's hash + this line without its hash)` in lower-case hex,
 //! where "this line without its hash" is the exact text up to `,"hash":` closed with `}`;
@@ -134,6 +134,8 @@ pub struct Appended {
 pub struct AuditLog {
     target: Arc<AuditTarget>,
     lock: Arc<Mutex<()>>,
+    /// Which cluster the records are about (`instance` on every line), when known.
+    instance: Option<Arc<str>>,
 }
 
 impl AuditLog {
@@ -142,7 +144,16 @@ impl AuditLog {
         AuditLog {
             target: Arc::new(target),
             lock: Arc::new(Mutex::new(())),
+            instance: None,
         }
+    }
+
+    /// The same log, with every record naming `instance` (the cluster the server talks to,
+    /// or `demo` for the built-in emulator), so a record never reads as another cluster's.
+    #[must_use]
+    pub fn with_instance(mut self, instance: &str) -> AuditLog {
+        self.instance = Some(Arc::from(instance));
+        self
     }
 
     /// A handle that records nothing (`PVE_AUDIT_LOG=off`, and tests that do not audit).
@@ -228,7 +239,7 @@ impl AuditLog {
             let (last_seq, last_hash) = tail(&mut file, path)?;
             let before = file.metadata().map_err(io)?.len();
             let seq = last_seq + 1;
-            let line = render_line(seq, entry, &last_hash);
+            let line = render_line(seq, entry, self.instance.as_deref(), &last_hash);
             // `write_all` retries short writes and fails on the first error (ENOSPC from a
             // full disk or `/dev/full`); the line counts only once it is on disk.
             let written = file
@@ -303,7 +314,7 @@ pub(crate) fn chain_hash(previous: &str, body: &str) -> String {
     hex::encode(hasher.finalize())
 }
 
-fn render_line(seq: u64, entry: &AuditEntry, previous: &str) -> Line {
+fn render_line(seq: u64, entry: &AuditEntry, instance: Option<&str>, previous: &str) -> Line {
     let mut record = Map::new();
     record.insert("seq".into(), seq.into());
     record.insert(
@@ -312,6 +323,9 @@ fn render_line(seq: u64, entry: &AuditEntry, previous: &str) -> Line {
             .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
             .into(),
     );
+    if let Some(instance) = instance {
+        record.insert("instance".into(), instance.into());
+    }
     record.insert("tool".into(), entry.tool.clone().into());
     record.insert("canonical".into(), entry.canonical.clone().into());
     record.insert("arguments".into(), entry.arguments.clone());

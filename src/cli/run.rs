@@ -40,7 +40,6 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Config(e.to_string()))?;
     let limits = pve::ClientLimits::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
-    let audit = crate::audit::AuditLog::from_env().map_err(|e| CliError::Config(e.to_string()))?;
 
     // Held until the server stops: dropping it stops the demo emulator.
     let mut _demo: Option<Emulator> = None;
@@ -55,6 +54,23 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         (Some(client), note, None)
     } else {
         connect_from_config(limits)?
+    };
+    // The demo's changes are not the user's: no record unless PVE_AUDIT_LOG asks for one,
+    // and every record names the cluster it is about.
+    let audit = if args.demo && std::env::var_os("PVE_AUDIT_LOG").is_none() {
+        eprintln!(
+            "nandi-proxmox-mcp: demo mode keeps no audit log (set PVE_AUDIT_LOG to record the demo's calls)"
+        );
+        crate::audit::AuditLog::off()
+    } else {
+        let instance = match (&pve, args.demo) {
+            (_, true) => "demo (built-in emulator)".to_owned(),
+            (Some(client), false) => client.base_url().to_owned(),
+            (None, false) => "not configured".to_owned(),
+        };
+        crate::audit::AuditLog::from_env()
+            .map_err(|e| CliError::Config(e.to_string()))?
+            .with_instance(&instance)
     };
     let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
     let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
