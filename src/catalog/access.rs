@@ -95,6 +95,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/access/users"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -122,6 +123,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/acl"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

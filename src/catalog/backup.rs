@@ -189,6 +189,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -25,6 +25,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         )
         .one_of(&["vm", "storage", "node", "sdn"])],
         backend: get("/cluster/resources"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -84,6 +85,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Backup-info index; Proxmox returns only sub-endpoints. For coverage use pve_list_backup_jobs.",
         category: Category::Cluster,
         backend: get("/cluster/backup-info"),
+        long_list: true,
         ..ToolSpec::BASE
     },
 ];

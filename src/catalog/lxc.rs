@@ -28,6 +28,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Lxc,
         params: &[NODE],
         backend: get("/nodes/{node}/lxc"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

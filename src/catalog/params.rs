@@ -15,11 +15,11 @@ pub const UPID_PATTERN: &str =
 
 /// The node a request is addressed to.
 pub const NODE: Param =
-    Param::path("node", ParamKind::String, "Node, e.g. pve01.").matching(NODE_PATTERN);
+    Param::path("node", ParamKind::String, "Node name.").matching(NODE_PATTERN);
 
 /// A guest id.
 pub const VMID: Param =
-    Param::path("vmid", ParamKind::Integer, "Guest ID (VMID).").range(100, 999_999_999);
+    Param::path("vmid", ParamKind::Integer, "Guest VMID.").range(100, 999_999_999);
 
 /// A task id in the path.
 pub const UPID: Param = Param::path(

@@ -28,6 +28,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Qemu,
         params: &[NODE],
         backend: get("/nodes/{node}/qemu"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -33,6 +33,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             .one_of(&["archive", "active", "all"]),
         ],
         backend: get("/nodes/{node}/tasks"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -52,6 +52,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[NODE],
         backend: get("/nodes/{node}/qemu"),
         result_filter: Some(ResultFilter::int("template", 1)),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -71,6 +72,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -90,6 +92,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -30,23 +30,22 @@ fn echoed_name(key: &str) -> String {
     }
 }
 
-const CONFIRM_DESCRIPTION: &str = "true once the user approved this exact call.";
+const CONFIRM_DESCRIPTION: &str = "true once the user approved this call.";
 
 /// Name of the control argument that previews a change instead of making it; never sent.
 pub const DRY_RUN: &str = "dry_run";
 
-const DRY_RUN_DESCRIPTION: &str = "true: preview the request, send nothing.";
+const DRY_RUN_DESCRIPTION: &str = "true: preview, send nothing.";
 
 /// Name of the control argument that follows a started Proxmox task to its end; never sent.
 pub const WAIT: &str = "wait";
 
-const WAIT_DESCRIPTION: &str =
-    "true: follow the task to its end; return its exit status and log tail, not the UPID.";
+const WAIT_DESCRIPTION: &str = "true: return the task's end result, not its UPID.";
 
 /// Name of the control argument bounding `wait`, in seconds; never sent.
 pub const WAIT_TIMEOUT: &str = "wait_timeout";
 
-const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds `wait` follows it (default 300); the task runs on.";
+const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds to wait (default 300).";
 
 /// Largest `wait_timeout` (seconds).
 pub const MAX_WAIT_SECS: u64 = 86_400;
@@ -78,8 +77,8 @@ pub const LIMIT: &str = "limit";
 pub const OFFSET: &str = "offset";
 
 const FIELDS_DESCRIPTION: &str = "Keys to keep per item.";
-const LIMIT_DESCRIPTION: &str = "Max items to return.";
-const OFFSET_DESCRIPTION: &str = "Items to skip first.";
+const LIMIT_DESCRIPTION: &str = "Max items.";
+const OFFSET_DESCRIPTION: &str = "Items to skip.";
 
 /// How a list result is shaped before it is returned: projection and paging, applied to
 /// the answer, never sent to Proxmox.
@@ -93,13 +92,20 @@ pub struct Shape {
     pub offset: usize,
 }
 
-/// A list row: a read named `pve_list_*`; its answer is a list of items.
+/// The rules of the shaping arguments, said once for every tool (server instructions): the
+/// schemas carry one-word descriptions.
+pub const SHAPING_NOTE: &str = "Lists that grow with the cluster take fields (keys to keep \
+per item), limit and offset (paging), applied to the answer, never sent to Proxmox; a result cut \
+at the output cap says which offset comes next.";
+
+/// A long list row: a read whose answer grows with the cluster (`ToolSpec::long_list`).
 pub fn is_list(spec: &ToolSpec) -> bool {
-    spec.effect.is_read() && spec.name.starts_with("pve_list_")
+    spec.effect.is_read() && spec.long_list
 }
 
-/// The shaping arguments a row takes: list rows get `fields`, and `limit`/`offset` unless
-/// the API pages the list itself (a row with its own `limit` or `start`).
+/// The shaping arguments a row takes: long list rows get `fields`, and `limit`/`offset`
+/// unless the API pages the list itself (a row with its own `limit` or `start`). Short
+/// answers (one node's bridges, a guest's snapshots) are not worth their schema bytes.
 pub fn shaping_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
     let list = is_list(spec);
     let own = |name: &str| spec.params.iter().any(|p| p.name == name);
