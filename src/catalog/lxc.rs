@@ -71,6 +71,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Deprecated: use pve_list_lxc_containers or pve_list_cluster_resources. Lists containers of one node, or all nodes if `node` is omitted.",
         category: Category::Lxc,
         deprecated: true,
+        superseded_by: Some("pve_list_lxc_containers"),
         params: &[NODE.optional()],
         backend: Backend::PerNodeList {
             path: "/nodes/{node}/lxc",

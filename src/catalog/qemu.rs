@@ -71,6 +71,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Deprecated: use pve_list_qemu_vms or pve_list_cluster_resources. Lists VMs of one node, or all nodes if `node` is omitted.",
         category: Category::Qemu,
         deprecated: true,
+        superseded_by: Some("pve_list_qemu_vms"),
         params: &[NODE.optional()],
         backend: Backend::PerNodeList {
             path: "/nodes/{node}/qemu",
