@@ -24,7 +24,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_lxc_containers",
         title: "List containers on a node",
-        description: "List a node's containers: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), tags. All nodes: pve_list_cluster_resources.",
+        description: "A node's containers: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), tags. All nodes: pve_list_cluster_resources.",
         category: Category::Lxc,
         params: &[NODE],
         backend: get("/nodes/{node}/lxc"),

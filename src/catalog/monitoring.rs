@@ -18,7 +18,7 @@ const CF: Param = Param::query("cf", ParamKind::String, "MAX shows peaks.")
 const TIMEFRAME: Param = Param::query(
     "timeframe",
     ParamKind::String,
-    "Span (default hour; 1-min points, year: 1-week).",
+    "Span; default hour.",
 )
 .one_of(&["hour", "day", "week", "month", "year"])
 .default("hour");

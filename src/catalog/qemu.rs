@@ -24,7 +24,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_qemu_vms",
         title: "List VMs on a node",
-        description: "List a node's VMs: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), template, tags. All nodes: pve_list_cluster_resources.",
+        description: "A node's VMs: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), template, tags. All nodes: pve_list_cluster_resources.",
         category: Category::Qemu,
         params: &[NODE],
         backend: get("/nodes/{node}/qemu"),

@@ -52,7 +52,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[NODE],
         backend: get("/nodes/{node}/qemu"),
         result_filter: Some(ResultFilter::int("template", 1)),
-        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -72,7 +71,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
-        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -92,7 +90,6 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
-        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
