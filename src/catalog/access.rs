@@ -110,7 +110,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_groups",
         title: "List groups",
-        description: "User groups: groupid, comment, users.",
+        description: "User groups: groupid, comment, member users.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/groups"),
