@@ -94,7 +94,10 @@ async fn default_settings_list_only_read_only_core_tools() {
         })
         .collect();
     assert_eq!(rrd.len(), 2, "{rrd:?}");
-    assert_eq!(rrd[0], rrd[1], "the old name and the new tool send the same request");
+    assert_eq!(
+        rrd[0], rrd[1],
+        "the old name and the new tool send the same request"
+    );
     emu.clear_requests();
     assert!(!listed.iter().any(|n| n == "pve_stop_qemu_vm"));
     // A filtered tool is not callable either.

@@ -15,13 +15,9 @@ const CF: Param = Param::query("cf", ParamKind::String, "MAX shows peaks.")
     .default("AVERAGE");
 
 /// The time span of the listed RRD tools.
-const TIMEFRAME: Param = Param::query(
-    "timeframe",
-    ParamKind::String,
-    "Span; default hour.",
-)
-.one_of(&["hour", "day", "week", "month", "year"])
-.default("hour");
+const TIMEFRAME: Param = Param::query("timeframe", ParamKind::String, "Span; default hour.")
+    .one_of(&["hour", "day", "week", "month", "year"])
+    .default("hour");
 
 /// The fixed `timeframe` of one legacy per-span RRD tool.
 const fn span(value: &'static str) -> Param {

@@ -14,8 +14,7 @@ pub const UPID_PATTERN: &str =
     "^UPID:[A-Za-z0-9.-]+:([0-9A-Fa-f]{8,}:){3}[^:\\s]+:[^:\\s]*:[^:\\s]+:$";
 
 /// The node a request is addressed to.
-pub const NODE: Param =
-    Param::path("node", ParamKind::String, "Node name.").matching(NODE_PATTERN);
+pub const NODE: Param = Param::path("node", ParamKind::String, "Node name.").matching(NODE_PATTERN);
 
 /// A guest id.
 pub const VMID: Param =
