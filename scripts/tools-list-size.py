@@ -13,7 +13,10 @@ absent) and prints, per surface:
 Then the answer size of the 10 most used read tools against the demo (`run --demo`), whole and
 with a `fields` projection where the tool is a list.
 
-    cargo build && python3 scripts/tools-list-size.py [path/to/nandi-proxmox-mcp] [--markdown]
+With `--check`, exits 1 when a surface exceeds its budget (issue 22; tests/budget.rs enforces
+the same figures in-process): default 24,000 B, full/advanced 90,000 B, compact 4,000 B.
+
+    cargo build && python3 scripts/tools-list-size.py [path/to/nandi-proxmox-mcp] [--markdown] [--check]
 """
 import json
 import os
@@ -23,6 +26,14 @@ import tempfile
 
 ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
 MARKDOWN = "--markdown" in sys.argv
+CHECK = "--check" in sys.argv
+# Model-visible byte budgets by surface label (issue 22).
+BUDGETS = {
+    "default (read-only, core)": 24_000,
+    "full, advanced": 90_000,
+    "compact (read-only, core)": 4_000,
+    "compact (full, advanced)": 4_000,
+}
 BINARY = os.path.abspath(ARGS[0] if ARGS else "target/debug/nandi-proxmox-mcp")
 FULL_ADVANCED = {"PVE_ACCESS_TIER": "full", "PVE_MODULE_MODE": "advanced"}
 SURFACES = [
@@ -118,8 +129,22 @@ def measure_reads():
     return rows
 
 
+def over_budget(listings):
+    """Labels and sizes of the surfaces above their budget."""
+    return [(label, visible, BUDGETS[label]) for label, _, _, visible in listings
+            if label in BUDGETS and visible > BUDGETS[label]]
+
+
 def main():
     listings = [(label, *measure_listing(extra)) for label, extra in SURFACES]
+    if CHECK:
+        failures = over_budget(listings)
+        for label, visible, budget in failures:
+            print(f"over budget: {label}: {visible:,} B > {budget:,} B", file=sys.stderr)
+        for label, _, _, visible in listings:
+            if label in BUDGETS:
+                print(f"{label:32} model-visible {visible:7} B  budget {BUDGETS[label]:7} B")
+        sys.exit(1 if failures else 0)
     reads = measure_reads()
     if MARKDOWN:
         print("| surface | entries | wire bytes | model-visible bytes | est. tokens |")

@@ -2,7 +2,8 @@
 //!
 //! Invariant: `tools/list` and `tools/call` see the same set, because both read this one
 //! structure: a listed name is callable, and the only callable names that are not listed
-//! are hidden aliases (`PVE_ALIASES=hidden`) and, on the compact surface
+//! are hidden aliases (`PVE_ALIASES=hidden`, which also covers the reference tools a listed
+//! tool supersedes, `ToolSpec::superseded_by`) and, on the compact surface
 //! (`PVE_TOOL_SURFACE=compact`), the permitted tools the meta-tools reach. A tool the
 //! policy filters out is in neither. The rmcp `Tool` values (schema,
 //! annotations, `_meta`) are computed at build time, so listing tools is a clone, not a
@@ -90,6 +91,23 @@ impl Registry {
         let mut listed = Vec::new();
         for spec in specs {
             let input_schema = Arc::new(schema::input_schema(spec));
+            // A superseded reference tool is served as a legacy name of its successor:
+            // callable unless aliases are off, listed only when they are listed.
+            if let Some(successor) = spec.superseded_by {
+                if aliases == AliasMode::Off {
+                    continue;
+                }
+                entries.push(Entry {
+                    spec,
+                    wire_name: spec.name,
+                    alias_for: Some(successor),
+                    output_cap: DEFAULT_OUTPUT_CAP,
+                });
+                if aliases == AliasMode::Listed {
+                    listed.push(canonical_tool(spec, input_schema));
+                }
+                continue;
+            }
             entries.push(Entry {
                 spec,
                 wire_name: spec.name,
@@ -158,7 +176,9 @@ impl Registry {
     /// docs) uses for how many tools the settings expose out of the whole catalog, and how to
     /// see them all.
     pub fn exposure(&self, settings: &Settings) -> String {
-        let total = catalog::all().count();
+        let total = catalog::all()
+            .filter(|spec| spec.superseded_by.is_none())
+            .count();
         let exposed = self.canonical_count();
         let aliases = match self.alias_count() {
             0 => String::new(),

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use nandi_proxmox_mcp::catalog::{self, Module, Tier};
-use nandi_proxmox_mcp::policy::Settings;
+use nandi_proxmox_mcp::policy::{AliasMode, Settings};
 use nandi_proxmox_mcp::registry::{Capabilities, Registry};
 
 include!("pins/annotations.rs");
@@ -15,6 +15,8 @@ fn every_tools_annotations_are_the_pinned_ones() {
     let settings = Settings {
         tier: Tier::Full,
         module: Module::Advanced,
+        // Superseded reference tools are listed only with the aliases; they are pinned too.
+        aliases: AliasMode::Listed,
         ..Settings::default()
     };
     let registry = Registry::build_for(&settings, Capabilities::ALL);

@@ -12,17 +12,19 @@ use nandi_proxmox_mcp::policy::{Settings, Surface};
 use nandi_proxmox_mcp::registry::{Capabilities, Registry};
 use rmcp::model::Tool;
 
-// Budgets are the measured size (2026-11-30, docs/PERFORMANCE.md) plus a little room; the
-// goals of issue 15 are lower (default 24 KB, full/advanced 90 KB) and docs/PERFORMANCE.md
-// says what stands between the two. Lower a budget whenever a listing shrinks.
+// Budgets of issue 22: default 24,000 B, full/advanced 90,000 B, compact 4,000 B
+// (docs/PERFORMANCE.md has the before/after figures). Full/advanced still misses its goal:
+// the enforced ceiling is the measured size plus a little room, and the goal is pinned by an
+// ignored test that says what is left. Lower a ceiling whenever a listing shrinks.
 
-/// Default (read-only, core): measured 36,808 B for 78 tools.
-const DEFAULT_BUDGET: usize = 38_000;
-/// read-execute, core: measured 52,252 B for 94 tools.
-const READ_EXECUTE_BUDGET: usize = 53_500;
-/// full, advanced: measured 134,781 B for 161 tools; the room above it is for the rows still
-/// being added (~12 at ~800 B each), and no more.
-const FULL_ADVANCED_BUDGET: usize = 145_000;
+/// Default (read-only, core): goal ≤ 24 KB; measured 23,844 B for 64 tools (2026-12-01).
+const DEFAULT_BUDGET: usize = 24_000;
+/// read-execute, core: measured 36,789 B for 80 tools.
+const READ_EXECUTE_BUDGET: usize = 37_500;
+/// full, advanced: measured 113,185 B for 149 tools; the goal below is not met yet.
+const FULL_ADVANCED_BUDGET: usize = 114_500;
+/// full, advanced: the issue-22 goal.
+const FULL_ADVANCED_GOAL: usize = 90_000;
 /// compact, any tier: goal ≤ 4 KB; measured 961 B.
 const COMPACT_BUDGET: usize = 4_000;
 
@@ -92,6 +94,16 @@ fn budget_full_advanced_listing() {
         "full/advanced",
         &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
         FULL_ADVANCED_BUDGET,
+    );
+}
+
+#[test]
+#[ignore = "goal of issue 22 not met yet: full/advanced is ~113 KB (docs/PERFORMANCE.md)"]
+fn budget_full_advanced_listing_goal() {
+    check(
+        "full/advanced goal",
+        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
+        FULL_ADVANCED_GOAL,
     );
 }
 

@@ -489,7 +489,10 @@ const COUNT_END: &str = "<!-- /tool-count -->";
 fn tool_count_claim() -> String {
     use nandi_proxmox_mcp::policy::Settings;
     use nandi_proxmox_mcp::registry::{Capabilities, Registry};
-    let total = nandi_proxmox_mcp::catalog::all().count();
+    // Superseded reference tools are legacy names (served like aliases), not tools.
+    let total = nandi_proxmox_mcp::catalog::all()
+        .filter(|spec| spec.superseded_by.is_none())
+        .count();
     let defaults = Registry::build_for(&Settings::default(), Capabilities { ssh: false });
     format!(
         "up to {total} Proxmox tools ({} with the defaults: read-only tier, core module)",

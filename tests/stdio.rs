@@ -58,12 +58,47 @@ async fn default_settings_list_only_read_only_core_tools() {
     let mut mcp = McpProcess::spawn(&["run"], &env_for(&emu));
     mcp.initialize().await;
     let listed = names(&mcp.list_tools().await);
-    // Aliases are callable but not listed by default (PVE_ALIASES=hidden).
+    // Aliases and superseded reference tools are callable but not listed by default
+    // (PVE_ALIASES=hidden).
     let expected: Vec<&str> = catalog::all()
         .filter(|s| s.tier == Tier::ReadOnly && s.module == Module::Core)
+        .filter(|s| s.superseded_by.is_none())
         .map(|s| s.name)
         .collect();
     assert_eq!(listed, expected);
+    for legacy in ["pve_get_node_metrics_day", "listVMs"] {
+        assert!(!listed.iter().any(|n| n == legacy), "{legacy} listed");
+    }
+    let old = mcp
+        .call(
+            "pve_get_node_metrics_week",
+            json!({"node": "pve01", "cf": "MAX"}),
+        )
+        .await;
+    assert_eq!(old["isError"], false, "{old}");
+    let new = mcp
+        .call(
+            "pve_get_node_metrics",
+            json!({"node": "pve01", "timeframe": "week", "cf": "MAX"}),
+        )
+        .await;
+    assert_eq!(new["isError"], false, "{new}");
+    let rrd: Vec<_> = emu
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/nodes/pve01/rrddata")
+        .map(|r| {
+            let mut query = r.query;
+            query.sort();
+            query
+        })
+        .collect();
+    assert_eq!(rrd.len(), 2, "{rrd:?}");
+    assert_eq!(
+        rrd[0], rrd[1],
+        "the old name and the new tool send the same request"
+    );
+    emu.clear_requests();
     assert!(!listed.iter().any(|n| n == "pve_stop_qemu_vm"));
     // A filtered tool is not callable either.
     let response = mcp

@@ -79,7 +79,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_users",
         title: "List users",
-        description: "List users: userid, enable, expire (epoch s, 0 = never), names, email, groups. `full` adds API tokens (metadata, never secrets).",
+        description: "Users: userid, enable, expire (epoch s, 0 = never), names, email, groups. `full` adds API tokens (metadata, never secrets).",
         category: Category::Access,
         module: Module::Advanced,
         params: &[
@@ -95,12 +95,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/access/users"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
         name: "pve_list_roles",
         title: "List roles",
-        description: "List roles with the privileges each grants (e.g. PVEAdmin, PVEAuditor). Use it to pick `roles` for pve_update_acl.",
+        description: "Roles with the privileges each grants (e.g. PVEAdmin, PVEAuditor). Use it to pick `roles` for pve_update_acl.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/roles"),
@@ -109,7 +110,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_groups",
         title: "List groups",
-        description: "List user groups: groupid, comment, users.",
+        description: "User groups: groupid, comment, member users.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/groups"),
@@ -118,16 +119,17 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_acls",
         title: "List ACL entries",
-        description: "List ACL entries: path, type (user/group/token), ugid, roleid, propagate. Answers \"who may do what where\".",
+        description: "ACL entries: path, type (user/group/token), ugid, roleid, propagate. Answers \"who may do what where\".",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/acl"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
         name: "pve_list_domains",
         title: "List authentication realms",
-        description: "List authentication realms (the part after `@`): realm, type (pam, pve, ldap, ad, openid), comment.",
+        description: "Authentication realms (the part after `@`): realm, type (pam, pve, ldap, ad, openid), comment.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/domains"),
@@ -136,7 +138,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_api_tokens",
         title: "List a user's API tokens",
-        description: "List a user's API tokens: tokenid, comment, expire (epoch s), privsep. Secrets are never returned.",
+        description: "A user's API tokens: tokenid, comment, expire (epoch s), privsep. Secrets are never returned.",
         category: Category::Access,
         module: Module::Advanced,
         params: &[USERID],

@@ -59,7 +59,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_backup_jobs",
         title: "List backup jobs",
-        description: "List scheduled backup jobs: id, schedule, storage, mode, enabled, guest selection (vmid/all/pool/exclude). Shows coverage, not success.",
+        description: "Scheduled backup jobs: id, schedule, storage, mode, enabled, guest selection (vmid/all/pool/exclude). Shows coverage, not success.",
         category: Category::Backup,
         backend: get("/cluster/backup"),
         ..ToolSpec::BASE
@@ -172,7 +172,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_backups",
         title: "List backups on a storage",
-        description: "List backup archives on a storage: volid, vmid, size (bytes), ctime (Unix s), notes, protected. A volid is a restore tool's `archive`.",
+        description: "Backup archives on a storage: volid, vmid, size (bytes), ctime (Unix s), notes, protected. A volid is a restore tool's `archive`.",
         category: Category::Backup,
         legs: Legs::UNTRUSTED,
         params: &[
@@ -189,6 +189,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -8,7 +8,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_cluster_status",
         title: "Get cluster status",
-        description: "Cluster membership and quorum: a \"cluster\" record (name, quorate, nodes) and one \"node\" record per node (ip, online). Is the cluster healthy?",
+        description: "Cluster membership and quorum: a \"cluster\" record (name, quorate, nodes) and one \"node\" record per node (ip, online).",
         category: Category::Cluster,
         backend: get("/cluster/status"),
         ..ToolSpec::BASE
@@ -16,7 +16,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_resources",
         title: "List cluster resources",
-        description: "Every cluster resource in one call (nodes, VMs, containers, storages, SDN): id, type, node, vmid, name, status, usage. Finds which node a guest is on.",
+        description: "Every cluster resource (nodes, VMs, containers, storages, SDN): id, type, node, vmid, name, status, usage. Finds a guest's node.",
         category: Category::Cluster,
         params: &[Param::query(
             "type",
@@ -25,6 +25,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         )
         .one_of(&["vm", "storage", "node", "sdn"])],
         backend: get("/cluster/resources"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -65,7 +66,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_replication",
         title: "List replication jobs",
-        description: "List ZFS replication jobs: id, guest, source/target node, schedule, rate, disable. Empty if none.",
+        description: "ZFS replication jobs: id, guest, source/target node, schedule, rate, disable. Empty if none.",
         category: Category::Cluster,
         backend: get("/cluster/replication"),
         ..ToolSpec::BASE

@@ -195,7 +195,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_aliases",
         title: "List firewall aliases",
-        description: "List firewall aliases (named addresses for `source`/`dest`): name, cidr, comment.",
+        description: "Firewall aliases (named addresses for `source`/`dest`): name, cidr, comment.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/aliases"),
@@ -204,7 +204,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_ipsets",
         title: "List firewall IP sets",
-        description: "List firewall IP sets (used as \"+name\" in `source`/`dest`): name, comment.",
+        description: "Firewall IP sets (used as \"+name\" in `source`/`dest`): name, comment.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/ipset"),

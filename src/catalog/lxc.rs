@@ -24,10 +24,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_lxc_containers",
         title: "List containers on a node",
-        description: "List a node's containers: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), tags. All nodes: pve_list_cluster_resources.",
+        description: "A node's containers: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), tags. All nodes: pve_list_cluster_resources.",
         category: Category::Lxc,
         params: &[NODE],
         backend: get("/nodes/{node}/lxc"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -70,6 +71,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Deprecated: use pve_list_lxc_containers or pve_list_cluster_resources. Lists containers of one node, or all nodes if `node` is omitted.",
         category: Category::Lxc,
         deprecated: true,
+        superseded_by: Some("pve_list_lxc_containers"),
         params: &[NODE.optional()],
         backend: Backend::PerNodeList {
             path: "/nodes/{node}/lxc",

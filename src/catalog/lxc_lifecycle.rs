@@ -313,7 +313,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_lxc_snapshots",
         title: "List container snapshots",
-        description: "List a container's snapshots: name, description, snaptime (Unix s), parent; \"current\" is the live state.",
+        description: "A container's snapshots: name, description, snaptime (Unix s), parent; \"current\" is the live state.",
         category: Category::Lxc,
         params: GUEST,
         backend: get("/nodes/{node}/lxc/{vmid}/snapshot"),

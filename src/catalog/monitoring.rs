@@ -1,9 +1,11 @@
 //! Monitoring tools: RRD metrics of nodes and guests, a resource usage overview, and
 //! node facts (version, DNS, time, syslog, services).
 //!
-//! Invariant: every RRD tool sends its own fixed `timeframe` (the tool name says which)
-//! and a `cf` that defaults to AVERAGE as the reference always sent; the caller may ask
-//! for MAX. The guest-agent monitoring tools live with the guest tools.
+//! Invariant: one listed RRD tool per kind (node, VM, container) takes `timeframe` (hour
+//! by default) and `cf` (AVERAGE by default, as the reference always sent). The reference's
+//! fifteen per-span tools stay callable under their names with their own fixed `timeframe`,
+//! served like aliases (`superseded_by`), so they cost no context. The guest-agent
+//! monitoring tools live with the guest tools.
 
 use super::params::{GUEST, NODE};
 use super::types::{Category, Legs, Location, Param, ParamKind, ToolSpec, get};
@@ -12,7 +14,12 @@ const CF: Param = Param::query("cf", ParamKind::String, "MAX shows peaks.")
     .one_of(&["AVERAGE", "MAX"])
     .default("AVERAGE");
 
-/// The fixed `timeframe` of one RRD tool.
+/// The time span of the listed RRD tools.
+const TIMEFRAME: Param = Param::query("timeframe", ParamKind::String, "Span; default hour.")
+    .one_of(&["hour", "day", "week", "month", "year"])
+    .default("hour");
+
+/// The fixed `timeframe` of one legacy per-span RRD tool.
 const fn span(value: &'static str) -> Param {
     Param::fixed(
         "timeframe",
@@ -27,8 +34,30 @@ const NODE_PATH: &str = "/nodes/{node}/rrddata";
 const QEMU_PATH: &str = "/nodes/{node}/qemu/{vmid}/rrddata";
 const LXC_PATH: &str = "/nodes/{node}/lxc/{vmid}/rrddata";
 
-/// One RRD row: node or guest address, `cf`, and the fixed `timeframe`.
+/// One legacy per-span RRD row: node or guest address, `cf`, the fixed `timeframe`, and the
+/// listed tool that supersedes it.
 const fn rrd(
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    path: &'static str,
+    params: &'static [Param],
+    superseded_by: &'static str,
+) -> ToolSpec {
+    ToolSpec {
+        name,
+        title,
+        description,
+        category: Category::Monitoring,
+        params,
+        backend: get(path),
+        superseded_by: Some(superseded_by),
+        ..ToolSpec::BASE
+    }
+}
+
+/// One listed RRD row: node or guest address, `timeframe`, `cf`.
+const fn rrd_any(
     name: &'static str,
     title: &'static str,
     description: &'static str,
@@ -57,14 +86,39 @@ const GUEST_MONTH: &[Param] = &[GUEST[0], GUEST[1], CF, span("month")];
 const NODE_YEAR: &[Param] = &[NODE, CF, span("year")];
 const GUEST_YEAR: &[Param] = &[GUEST[0], GUEST[1], CF, span("year")];
 
+const NODE_ANY: &[Param] = &[NODE, TIMEFRAME, CF];
+const GUEST_ANY: &[Param] = &[GUEST[0], GUEST[1], TIMEFRAME, CF];
+
 /// Rows of the `monitoring` category.
 pub(super) const TOOLS: &[ToolSpec] = &[
+    rrd_any(
+        "pve_get_node_metrics",
+        "Node metrics",
+        "Node usage over time (RRD): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
+        NODE_PATH,
+        NODE_ANY,
+    ),
+    rrd_any(
+        "pve_get_qemu_metrics",
+        "VM metrics",
+        "VM usage over time (RRD): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
+        QEMU_PATH,
+        GUEST_ANY,
+    ),
+    rrd_any(
+        "pve_get_lxc_metrics",
+        "Container metrics",
+        "Container usage over time (RRD): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
+        LXC_PATH,
+        GUEST_ANY,
+    ),
     rrd(
         "pve_get_node_metrics_hour",
         "Node metrics, last hour",
         "Node RRD, last hour (1-min points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_HOUR,
+        "pve_get_node_metrics",
     ),
     rrd(
         "pve_get_qemu_metrics_hour",
@@ -72,6 +126,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "VM RRD, last hour (1-min points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_HOUR,
+        "pve_get_qemu_metrics",
     ),
     rrd(
         "pve_get_lxc_metrics_hour",
@@ -79,6 +134,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Container RRD, last hour (1-min points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_HOUR,
+        "pve_get_lxc_metrics",
     ),
     rrd(
         "pve_get_node_metrics_day",
@@ -86,6 +142,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Node RRD, last day (30-min points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_DAY,
+        "pve_get_node_metrics",
     ),
     rrd(
         "pve_get_qemu_metrics_day",
@@ -93,6 +150,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "VM RRD, last day (30-min points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_DAY,
+        "pve_get_qemu_metrics",
     ),
     rrd(
         "pve_get_lxc_metrics_day",
@@ -100,6 +158,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Container RRD, last day (30-min points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_DAY,
+        "pve_get_lxc_metrics",
     ),
     rrd(
         "pve_get_node_metrics_week",
@@ -107,6 +166,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Node RRD, last week (3-hour points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_WEEK,
+        "pve_get_node_metrics",
     ),
     rrd(
         "pve_get_qemu_metrics_week",
@@ -114,6 +174,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "VM RRD, last week (3-hour points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_WEEK,
+        "pve_get_qemu_metrics",
     ),
     rrd(
         "pve_get_lxc_metrics_week",
@@ -121,6 +182,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Container RRD, last week (3-hour points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_WEEK,
+        "pve_get_lxc_metrics",
     ),
     rrd(
         "pve_get_node_metrics_month",
@@ -128,6 +190,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Node RRD, last month (12-hour points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_MONTH,
+        "pve_get_node_metrics",
     ),
     rrd(
         "pve_get_qemu_metrics_month",
@@ -135,6 +198,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "VM RRD, last month (12-hour points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_MONTH,
+        "pve_get_qemu_metrics",
     ),
     rrd(
         "pve_get_lxc_metrics_month",
@@ -142,6 +206,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Container RRD, last month (12-hour points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_MONTH,
+        "pve_get_lxc_metrics",
     ),
     rrd(
         "pve_get_node_metrics_year",
@@ -149,6 +214,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Node RRD, last year (1-week points): time (Unix s), cpu (0-1), loadavg, memused/rootused (bytes), net (B/s).",
         NODE_PATH,
         NODE_YEAR,
+        "pve_get_node_metrics",
     ),
     rrd(
         "pve_get_qemu_metrics_year",
@@ -156,6 +222,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "VM RRD, last year (1-week points): time (Unix s), cpu (0-1), mem (bytes), disk/net I/O (B/s).",
         QEMU_PATH,
         GUEST_YEAR,
+        "pve_get_qemu_metrics",
     ),
     rrd(
         "pve_get_lxc_metrics_year",
@@ -163,6 +230,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         "Container RRD, last year (1-week points): time (Unix s), cpu (0-1), mem, disk (bytes), disk/net I/O (B/s).",
         LXC_PATH,
         GUEST_YEAR,
+        "pve_get_lxc_metrics",
     ),
     ToolSpec {
         name: "pve_get_cluster_metrics_overview",

@@ -8,7 +8,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_nodes",
         title: "List nodes",
-        description: "List cluster nodes: node, status, cpu (fraction), maxcpu, mem/maxmem, disk/maxdisk (bytes), uptime (s). Start here: gives the `node` names.",
+        description: "Cluster nodes: node, status, cpu (fraction), maxcpu, mem/maxmem, disk/maxdisk (bytes), uptime (s). Start here for `node` names.",
         category: Category::Nodes,
         aliases: &["listNodes"],
         backend: get("/nodes"),

@@ -14,12 +14,11 @@ pub const UPID_PATTERN: &str =
     "^UPID:[A-Za-z0-9.-]+:([0-9A-Fa-f]{8,}:){3}[^:\\s]+:[^:\\s]*:[^:\\s]+:$";
 
 /// The node a request is addressed to.
-pub const NODE: Param =
-    Param::path("node", ParamKind::String, "Node, e.g. pve01.").matching(NODE_PATTERN);
+pub const NODE: Param = Param::path("node", ParamKind::String, "Node name.").matching(NODE_PATTERN);
 
 /// A guest id.
 pub const VMID: Param =
-    Param::path("vmid", ParamKind::Integer, "Guest ID (VMID).").range(100, 999_999_999);
+    Param::path("vmid", ParamKind::Integer, "Guest VMID.").range(100, 999_999_999);
 
 /// A task id in the path.
 pub const UPID: Param = Param::path(

@@ -27,7 +27,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_pools",
         title: "List resource pools",
-        description: "List resource pools: poolid, comment. Members and the member `type` filter are in pve_get_pool.",
+        description: "Resource pools: poolid, comment. Members and the member `type` filter are in pve_get_pool.",
         category: Category::Pools,
         backend: get("/pools"),
         ..ToolSpec::BASE
@@ -35,7 +35,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_pool",
         title: "Get pool",
-        description: "One pool (nested ids like \"prod/web\" too) as a one-entry list [{poolid, comment, members}]; members are guests and storages. Filter members with `type`.",
+        description: "One pool (nested \"prod/web\" too) as [{poolid, comment, members}]; members are guests and storages, filtered by `type`.",
         category: Category::Pools,
         params: &[
             POOLID_QUERY,

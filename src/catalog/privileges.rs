@@ -385,6 +385,9 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_exec_in_container", &[]),
     ("pve_docker_ps_in_container", &[]),
     ("pve_docker_logs_in_container", &[]),
+    ("pve_get_node_metrics", &[("/nodes/{node}", "Sys.Audit")]),
+    ("pve_get_qemu_metrics", &[("/vms/{vmid}", "VM.Audit")]),
+    ("pve_get_lxc_metrics", &[("/vms/{vmid}", "VM.Audit")]),
     (
         "pve_get_node_metrics_hour",
         &[("/nodes/{node}", "Sys.Audit")],

@@ -24,10 +24,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_qemu_vms",
         title: "List VMs on a node",
-        description: "List a node's VMs: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), template, tags. All nodes: pve_list_cluster_resources.",
+        description: "A node's VMs: vmid, name, status, cpus, mem/maxmem (bytes), uptime (s), template, tags. All nodes: pve_list_cluster_resources.",
         category: Category::Qemu,
         params: &[NODE],
         backend: get("/nodes/{node}/qemu"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -70,6 +71,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Deprecated: use pve_list_qemu_vms or pve_list_cluster_resources. Lists VMs of one node, or all nodes if `node` is omitted.",
         category: Category::Qemu,
         deprecated: true,
+        superseded_by: Some("pve_list_qemu_vms"),
         params: &[NODE.optional()],
         backend: Backend::PerNodeList {
             path: "/nodes/{node}/qemu",

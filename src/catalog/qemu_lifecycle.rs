@@ -227,7 +227,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_qemu_snapshots",
         title: "List VM snapshots",
-        description: "List a VM's snapshots: name, description, snaptime (Unix s), vmstate, parent; \"current\" is the live state.",
+        description: "A VM's snapshots: name, description, snaptime (Unix s), vmstate, parent; \"current\" is the live state.",
         category: Category::Qemu,
         params: GUEST,
         backend: get("/nodes/{node}/qemu/{vmid}/snapshot"),

@@ -133,6 +133,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .range(100, 999_999_999),
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -33,6 +33,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             .one_of(&["archive", "active", "all"]),
         ],
         backend: get("/nodes/{node}/tasks"),
+        long_list: true,
         ..ToolSpec::BASE
     },
     ToolSpec {
@@ -57,7 +58,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_wait_task",
         title: "Wait for a task",
-        description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress notifications. Returns status, exitstatus, succeeded, logTail; a failed task is an error. Ending the wait never stops it.",
+        description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress. Returns status, exitstatus, succeeded, logTail; a failed task is an error. The task runs on.",
         category: Category::Tasks,
         params: &[
             Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")

@@ -482,6 +482,12 @@ pub struct ToolSpec {
     pub deprecated: bool,
     /// Legacy wire names that call this tool.
     pub aliases: &'static [&'static str],
+    /// A reference tool kept callable under its own name, served like an alias of the
+    /// named tool (`PVE_ALIASES`): unlisted by default, so it costs no context.
+    pub superseded_by: Option<&'static str>,
+    /// The answer is a list that grows with the cluster (tasks, resources, storage
+    /// content): it takes the shaping arguments `fields`/`limit`/`offset`.
+    pub long_list: bool,
     /// Parameters, in the order shown to clients.
     pub params: &'static [Param],
     /// At least one of these parameters must be present (update tools).
@@ -514,6 +520,8 @@ impl ToolSpec {
         reveals: &[],
         deprecated: false,
         aliases: &[],
+        superseded_by: None,
+        long_list: false,
         params: &[],
         at_least_one_of: &[],
         backend: Backend::Rest {

@@ -108,6 +108,19 @@ pub fn describe(registry: &Registry, settings: &Settings) -> Value {
         .map(|entry| {
             let spec = entry.spec;
             let (method, path) = spec.backend.summary();
+            // Superseded reference tools are legacy names of this tool, as aliases are.
+            let aliases: Vec<&str> = spec
+                .aliases
+                .iter()
+                .copied()
+                .chain(
+                    registry
+                        .entries()
+                        .iter()
+                        .filter(|e| e.alias_for == Some(spec.name) && e.spec.superseded_by.is_some())
+                        .map(|e| e.wire_name),
+                )
+                .collect();
             json!({
                 "name": spec.name,
                 "title": spec.title,
@@ -128,7 +141,7 @@ pub fn describe(registry: &Registry, settings: &Settings) -> Value {
                 "effectsEveryCall": crate::catalog::effects::of(spec).always.names(),
                 "dryRun": !spec.effect.is_read(),
                 "deprecated": spec.deprecated,
-                "aliases": spec.aliases,
+                "aliases": aliases,
                 "method": method,
                 "path": path,
                 "params": spec.params.iter().map(|p| p.name).collect::<Vec<_>>(),

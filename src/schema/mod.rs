@@ -1,7 +1,8 @@
 //! JSON input schema and argument validation, both derived from the same `Param` table.
 //!
 //! Invariant: what `input_schema` advertises and what `validate` accepts are the same
-//! rules, because both read the row. `validate` runs before any network I/O, so invalid
+//! rules, because both read the row; the one rule said once in the server instructions
+//! rather than on every tool is that unknown keys are refused. `validate` runs before any network I/O, so invalid
 //! arguments never reach Proxmox. The schema is a plain top-level object (no
 //! `anyOf`/`oneOf`/`allOf`) with a description on every property, which every MCP client
 //! accepts.
@@ -30,23 +31,22 @@ fn echoed_name(key: &str) -> String {
     }
 }
 
-const CONFIRM_DESCRIPTION: &str = "true once the user approved this exact call.";
+const CONFIRM_DESCRIPTION: &str = "User approved this call.";
 
 /// Name of the control argument that previews a change instead of making it; never sent.
 pub const DRY_RUN: &str = "dry_run";
 
-const DRY_RUN_DESCRIPTION: &str = "true: preview the request, send nothing.";
+const DRY_RUN_DESCRIPTION: &str = "Preview only.";
 
 /// Name of the control argument that follows a started Proxmox task to its end; never sent.
 pub const WAIT: &str = "wait";
 
-const WAIT_DESCRIPTION: &str =
-    "true: follow the task to its end; return its exit status and log tail, not the UPID.";
+const WAIT_DESCRIPTION: &str = "Return the task's end result.";
 
 /// Name of the control argument bounding `wait`, in seconds; never sent.
 pub const WAIT_TIMEOUT: &str = "wait_timeout";
 
-const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds `wait` follows it (default 300); the task runs on.";
+const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds (default 300).";
 
 /// Largest `wait_timeout` (seconds).
 pub const MAX_WAIT_SECS: u64 = 86_400;
@@ -77,9 +77,9 @@ pub const LIMIT: &str = "limit";
 /// Name of the list control argument that skips items (paging); never sent.
 pub const OFFSET: &str = "offset";
 
-const FIELDS_DESCRIPTION: &str = "Keys to keep per item.";
-const LIMIT_DESCRIPTION: &str = "Max items to return.";
-const OFFSET_DESCRIPTION: &str = "Items to skip first.";
+const FIELDS_DESCRIPTION: &str = "Keys to keep.";
+const LIMIT_DESCRIPTION: &str = "Max items.";
+const OFFSET_DESCRIPTION: &str = "Items to skip.";
 
 /// How a list result is shaped before it is returned: projection and paging, applied to
 /// the answer, never sent to Proxmox.
@@ -93,13 +93,20 @@ pub struct Shape {
     pub offset: usize,
 }
 
-/// A list row: a read named `pve_list_*`; its answer is a list of items.
+/// The rules of the control and shaping arguments, said once for every tool (meant for the
+/// server instructions), so each schema carries a few-word description of them.
+pub const CONTROL_NOTE: &str = "Arguments outside a tool's schema are refused. Lists that grow \
+with the cluster take fields (keys to keep per item), limit and offset (paging), applied to the \
+answer and never sent to Proxmox; an answer cut at the output cap says which offset comes next.";
+
+/// A long list row: a read whose answer grows with the cluster (`ToolSpec::long_list`).
 pub fn is_list(spec: &ToolSpec) -> bool {
-    spec.effect.is_read() && spec.name.starts_with("pve_list_")
+    spec.effect.is_read() && spec.long_list
 }
 
-/// The shaping arguments a row takes: list rows get `fields`, and `limit`/`offset` unless
-/// the API pages the list itself (a row with its own `limit` or `start`).
+/// The shaping arguments a row takes: long list rows get `fields`, and `limit`/`offset`
+/// unless the API pages the list itself (a row with its own `limit` or `start`). Short
+/// answers (one node's bridges, a guest's snapshots) are not worth their schema bytes.
 pub fn shaping_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
     let list = is_list(spec);
     let own = |name: &str| spec.params.iter().any(|p| p.name == name);
@@ -215,7 +222,8 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     if !required.is_empty() {
         schema.insert("required".into(), Value::Array(required));
     }
-    schema.insert("additionalProperties".into(), Value::Bool(false));
+    // No `additionalProperties: false`: `validate` refuses unknown keys all the same (the
+    // server instructions say so once), and the keyword would cost every tool 28 bytes.
     schema
 }
 
