@@ -493,6 +493,35 @@ impl Settings {
         self.whitelist.is_empty() || self.whitelist.contains(spec.name)
     }
 
+    /// Why a canonical tool is not exposed, with the setting that would expose it; `None`
+    /// when [`Settings::decide`] exposes it. Same order as `decide`.
+    pub fn why_hidden(&self, spec: &ToolSpec) -> Option<String> {
+        if self.blacklist.contains(spec.name) {
+            return Some(format!("denied by {ENV_BLACKLIST}"));
+        }
+        if spec.tier > self.tier {
+            return Some(format!(
+                "tier {} is above PVE_ACCESS_TIER={}; set PVE_ACCESS_TIER={}",
+                spec.tier.as_str(),
+                self.tier.as_str(),
+                spec.tier.as_str()
+            ));
+        }
+        if self.module == Module::Core && spec.module == Module::Advanced {
+            return Some("an advanced tool; set PVE_MODULE_MODE=advanced".to_owned());
+        }
+        if !self.categories.is_empty() && !self.categories.contains(&spec.category) {
+            return Some(format!(
+                "category {} is not in {ENV_CATEGORIES}",
+                spec.category.as_str()
+            ));
+        }
+        if !self.whitelist.is_empty() && !self.whitelist.contains(spec.name) {
+            return Some(format!("not in {ENV_WHITELIST}"));
+        }
+        None
+    }
+
     /// One-line summary for logs and the server instructions.
     pub fn summary(&self) -> String {
         let mut parts = vec![

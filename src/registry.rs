@@ -193,8 +193,26 @@ impl Registry {
         } else {
             String::new()
         };
+        // Names the user allow-listed but cannot see: say why, and what would expose them.
+        let hidden: Vec<String> = settings
+            .whitelist
+            .iter()
+            .filter(|name| !self.entries.iter().any(|e| e.wire_name == name.as_str()))
+            .filter_map(|name| {
+                let spec = catalog::find(name)?;
+                let why = settings
+                    .why_hidden(spec)
+                    .unwrap_or_else(|| "runs over SSH, and SSH is not configured".to_owned());
+                Some(format!("{name} ({why})"))
+            })
+            .collect();
+        let hidden = if hidden.is_empty() {
+            String::new()
+        } else {
+            format!("; allow-listed but not exposed: {}", hidden.join(", "))
+        };
         format!(
-            "{exposed} of {total} tools exposed{aliases} ({}){how_to_see_more}",
+            "{exposed} of {total} tools exposed{aliases} ({}){hidden}{how_to_see_more}",
             settings.summary()
         )
     }

@@ -20,6 +20,33 @@ fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     cmd.output().expect("binary runs")
 }
 
+/// Issue 23.3: an allow-listed tool the settings hide is named, with why and what exposes it.
+#[test]
+fn allow_listed_tools_that_stay_hidden_are_explained() {
+    let out = run(
+        &["tools"],
+        &[(
+            "PVE_TOOL_WHITELIST",
+            "pve_stop_qemu_vm,pve_api_call,pve_list_nodes",
+        )],
+    );
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1 of "), "{text}");
+    assert!(
+        text.contains("pve_stop_qemu_vm (tier read-execute is above PVE_ACCESS_TIER=read-only; set PVE_ACCESS_TIER=read-execute)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pve_api_call (an advanced tool; set PVE_MODULE_MODE=advanced)"),
+        "{text}"
+    );
+    assert!(!text.contains("pve_list_nodes ("), "{text}");
+}
+
 #[test]
 fn tools_json_needs_no_proxmox() {
     let out = run(
