@@ -202,19 +202,16 @@ async fn health_is_static_and_ready_follows_proxmox() {
     assert_eq!(down.status(), StatusCode::SERVICE_UNAVAILABLE);
     srv.http.shutdown().await;
 
-    // Without a configured Proxmox there is nothing to wait for.
+    // Without a configured Proxmox every call would fail: not ready (503).
     let bare = start(&[], None).await;
-    let body: Value = bare
-        .client
-        .get(bare.url("/ready"))
-        .send()
-        .await
-        .unwrap()
+    let answer = bare.client.get(bare.url("/ready")).send().await.unwrap();
+    assert_eq!(answer.status().as_u16(), 503);
+    let body: Value = answer
         .text()
         .await
         .map(|t| serde_json::from_str::<Value>(&t).expect("JSON"))
         .unwrap();
-    assert_eq!(body["ready"], true);
+    assert_eq!(body["ready"], false);
     assert_eq!(body["proxmox"], "not configured");
     bare.http.shutdown().await;
 }

@@ -1,8 +1,8 @@
 //! `/health` (the process answers) and `/ready` (it can do useful work).
 //!
-//! Invariant: `/ready` is true only when the configuration loaded (it did, or the server would
-//! not run) and, when a Proxmox is configured, its API answered `GET /version` in the most recent
-//! check. Checks are cached for a short time and run one at a time, so probes cannot flood
+//! Invariant: `/ready` is true only when a Proxmox is configured and its API answered
+//! `GET /version` in the most recent check (a server with no Proxmox can list tools but do no
+//! useful work, so it is not ready). Checks are cached for a short time and run one at a time, so probes cannot flood
 //! Proxmox; the answer never includes Proxmox's error text.
 
 use std::sync::Arc;
@@ -75,7 +75,8 @@ pub async fn health() -> Response {
 /// `GET /ready`: 200 when ready, 503 otherwise.
 pub async fn ready(State(readiness): State<Readiness>) -> Response {
     let (ready, proxmox) = match readiness.proxmox_reachable().await {
-        None => (true, "not configured"),
+        // Every call would answer PROXMOX_NOT_CONFIGURED: not ready for useful work.
+        None => (false, "not configured"),
         Some(true) => (true, "reachable"),
         Some(false) => (false, "unreachable"),
     };
