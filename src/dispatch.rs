@@ -9,7 +9,7 @@
 // Failures are the cold path and are rendered once; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::future::join_all;
 use rmcp::model::CallToolResult;
@@ -17,28 +17,14 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::{self, AuditLog};
-use crate::catalog::{Backend, HttpMethod, Location, Tier, ToolSpec};
+use crate::backends::{Backends, build_request};
+use crate::catalog::{Backend, HttpMethod, Tier, ToolSpec};
 use crate::envelope::{CallMeta, ToolFailure, codes, failure_from, not_configured, render};
-use crate::policy::Settings;
-use crate::pve::{self, ApiRequest, RetryPolicy};
+use crate::pve;
 use crate::redact;
-use crate::registry::{Entry, Registry};
+use crate::registry::Entry;
 use crate::schema::{self, ValidArgs};
-use crate::ssh::{self, Router};
-
-/// What a call can reach: the REST client, the SSH router, and (for the tools that report
-/// on the server itself) the registry and policy in force.
-#[derive(Debug, Clone, Copy)]
-pub struct Backends<'a> {
-    /// REST client; `None` when no Proxmox is configured.
-    pub pve: Option<&'a pve::Client>,
-    /// SSH router; `None` when SSH is not configured.
-    pub ssh: Option<&'a Router>,
-    /// The exposed tools.
-    pub registry: &'a Registry,
-    /// The policy in force.
-    pub settings: &'a Settings,
-}
+use crate::ssh;
 
 /// Sends a validated (and, where gated, approved) call to its backend: REST, the legacy
 /// per-node list, SSH or a composite handler. Returns the outcome and the attempts made.
@@ -251,91 +237,6 @@ async fn execute_api(
     match spec.result_filter {
         Some(filter) => (result.map(|answer| filter.apply(answer)), attempts),
         None => (result, attempts),
-    }
-}
-
-/// Renders the path and splits the remaining arguments into query or body parameters.
-pub fn build_request(
-    spec: &ToolSpec,
-    method: HttpMethod,
-    template: &str,
-    args: &ValidArgs,
-    overrides: &[(&str, &str)],
-) -> ApiRequest {
-    let mut path = template.to_owned();
-    let mut params = Vec::new();
-    for param in spec.params.iter().filter(|p| p.index.is_none()) {
-        let value = overrides
-            .iter()
-            .find(|(name, _)| *name == param.name)
-            .map(|(_, v)| vec![(*v).to_owned()])
-            .or_else(|| args.values.get(param.name).map(|v| v.wire_values()))
-            .or_else(|| param.default.map(|d| vec![d.to_owned()]));
-        let Some(values) = value else { continue };
-        match param.location {
-            Location::Path => {
-                let placeholder = format!("{{{}}}", param.name);
-                let value = values.concat();
-                path = path.replace(&placeholder, &pve::encode_path_segment(&value));
-            }
-            Location::Query | Location::Body => params.extend(
-                values
-                    .into_iter()
-                    .map(|v| (param.api_name().to_owned(), wire_encode(param, v))),
-            ),
-            // SSH inputs never go to the REST API.
-            Location::Argument => {}
-        }
-    }
-    // Indexed keys (`net1`, `scsi0`) go out under the name the client gave.
-    for (key, (param, value)) in &args.indexed {
-        params.extend(
-            value
-                .wire_values()
-                .into_iter()
-                .map(|v| (key.clone(), wire_encode(param, v))),
-        );
-    }
-    ApiRequest {
-        method: pve_method(method),
-        path,
-        params,
-        timeout: Duration::from_millis(spec.timeout_ms),
-        retry: if spec.retries_reads() {
-            RetryPolicy::Reads
-        } else {
-            RetryPolicy::Never
-        },
-    }
-}
-
-/// Proxmox reads `format: urlencoded` values (cloud-init `sshkeys`) percent-decoded
-/// after the form layer has decoded them once, so they are encoded here first — every
-/// byte but `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, as JavaScript's `encodeURIComponent` does,
-/// which is the set Proxmox's format check accepts.
-fn wire_encode(param: &crate::catalog::Param, value: String) -> String {
-    if !param.urlencoded {
-        return value;
-    }
-    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'!')
-        .remove(b'~')
-        .remove(b'*')
-        .remove(b'\'')
-        .remove(b'(')
-        .remove(b')');
-    percent_encoding::utf8_percent_encode(&value, KEEP).to_string()
-}
-
-fn pve_method(method: HttpMethod) -> pve::Method {
-    match method {
-        HttpMethod::Get => pve::Method::Get,
-        HttpMethod::Post => pve::Method::Post,
-        HttpMethod::Put => pve::Method::Put,
-        HttpMethod::Delete => pve::Method::Delete,
     }
 }
 

@@ -9,13 +9,15 @@
 //! - [`schema`] — JSON input schema and argument validation derived from a row.
 //! - [`registry`] — the exposed tools, built once (rmcp `Tool`s with annotations and `_meta`).
 //! - [`server`] — the rmcp `ServerHandler`.
+//! - [`state`] — `AppState`: what every call reads (registry, policy, backends, audit trail).
 //! - [`compact`] — the compact surface: find, describe and call tools through three meta-tools.
 //! - [`prompts`] — prompt recipes, offered when their tools are registered.
 //! - [`pipeline`] — one call, in order: validate → gate → dry-run → approve → dispatch.
 //! - [`gate`] — whether a call needs approval, from the row and the arguments.
 //! - [`approval`] — asks a person (elicitation, MRTR) or checks the confirm flag.
 //! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
-//! - [`dispatch`] — validation, request building, backend, envelope.
+//! - [`dispatch`] — validation, backend, envelope.
+//! - [`backends`] — what a call can reach (`Backends`) and the REST request a row renders.
 //! - [`effects`] — what each outgoing request does (from Proxmox's schema), and the clearance
 //!   checked as it leaves.
 //! - [`lean`] — list projection/paging and the result size cap.
@@ -32,6 +34,7 @@
 
 pub mod approval;
 pub mod audit;
+pub mod backends;
 pub mod catalog;
 pub mod cli;
 pub mod compact;
@@ -54,5 +57,6 @@ pub mod registry;
 pub mod schema;
 pub mod server;
 pub mod ssh;
+pub mod state;
 pub mod tasks;
 pub mod transport;

@@ -16,12 +16,13 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 
 use crate::approval::{Approver, Channel, Question, Verdict};
-use crate::dispatch::{self, Backends};
+use crate::backends::Backends;
+use crate::dispatch;
 use crate::envelope::ToolFailure;
 use crate::gate::{self, Gate};
 use crate::preview;
 use crate::registry::Entry;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// Runs one `tools/call` of a registered tool.
 pub async fn run(

@@ -36,7 +36,7 @@ use crate::envelope::{CallMeta, ToolFailure, codes, not_configured, render};
 use crate::pve;
 use crate::registry::Entry;
 use crate::schema::ValidArgs;
-use crate::server::AppState;
+use crate::state::AppState;
 
 use crate::catalog::{Backend, CompositeOp, ToolSpec};
 use exec_task::ExecHandle;
