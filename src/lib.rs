@@ -20,6 +20,7 @@
 //! - [`backends`] — what a call can reach (`Backends`) and the REST request a row renders.
 //! - [`effects`] — what each outgoing request does (from Proxmox's schema), and the clearance
 //!   checked as it leaves.
+//! - [`outcome`] — the end of every call: redact → audit → envelope (output cap).
 //! - [`lean`] — list projection/paging and the result size cap.
 //! - [`composite`] — tools made of several requests or a guarded one.
 //! - [`tasks`] — UPIDs as MCP tasks, `wait`, progress parsed from task logs.
@@ -47,6 +48,7 @@ pub mod emulator;
 pub mod envelope;
 pub mod gate;
 pub mod lean;
+pub mod outcome;
 pub mod pipeline;
 pub mod policy;
 pub mod preview;

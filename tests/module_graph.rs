@@ -5,15 +5,36 @@
 //! `#[cfg(test)] mod x;` are left out. Then every `crate::…`, `super::…` and `self::…` path, and
 //! every path that starts with a child module of the file, is resolved to the file that defines it
 //! (`src/a/b.rs` or `src/a/b/mod.rs`; a path to an item resolves to the file holding the item).
-//! `use` statements (brace groups expanded) and inline paths in code both count.
+//! A name a file only re-exports (`pub use`) resolves to the file that defines it. `use`
+//! statements (brace groups expanded) and inline paths in code both count.
 //!
 //! Not edges: a parent's use of its own direct children (declaring and dispatching to them — the
 //! parent is `lib.rs`, a `mod.rs`, or a file with a folder of children) and `pub use` /
-//! `pub(…) use` re-exports. Siblings, upward and cross-folder paths are edges. The strongly
-//! connected components (Tarjan) of that graph must all be single files.
+//! `pub(…) use` lines themselves (their users' paths count, see above). Siblings, upward and
+//! cross-folder paths are edges. The strongly connected components (Tarjan) of that graph must
+//! all be single files, and the top-level modules import only down the rows of [`LAYERS`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+/// The top-level modules, top to bottom (docs/ARCHITECTURE.md draws the same table). A module
+/// imports only modules in rows below its own: never upward, never sideways. A new top-level
+/// module must be placed here.
+const LAYERS: &[&[&str]] = &[
+    &["cli"],
+    &["transport"],
+    &["server"],
+    &["pipeline"],
+    &["gate", "dispatch"],
+    &["composite"],
+    &["tasks"],
+    &["state", "outcome", "preview", "prompts"],
+    &["audit", "backends", "compact"],
+    &["approval", "lean", "redact", "registry", "ssh"],
+    &["docs", "envelope", "policy", "schema"],
+    &["catalog", "pve"],
+    &["config", "effects", "emulator"],
+];
 
 /// A module path: `src/ssh/ops.rs` → `["ssh", "ops"]`; `src/lib.rs` → `[]`.
 type Module = Vec<String>;
@@ -170,7 +191,7 @@ fn without_test_items(code: &str) -> String {
     out
 }
 
-/// Expands a `use` tree (`a::{b::{c, d as e}, self}`) into full paths.
+/// Expands a `use` tree (`a::{b::{c, d as e}, self}`) into full paths (`a::b::d as e`).
 fn expand_use(tree: &str) -> Vec<String> {
     fn split_top(s: &str) -> Vec<&str> {
         let (mut depth, mut start, mut parts) = (0, 0, Vec::new());
@@ -201,14 +222,18 @@ fn expand_use(tree: &str) -> Vec<String> {
                 walk(&base, part, out);
             }
         } else {
-            let item = tree.split(" as ").next().unwrap_or_default().trim();
+            let mut parts = tree.split(" as ");
+            let item = parts.next().unwrap_or_default().trim();
             let full = if item == "self" {
                 prefix.to_owned()
             } else {
                 join(prefix, item)
             };
             if !full.is_empty() {
-                out.push(full);
+                match parts.next() {
+                    Some(alias) => out.push(format!("{full} as {}", alias.trim())),
+                    None => out.push(full),
+                }
             }
         }
     }
@@ -240,6 +265,7 @@ fn paths_in(code: &str) -> Vec<String> {
     let mut out: Vec<String> = uses
         .captures_iter(&code)
         .flat_map(|m| expand_use(&m[1]))
+        .map(|p| p.split(" as ").next().unwrap_or_default().to_owned())
         .collect();
     let rest = uses.replace_all(&code, " ");
     let plain =
@@ -252,8 +278,42 @@ fn paths_in(code: &str) -> Vec<String> {
     out
 }
 
-/// The file (its module path) that `path`, written in `module`, names — if it is in `files`.
-fn resolve(module: &Module, path: &str, files: &BTreeSet<Module>) -> Option<Module> {
+/// The files of the tree and, per file, the names it re-exports (`pub use`) → the path written.
+struct Tree {
+    files: BTreeSet<Module>,
+    reexports: BTreeMap<Module, BTreeMap<String, String>>,
+}
+
+/// The names a file re-exports: `pub use a::{B, c as D};` → `B` → `a::B`, `D` → `a::c`.
+fn reexports_in(code: &str) -> BTreeMap<String, String> {
+    let reexport = regex::Regex::new(r"\bpub\s*(?:\([^)]*\))?\s*use\s([^;]*);").unwrap();
+    let mut out = BTreeMap::new();
+    for m in reexport.captures_iter(code) {
+        for path in expand_use(&m[1]) {
+            let mut parts = path.split(" as ");
+            let target = parts.next().unwrap_or_default().trim().to_owned();
+            let name = parts
+                .next()
+                .or_else(|| target.rsplit("::").next())
+                .unwrap_or_default()
+                .trim()
+                .to_owned();
+            if name != "*" && !name.is_empty() {
+                out.insert(name, target);
+            }
+        }
+    }
+    out
+}
+
+/// The file (its module path) that `path`, written in `module`, names — if it is in the tree.
+/// A name a file only re-exports resolves to the file that defines it.
+fn resolve(module: &Module, path: &str, tree: &Tree) -> Option<Module> {
+    resolve_at(module, path, tree, 0)
+}
+
+fn resolve_at(module: &Module, path: &str, tree: &Tree, depth: usize) -> Option<Module> {
+    let files = &tree.files;
     let mut segments = path.split("::").map(str::trim).filter(|s| !s.is_empty());
     let first = segments.next()?;
     let mut abs: Module = match first {
@@ -279,10 +339,24 @@ fn resolve(module: &Module, path: &str, files: &BTreeSet<Module>) -> Option<Modu
         }
     }
     // The longest prefix that is a file: items inside a file resolve to that file.
-    (0..=abs.len())
+    let n = (0..=abs.len())
         .rev()
-        .map(|n| abs[..n].to_vec())
-        .find(|m| files.contains(m))
+        .find(|n| files.contains(&abs[..*n].to_vec()))?;
+    let file = abs[..n].to_vec();
+    let through = abs
+        .get(n)
+        .and_then(|name| tree.reexports.get(&file)?.get(name));
+    if let Some(target) = through
+        && depth < 8
+    {
+        let rest = abs[n + 1..]
+            .iter()
+            .fold(target.clone(), |p, s| format!("{p}::{s}"));
+        if let Some(source) = resolve_at(&file, &rest, tree, depth + 1) {
+            return Some(source);
+        }
+    }
+    Some(file)
 }
 
 /// The file graph of `sources` (module path → source text): edges by module path.
@@ -299,12 +373,18 @@ fn graph_of(sources: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<Mod
         code.insert(module.clone(), without_test_items(&stripped));
     }
     code.retain(|m, _| !test_only.iter().any(|t| m.starts_with(t)));
-    let files: BTreeSet<Module> = code.keys().cloned().collect();
+    let tree = Tree {
+        files: code.keys().cloned().collect(),
+        reexports: code
+            .iter()
+            .map(|(m, c)| (m.clone(), reexports_in(c)))
+            .collect(),
+    };
     let mut edges: BTreeMap<Module, BTreeSet<Module>> = BTreeMap::new();
     for (module, text) in &code {
         let out = edges.entry(module.clone()).or_default();
         for path in paths_in(text) {
-            let Some(to) = resolve(module, &path, &files) else {
+            let Some(to) = resolve(module, &path, &tree) else {
                 continue;
             };
             let own_child = to.len() == module.len() + 1 && to.starts_with(module);
@@ -478,6 +558,17 @@ fn the_reader_finds_a_circle_when_there_is_one() {
     // a::kid → b → a, and a only declares a::kid: no circle yet.
     assert!(circles(&edges).is_empty(), "{edges:#?}");
     // Close a loop: a::kid → b → a::kid.
+    // A name a file only re-exports resolves to the file that defines it.
+    let mut through = sources.clone();
+    through.insert(
+        m("low"),
+        "pub struct Q;\nfn q() { crate::b::x::Q }".to_owned(),
+    );
+    through.insert(
+        m("b::x"),
+        "pub struct Y;\npub use crate::a::Thing as Q;".to_owned(),
+    );
+    assert_eq!(graph_of(&through)[&m("low")], BTreeSet::from([m("a")]));
     let mut looped = sources.clone();
     looped.insert(
         m("b"),
@@ -492,4 +583,33 @@ fn the_reader_finds_a_circle_when_there_is_one() {
     big.insert(m("a::kid"), "fn r() { crate::b::x::h() }".to_owned());
     let found = circles(&graph_of(&big));
     assert_eq!(found, vec![vec![m("a::kid"), m("b::x"), m("low")]]);
+}
+
+#[test]
+fn top_level_modules_import_only_lower_layers() {
+    let (src, edges) = src_graph();
+    let row = |name: &str| LAYERS.iter().position(|r| r.contains(&name));
+    let mut wrong = Vec::new();
+    for (from, tos) in &edges {
+        let Some(top) = from.first() else { continue }; // lib.rs: the table of contents
+        let Some(level) = row(top) else {
+            wrong.push(format!("{} is in no row of LAYERS", file_name(&src, from)));
+            continue;
+        };
+        for to in tos.iter().filter(|to| to.first() != Some(top)) {
+            let target = to.first().map_or("lib", String::as_str);
+            if row(target).is_none_or(|r| r <= level) {
+                wrong.push(format!(
+                    "{} → {}",
+                    file_name(&src, from),
+                    file_name(&src, to)
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "imports that do not go down the layers:\n{}",
+        wrong.join("\n")
+    );
 }
