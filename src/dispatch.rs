@@ -1,44 +1,26 @@
-//! One tool call, from validated arguments to envelope.
+//! One tool call's validation and its trip to the backend.
 //!
 //! `preflight` validates (arguments → cross-field checks → at-least-one-of guard);
-//! `execute` builds the request and talks to the backend; `finish` renders the envelope.
-//! The pipeline around them (gate, approval, dry-run) is in `pipeline`. Invariant: nothing
+//! `execute` sends the request (built by `backends::build_request`) to REST, SSH or a
+//! composite handler; `outcome` renders the envelope. The pipeline around them (gate,
+//! approval, dry-run) is in `pipeline`. Invariant: nothing
 //! is sent to Proxmox unless `preflight` passed, and every failure becomes a `ToolFailure`
 //! with a stable code.
 
 // Failures are the cold path and are rendered once; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
 
-use std::time::{Duration, Instant};
-
 use futures::future::join_all;
-use rmcp::model::CallToolResult;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::audit::{self, AuditLog};
-use crate::catalog::{Backend, HttpMethod, Location, Tier, ToolSpec};
-use crate::envelope::{CallMeta, ToolFailure, codes, failure_from, not_configured, render};
-use crate::policy::Settings;
-use crate::pve::{self, ApiRequest, RetryPolicy};
-use crate::redact;
-use crate::registry::{Entry, Registry};
+use crate::backends::{Backends, build_request};
+use crate::catalog::{Backend, HttpMethod, ToolSpec};
+use crate::envelope::{ToolFailure, codes, failure_from, not_configured};
+use crate::pve;
+use crate::registry::Entry;
 use crate::schema::{self, ValidArgs};
-use crate::ssh::{self, Router};
-
-/// What a call can reach: the REST client, the SSH router, and (for the tools that report
-/// on the server itself) the registry and policy in force.
-#[derive(Debug, Clone, Copy)]
-pub struct Backends<'a> {
-    /// REST client; `None` when no Proxmox is configured.
-    pub pve: Option<&'a pve::Client>,
-    /// SSH router; `None` when SSH is not configured.
-    pub ssh: Option<&'a Router>,
-    /// The exposed tools.
-    pub registry: &'a Registry,
-    /// The policy in force.
-    pub settings: &'a Settings,
-}
+use crate::ssh;
 
 /// Sends a validated (and, where gated, approved) call to its backend: REST, the legacy
 /// per-node list, SSH or a composite handler. Returns the outcome and the attempts made.
@@ -59,87 +41,6 @@ pub async fn execute(
         }
         (_, None) => (Err(not_configured()), 0),
         (_, Some(client)) => execute_api(client, spec, args, cancel).await,
-    }
-}
-
-/// Logs the outcome, cuts an answer over the size cap (with a note on how to page), and
-/// renders the envelope with the call's meta.
-pub fn finish(
-    entry: &Entry,
-    started: Instant,
-    outcome: Result<Value, ToolFailure>,
-    attempts: u32,
-    approval: Option<&'static str>,
-) -> CallToolResult {
-    let meta = CallMeta {
-        tool: entry.wire_name,
-        alias_for: entry.alias_for,
-        duration: started.elapsed(),
-        attempts,
-        retries: attempts.saturating_sub(1),
-        approval,
-    };
-    // DEBUG, not INFO: at the default level a per-call line cost more CPU than the call's own
-    // code (see docs/PERFORMANCE.md); `RUST_LOG=nandi_proxmox_mcp=debug` brings it back.
-    match &outcome {
-        Ok(_) => tracing::debug!(
-            tool = entry.wire_name,
-            ms = meta.duration.as_millis() as u64,
-            "tool call ok"
-        ),
-        Err(f) => tracing::debug!(tool = entry.wire_name, code = f.code, "tool call failed"),
-    }
-    // The one place every answer passes: nothing larger than the cap reaches the client.
-    let outcome = outcome.map(|data| crate::lean::cap(data, entry.spec, entry.output_cap));
-    render(outcome, &meta)
-}
-
-/// What the last stages of a call need besides its outcome: the server's configured tier
-/// (what redaction may reveal), the audit trail (`None`: not recorded, e.g. a dry-run) and
-/// the client's raw arguments (masked before they are recorded or echoed).
-#[derive(Debug, Clone, Copy)]
-pub struct Record<'a> {
-    /// `policy::Settings::tier` of the server.
-    pub tier: Tier,
-    /// Where the call is recorded, if it is.
-    pub audit: Option<&'a AuditLog>,
-    /// The arguments as the client sent them.
-    pub arguments: Option<&'a Map<String, Value>>,
-}
-
-/// The end of every call: redact → envelope → audit. `approval` is how a gated call was
-/// approved (`person`, `confirm-flag`).
-pub async fn conclude(
-    record: &Record<'_>,
-    entry: &Entry,
-    started: Instant,
-    mut outcome: Result<Value, ToolFailure>,
-    attempts: u32,
-    approval: Option<&'static str>,
-) -> CallToolResult {
-    seal(record, entry, started, &mut outcome, approval).await;
-    finish(entry, started, outcome, attempts, approval)
-}
-
-/// Redact → audit, without rendering: for callers that build the answer themselves (a task
-/// handle) after the outcome is final.
-pub async fn seal(
-    record: &Record<'_>,
-    entry: &Entry,
-    started: Instant,
-    outcome: &mut Result<Value, ToolFailure>,
-    approval: Option<&'static str>,
-) {
-    redact::redact_outcome(entry.spec, record.tier, record.arguments, outcome);
-    if let Some(log) = record.audit {
-        let call = audit::call::Call {
-            spec: entry.spec,
-            wire_name: entry.wire_name,
-            alias_for: entry.alias_for,
-            arguments: record.arguments,
-            approval,
-        };
-        audit::call::record_call(log, &call, outcome, started.elapsed()).await;
     }
 }
 
@@ -251,91 +152,6 @@ async fn execute_api(
     match spec.result_filter {
         Some(filter) => (result.map(|answer| filter.apply(answer)), attempts),
         None => (result, attempts),
-    }
-}
-
-/// Renders the path and splits the remaining arguments into query or body parameters.
-pub fn build_request(
-    spec: &ToolSpec,
-    method: HttpMethod,
-    template: &str,
-    args: &ValidArgs,
-    overrides: &[(&str, &str)],
-) -> ApiRequest {
-    let mut path = template.to_owned();
-    let mut params = Vec::new();
-    for param in spec.params.iter().filter(|p| p.index.is_none()) {
-        let value = overrides
-            .iter()
-            .find(|(name, _)| *name == param.name)
-            .map(|(_, v)| vec![(*v).to_owned()])
-            .or_else(|| args.values.get(param.name).map(|v| v.wire_values()))
-            .or_else(|| param.default.map(|d| vec![d.to_owned()]));
-        let Some(values) = value else { continue };
-        match param.location {
-            Location::Path => {
-                let placeholder = format!("{{{}}}", param.name);
-                let value = values.concat();
-                path = path.replace(&placeholder, &pve::encode_path_segment(&value));
-            }
-            Location::Query | Location::Body => params.extend(
-                values
-                    .into_iter()
-                    .map(|v| (param.api_name().to_owned(), wire_encode(param, v))),
-            ),
-            // SSH inputs never go to the REST API.
-            Location::Argument => {}
-        }
-    }
-    // Indexed keys (`net1`, `scsi0`) go out under the name the client gave.
-    for (key, (param, value)) in &args.indexed {
-        params.extend(
-            value
-                .wire_values()
-                .into_iter()
-                .map(|v| (key.clone(), wire_encode(param, v))),
-        );
-    }
-    ApiRequest {
-        method: pve_method(method),
-        path,
-        params,
-        timeout: Duration::from_millis(spec.timeout_ms),
-        retry: if spec.retries_reads() {
-            RetryPolicy::Reads
-        } else {
-            RetryPolicy::Never
-        },
-    }
-}
-
-/// Proxmox reads `format: urlencoded` values (cloud-init `sshkeys`) percent-decoded
-/// after the form layer has decoded them once, so they are encoded here first — every
-/// byte but `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, as JavaScript's `encodeURIComponent` does,
-/// which is the set Proxmox's format check accepts.
-fn wire_encode(param: &crate::catalog::Param, value: String) -> String {
-    if !param.urlencoded {
-        return value;
-    }
-    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
-        .remove(b'-')
-        .remove(b'_')
-        .remove(b'.')
-        .remove(b'!')
-        .remove(b'~')
-        .remove(b'*')
-        .remove(b'\'')
-        .remove(b'(')
-        .remove(b')');
-    percent_encoding::utf8_percent_encode(&value, KEEP).to_string()
-}
-
-fn pve_method(method: HttpMethod) -> pve::Method {
-    match method {
-        HttpMethod::Get => pve::Method::Get,
-        HttpMethod::Post => pve::Method::Post,
-        HttpMethod::Put => pve::Method::Put,
-        HttpMethod::Delete => pve::Method::Delete,
     }
 }
 

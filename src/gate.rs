@@ -1,7 +1,7 @@
 //! The gate: what will this call's requests do, and does that need a person?
 //!
 //! [`plan`] classifies the requests a call is about to send with the effects classifier
-//! (`effects`): a REST row's one request as `dispatch::build_request` renders it, a generic
+//! (`effects`): a REST row's one request as `backends::build_request` renders it, a generic
 //! API call's request from its `method`/`path`/`params`, a composite's or SSH operation's
 //! known requests. [`evaluate`] turns that into the decision — a pure function of the effects,
 //! the row's own rules (`confirm`, `gated_when`, which may add to it and never remove) and the
@@ -106,7 +106,7 @@ pub fn tier_refusal(tier: Tier, spec: &ToolSpec, gate: Option<&Gate>) -> Option<
 pub fn plan(spec: &'static ToolSpec, args: &ValidArgs) -> Classified {
     match spec.backend {
         Backend::Rest { method, path } => {
-            let request = crate::dispatch::build_request(spec, method, path, args, &[]);
+            let request = crate::backends::build_request(spec, method, path, args, &[]);
             effects::classify_rest(request.method.as_str(), &request.path, &request.params)
         }
         Backend::PerNodeList { .. } => Classified::read(),
@@ -120,11 +120,11 @@ fn plan_composite(spec: &'static ToolSpec, op: CompositeOp, args: &ValidArgs) ->
         CompositeOp::ApiCall => plan_api_call(spec, args),
         CompositeOp::DownloadToStorage => {
             let path = "/nodes/{node}/storage/{storage}/download-url";
-            let request = crate::dispatch::build_request(spec, HttpMethod::Post, path, args, &[]);
+            let request = crate::backends::build_request(spec, HttpMethod::Post, path, args, &[]);
             effects::classify_rest("POST", &request.path, &request.params)
         }
         CompositeOp::QemuGuestExec => {
-            let start = crate::dispatch::build_request(
+            let start = crate::backends::build_request(
                 spec,
                 HttpMethod::Post,
                 "/nodes/{node}/qemu/{vmid}/agent/exec",

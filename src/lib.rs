@@ -9,15 +9,18 @@
 //! - [`schema`] — JSON input schema and argument validation derived from a row.
 //! - [`registry`] — the exposed tools, built once (rmcp `Tool`s with annotations and `_meta`).
 //! - [`server`] — the rmcp `ServerHandler`.
+//! - [`state`] — `AppState`: what every call reads (registry, policy, backends, audit trail).
 //! - [`compact`] — the compact surface: find, describe and call tools through three meta-tools.
 //! - [`prompts`] — prompt recipes, offered when their tools are registered.
 //! - [`pipeline`] — one call, in order: validate → gate → dry-run → approve → dispatch.
 //! - [`gate`] — whether a call needs approval, from the row and the arguments.
 //! - [`approval`] — asks a person (elicitation, MRTR) or checks the confirm flag.
 //! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
-//! - [`dispatch`] — validation, request building, backend, envelope.
+//! - [`dispatch`] — validation, backend, envelope.
+//! - [`backends`] — what a call can reach (`Backends`) and the REST request a row renders.
 //! - [`effects`] — what each outgoing request does (from Proxmox's schema), and the clearance
 //!   checked as it leaves.
+//! - [`outcome`] — the end of every call: redact → audit → envelope (output cap).
 //! - [`lean`] — list projection/paging and the result size cap.
 //! - [`composite`] — tools made of several requests or a guarded one.
 //! - [`tasks`] — UPIDs as MCP tasks, `wait`, progress parsed from task logs.
@@ -32,6 +35,7 @@
 
 pub mod approval;
 pub mod audit;
+pub mod backends;
 pub mod catalog;
 pub mod cli;
 pub mod compact;
@@ -44,6 +48,7 @@ pub mod emulator;
 pub mod envelope;
 pub mod gate;
 pub mod lean;
+pub mod outcome;
 pub mod pipeline;
 pub mod policy;
 pub mod preview;
@@ -54,5 +59,6 @@ pub mod registry;
 pub mod schema;
 pub mod server;
 pub mod ssh;
+pub mod state;
 pub mod tasks;
 pub mod transport;

@@ -16,12 +16,14 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 
 use crate::approval::{Approver, Channel, Question, Verdict};
-use crate::dispatch::{self, Backends};
+use crate::backends::Backends;
+use crate::dispatch;
 use crate::envelope::ToolFailure;
 use crate::gate::{self, Gate};
+use crate::outcome;
 use crate::preview;
 use crate::registry::Entry;
-use crate::server::AppState;
+use crate::state::AppState;
 
 /// Runs one `tools/call` of a registered tool.
 pub async fn run(
@@ -34,8 +36,8 @@ pub async fn run(
     let started = Instant::now();
     let spec = entry.spec;
     let cancel = &context.ct;
-    // Redaction and audit (`dispatch::conclude`) see every outcome below.
-    let record = dispatch::Record {
+    // Redaction and audit (`outcome::conclude`) see every outcome below.
+    let record = outcome::Record {
         tier: state.settings.tier,
         audit: Some(&state.audit),
         arguments: request.arguments.as_ref(),
@@ -43,14 +45,14 @@ pub async fn run(
     let args = match dispatch::preflight(entry, request.arguments.as_ref()) {
         Ok(args) => args,
         Err(failure) => {
-            return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+            return outcome::conclude(&record, entry, started, Err(failure), 0, None)
                 .await
                 .into();
         }
     };
     let gate = gate::evaluate(spec, &args);
     if let Some(failure) = gate::tier_refusal(state.settings.tier, spec, gate.as_ref()) {
-        return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+        return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();
     }
@@ -60,11 +62,11 @@ pub async fn run(
         let approval_path = approver.describe(context);
         let reasons = gate.as_ref().map(Gate::reasons);
         let data = preview.dry_run(spec, reasons.as_deref(), approval_path);
-        let preview_only = dispatch::Record {
+        let preview_only = outcome::Record {
             audit: None,
             ..record
         };
-        return dispatch::conclude(&preview_only, entry, started, Ok(data), 0, None)
+        return outcome::conclude(&preview_only, entry, started, Ok(data), 0, None)
             .await
             .into();
     }
@@ -74,7 +76,7 @@ pub async fn run(
     if let Err(failure) =
         crate::audit::call::ensure_change_recordable(&state.audit, spec, is_change).await
     {
-        return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+        return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();
     }
@@ -104,7 +106,7 @@ pub async fn run(
             Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
             Verdict::Refused(failure) => {
                 let failure = with_fired_rules(failure, gate);
-                return dispatch::conclude(&record, entry, started, Err(failure), 0, None)
+                return outcome::conclude(&record, entry, started, Err(failure), 0, None)
                     .await
                     .into();
             }
@@ -121,7 +123,7 @@ pub async fn run(
     };
     if let Err(failure) = crate::audit::call::record_intent(&state.audit, &intent, is_change).await
     {
-        return dispatch::conclude(&record, entry, started, Err(failure), 0, approved_by)
+        return outcome::conclude(&record, entry, started, Err(failure), 0, approved_by)
             .await
             .into();
     }
@@ -150,7 +152,7 @@ pub async fn run(
     // Shape first (projection, paging), then redact and audit what is returned: a
     // task-bound answer below does not come back through `conclude`.
     let mut outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));
-    dispatch::seal(&record, entry, started, &mut outcome, approved_by).await;
+    outcome::seal(&record, entry, started, &mut outcome, approved_by).await;
     // Stage: long tasks — a UPID becomes an MCP task, or is followed to its end (`wait`).
     let dispatched = crate::tasks::Dispatched {
         entry,
@@ -163,7 +165,7 @@ pub async fn run(
     if let Some(response) = crate::tasks::after_dispatch(state, dispatched, context).await {
         return response;
     }
-    dispatch::finish(entry, started, outcome, attempts, approved_by).into()
+    outcome::finish(entry, started, outcome, attempts, approved_by).into()
 }
 
 /// Adds the argument rules that fired to a refusal, so the caller sees which arguments made

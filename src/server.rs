@@ -18,34 +18,15 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use crate::approval::{Approver, SealedStates};
 use crate::compact::{self, Routed};
 use crate::pipeline;
-use crate::policy::{ApprovalMode, Settings, Surface};
+use crate::policy::{ApprovalMode, Surface};
 use crate::prompts;
-use crate::pve;
-use crate::registry::Registry;
-use crate::ssh;
 use crate::tasks;
+
+/// The shared state lives below the pipeline (`crate::state`); re-exported for callers.
+pub use crate::state::AppState;
 
 /// The server name announced in `initialize`.
 pub const SERVER_NAME: &str = "nandi-proxmox-mcp";
-
-/// Everything a call needs, shared by all sessions.
-#[derive(Debug)]
-pub struct AppState {
-    /// Exposed tools.
-    pub registry: Registry,
-    /// Policy in force (for the instructions).
-    pub settings: Settings,
-    /// REST client; `None` when no Proxmox is configured.
-    pub pve: Option<pve::Client>,
-    /// Where the Proxmox connection comes from, for the instructions.
-    pub connection_note: String,
-    /// SSH router (executor + node routes); `None` when SSH is not configured.
-    pub ssh: Option<Arc<ssh::Router>>,
-    /// Why the SSH tools are or are not available, for the instructions.
-    pub ssh_note: String,
-    /// The audit trail of changes and refusals (`PVE_AUDIT_LOG`).
-    pub audit: crate::audit::AuditLog,
-}
 
 /// The MCP handler.
 #[derive(Debug, Clone)]

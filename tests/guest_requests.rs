@@ -1,10 +1,10 @@
 //! Request building for the row features the guest tools introduced, without a network:
 //! indexed families, defaults, fixed and renamed parameters, `format: urlencoded`
 //! values, string arrays and result filters — each checked through the public
-//! `schema::validate` → `dispatch::build_request` path every call takes.
+//! `schema::validate` → `backends::build_request` path every call takes.
 
+use nandi_proxmox_mcp::backends::build_request;
 use nandi_proxmox_mcp::catalog::{self, ResultFilter, ToolSpec};
-use nandi_proxmox_mcp::dispatch::build_request;
 use nandi_proxmox_mcp::schema::{self, ValidArgs};
 use serde_json::{Value, json};
 

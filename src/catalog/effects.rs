@@ -207,6 +207,22 @@ fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
     }
 }
 
+/// The approval questions a row answers from its effects; here beside the classifier so
+/// `types` (the row) needs nothing from this file.
+impl ToolSpec {
+    /// Whether any call of this tool can need approval: some request it can send does more
+    /// than read (from the effects classifier), or a row rule gates it.
+    pub fn can_be_gated(&self) -> bool {
+        self.confirm || !self.gated_when.is_empty() || of(self).can_need_person()
+    }
+
+    /// Whether every call of this tool needs a person (announced to clients as
+    /// `_meta["anthropic/requiresUserInteraction"]`).
+    pub fn always_gated(&self) -> bool {
+        self.confirm || of(self).always_needs_person()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

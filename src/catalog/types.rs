@@ -549,18 +549,6 @@ impl ToolSpec {
         })
     }
 
-    /// Whether any call of this tool can need approval: some request it can send does more
-    /// than read (from the effects classifier), or a row rule gates it.
-    pub fn can_be_gated(&self) -> bool {
-        self.confirm || !self.gated_when.is_empty() || super::effects::of(self).can_need_person()
-    }
-
-    /// Whether every call of this tool needs a person (announced to clients as
-    /// `_meta["anthropic/requiresUserInteraction"]`).
-    pub fn always_gated(&self) -> bool {
-        self.confirm || super::effects::of(self).always_needs_person()
-    }
-
     /// Reads may be retried on transient failures; writes never are.
     pub const fn retries_reads(&self) -> bool {
         self.effect.is_read()

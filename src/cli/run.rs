@@ -17,8 +17,9 @@ use crate::emulator::{Emulator, EmulatorOptions};
 use crate::policy::Settings;
 use crate::pve;
 use crate::registry::{Capabilities, Registry};
-use crate::server::{AppState, Server};
+use crate::server::Server;
 use crate::ssh;
+use crate::state::AppState;
 use crate::transport::{
     self,
     http::{HttpError, HttpSettings},

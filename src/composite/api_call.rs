@@ -17,8 +17,8 @@ use super::api_call_cache::{self, LoadedSchema};
 use super::api_call_check::{
     CheckedCall, Refusal, against_schema, encode_path, structural_params, structural_path,
 };
+use crate::backends::Backends;
 use crate::catalog::ToolSpec;
-use crate::dispatch::Backends;
 use crate::envelope::{ToolFailure, codes, failure_from, not_configured};
 use crate::pve::{self, ApiRequest, RetryPolicy};
 use crate::schema::{ArgValue, ValidArgs};

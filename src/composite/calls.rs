@@ -99,18 +99,6 @@ pub(super) fn qemu_path(args: &ValidArgs) -> Result<String, ToolFailure> {
     ))
 }
 
-/// Keeps at most `cap` bytes of `text` (on a character boundary); whether it cut.
-pub(super) fn cap_text(text: &str, cap: usize) -> (String, bool) {
-    if text.len() <= cap {
-        return (text.to_owned(), false);
-    }
-    let mut end = cap;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (text[..end].to_owned(), true)
-}
-
 /// Whether a config `agent` value enables the agent (`1`, `enabled=1`, `1,fstrim…`).
 pub(super) fn agent_enabled(config: &Value) -> bool {
     let text = match config.get("agent") {

@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::calls::{Calls, cap_text, integer, qemu_path};
+use super::calls::{Calls, integer, qemu_path};
 use crate::envelope::{ToolFailure, codes, failure_from};
 use crate::pve::ApiRequest;
 use crate::schema::{ArgValue, ValidArgs};
-
-/// Bytes of stdout and of stderr returned at most.
-pub const OUTPUT_CAP: usize = 65_536;
+/// The answer's shape is shared with the task follower (`tasks::exec_task`), which owns it.
+pub use crate::tasks::exec_task::{OUTPUT_CAP, render_status};
+use crate::tasks::exec_task::{render, truthy};
 
 /// First and longest pause between status polls.
 const FIRST_POLL: Duration = Duration::from_millis(100);
@@ -35,12 +35,6 @@ pub async fn detached_scope<F: std::future::Future>(detached: bool, work: F) -> 
 
 fn detached() -> bool {
     DETACHED.try_with(|d| *d).unwrap_or(false)
-}
-
-/// One `agent/exec-status` answer as the tool returns it: `(exited, answer)`.
-pub fn render_status(pid: i64, status: &Value) -> (bool, Value) {
-    let exited = truthy(status.get("exited"));
-    (exited, render(pid, status, exited))
 }
 
 /// Runs the argv and follows it; see the module docs.
@@ -98,30 +92,4 @@ pub(super) async fn run(calls: &mut Calls<'_>, args: &ValidArgs) -> Result<Value
             .await;
         delay = (delay * 2).min(LONGEST_POLL);
     }
-}
-
-fn truthy(value: Option<&Value>) -> bool {
-    match value {
-        Some(Value::Bool(b)) => *b,
-        Some(Value::Number(n)) => n.as_i64().unwrap_or(0) != 0,
-        Some(Value::String(s)) => s == "1" || s == "true",
-        _ => false,
-    }
-}
-
-/// The answer: pid, exit code, capped stdout/stderr with their truncation flags.
-fn render(pid: i64, status: &Value, exited: bool) -> Value {
-    let text = |key: &str| status.get(key).and_then(Value::as_str).unwrap_or_default();
-    let (stdout, stdout_cut) = cap_text(text("out-data"), OUTPUT_CAP);
-    let (stderr, stderr_cut) = cap_text(text("err-data"), OUTPUT_CAP);
-    json!({
-        "pid": pid,
-        "exited": exited,
-        "exitcode": status.get("exitcode").cloned().unwrap_or(Value::Null),
-        "signal": status.get("signal").cloned().unwrap_or(Value::Null),
-        "stdout": stdout,
-        "stderr": stderr,
-        "stdout_truncated": stdout_cut || truthy(status.get("out-truncated")),
-        "stderr_truncated": stderr_cut || truthy(status.get("err-truncated")),
-    })
 }

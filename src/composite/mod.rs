@@ -25,8 +25,8 @@ mod wait_task;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::backends::Backends;
 use crate::catalog::{CompositeOp, ToolSpec};
-use crate::dispatch::Backends;
 use crate::envelope::ToolFailure;
 use crate::schema::ValidArgs;
 

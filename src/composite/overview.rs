@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::calls::Calls;
-use crate::dispatch::Backends;
+use crate::backends::Backends;
 use crate::envelope::ToolFailure;
 use crate::ssh::RunOptions;
 

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::dispatch::Backends;
+use crate::backends::Backends;
 use crate::envelope::{ToolFailure, codes, not_configured};
 use crate::pve::Upid;
 use crate::schema::{ArgValue, ValidArgs};

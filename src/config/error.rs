@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 
-use super::instances::{self, Instance};
-use super::{CONFIG_ENV_VAR, MAX_FILE_BYTES, SshStrategy, fields};
+use super::scope::{self, Instance};
+use super::{CONFIG_ENV_VAR, MAX_FILE_BYTES, SshStrategy};
 
 /// Everything that can go wrong while loading configuration. Messages say what is wrong, where,
 /// and how to fix it; they never contain the token secret.
@@ -100,7 +100,7 @@ pub enum ConfigError {
     #[error(
         "config file {}: unknown key(s) {}; valid keys are: {}",
         path.display(),
-        fields::describe_unknown(keys, valid),
+        describe_unknown(keys, valid),
         valid.join(", ")
     )]
     UnknownKeys {
@@ -175,14 +175,14 @@ pub enum ConfigError {
     #[error(
         "several Proxmox instances are configured: {}; set {CONFIG_ENV_VAR} to the file of the \
          one to use (`nandi-proxmox-mcp list` prints each path)",
-        instances::describe_instances(found)
+        describe_instances(found)
     )]
     AmbiguousInstances {
         /// The candidates.
         found: Vec<Instance>,
     },
     /// No instance has the requested name.
-    #[error("{}", instances::describe_unknown_instance(name, known))]
+    #[error("{}", describe_unknown_instance(name, known))]
     UnknownInstance {
         /// The requested name.
         name: String,
@@ -192,7 +192,7 @@ pub enum ConfigError {
     /// An instance name breaks the naming rule.
     #[error(
         "invalid instance name {name:?}: {reason}; names match {} (e.g. `proxmox`, `lab-cluster`)",
-        instances::NAME_PATTERN
+        scope::NAME_PATTERN
     )]
     InvalidInstanceName {
         /// The rejected name.
@@ -256,4 +256,69 @@ pub enum ConfigError {
         /// The I/O failure.
         source: std::io::Error,
     },
+}
+
+/// "a (project, /p/a.json), b (user, /h/b.json)" for error messages.
+pub(crate) fn describe_instances(found: &[Instance]) -> String {
+    found
+        .iter()
+        .map(|i| format!("{} ({}, {})", i.name, i.scope, i.path.display()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Message for an unknown instance name.
+pub(crate) fn describe_unknown_instance(name: &str, known: &[String]) -> String {
+    if known.is_empty() {
+        format!(
+            "no Proxmox instance named `{name}`: none is configured yet; run \
+             `nandi-proxmox-mcp setup` to create one"
+        )
+    } else {
+        format!(
+            "no Proxmox instance named `{name}`; configured instances: {} \
+             (`nandi-proxmox-mcp list` prints each path)",
+            known.join(", ")
+        )
+    }
+}
+
+/// Renders unknown keys with a "did you mean" hint when a valid key is close.
+pub(crate) fn describe_unknown(keys: &[String], valid: &[&'static str]) -> String {
+    keys.iter()
+        .map(|key| {
+            let leaf = key.rsplit('.').next().unwrap_or(key);
+            match closest(leaf, valid) {
+                Some(guess) => format!("`{key}` (did you mean `{guess}`?)"),
+                None => format!("`{key}`"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The valid key nearest to `key` (case-insensitive edit distance ≤ 2), if any.
+fn closest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
+    let key = key.to_ascii_lowercase();
+    valid
+        .iter()
+        .map(|v| (edit_distance(&key, &v.to_ascii_lowercase()), *v))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, v)| v)
+}
+
+/// Levenshtein distance; keys are short, so the simple two-row version is enough.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }

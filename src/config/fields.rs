@@ -325,49 +325,10 @@ pub(crate) fn ssh_block(
     }))
 }
 
-/// Renders unknown keys with a "did you mean" hint when a valid key is close.
-pub(crate) fn describe_unknown(keys: &[String], valid: &[&'static str]) -> String {
-    keys.iter()
-        .map(|key| {
-            let leaf = key.rsplit('.').next().unwrap_or(key);
-            match closest(leaf, valid) {
-                Some(guess) => format!("`{key}` (did you mean `{guess}`?)"),
-                None => format!("`{key}`"),
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The valid key nearest to `key` (case-insensitive edit distance ≤ 2), if any.
-fn closest(key: &str, valid: &[&'static str]) -> Option<&'static str> {
-    let key = key.to_ascii_lowercase();
-    valid
-        .iter()
-        .map(|v| (edit_distance(&key, &v.to_ascii_lowercase()), *v))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, v)| v)
-}
-
-/// Levenshtein distance; keys are short, so the simple two-row version is enough.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::error::describe_unknown;
 
     #[test]
     fn host_rules() {

@@ -31,6 +31,7 @@ mod fields;
 mod file;
 pub mod instances;
 mod keys;
+mod scope;
 pub mod trust;
 mod trust_ops;
 

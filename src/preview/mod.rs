@@ -17,8 +17,8 @@ use serde_json::{Map, Value, json};
 use std::sync::OnceLock;
 use tokio_util::sync::CancellationToken;
 
+use crate::backends::build_request;
 use crate::catalog::{Backend, HttpMethod, ParamKind, ToolSpec};
-use crate::dispatch::build_request;
 use crate::pve::{self, ApiRequest};
 use crate::redact::{REDACTED, is_secret_field};
 use crate::schema::ValidArgs;

@@ -120,7 +120,9 @@ impl PveError {
             PveError::Other(_) => "UNHANDLED_ERROR",
             PveError::Config(_) => "INVALID_CONFIGURATION",
             PveError::InvalidRequest(_) => "TOOL_INPUT_REJECTED",
-            PveError::NotApproved(_) => crate::envelope::codes::EFFECT_NOT_APPROVED,
+            // `envelope::codes::EFFECT_NOT_APPROVED` (pinned by a test): the envelope sits above
+            // this client and maps its errors, so the client does not import it.
+            PveError::NotApproved(_) => "EFFECT_NOT_APPROVED",
         }
     }
 
@@ -309,6 +311,16 @@ fn says_missing(message: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn not_approved_has_the_envelope_code() {
+        let refused = PveError::NotApproved(crate::effects::Refusal {
+            what: String::new(),
+            beyond: Default::default(),
+            classified: Default::default(),
+        });
+        assert_eq!(refused.code(), crate::envelope::codes::EFFECT_NOT_APPROVED);
+    }
 
     fn http(status: u16, message: &str) -> PveError {
         PveError::Http {

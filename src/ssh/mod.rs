@@ -13,6 +13,7 @@
 //! library. A host key that is not already trusted (known_hosts or a pinned fingerprint) is
 //! refused before authentication, so no command ever runs on an unverified host.
 
+mod failure;
 mod hostkey;
 pub mod node_ops;
 pub mod ops;

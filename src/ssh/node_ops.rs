@@ -201,7 +201,7 @@ pub async fn execute(
         Err(failure) => return (Err(failure), 0),
     };
     let Some(router) = router else {
-        return (Err(super::ops::ssh_disabled()), 0);
+        return (Err(super::failure::ssh_disabled()), 0);
     };
     let Some(pve) = pve else {
         return (Err(not_configured()), 0);
@@ -259,7 +259,7 @@ async fn run_command(
     let (output, route) = router
         .run_on_node(pve, node, &argv, options, cancel)
         .await
-        .map_err(super::ops::route_failure)?;
+        .map_err(super::failure::route_failure)?;
     Ok(json!({
         "node": node,
         "route": route.as_str(),
@@ -285,7 +285,7 @@ async fn file_op(
         .file_on_node(pve, node, op, timeout, cancel)
         .await
         .map(|(outcome, _)| outcome)
-        .map_err(super::ops::route_failure)
+        .map_err(super::failure::route_failure)
 }
 
 fn file_result(node: &str, op: &FileOp, outcome: FileOutcome) -> Value {

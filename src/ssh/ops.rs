@@ -17,8 +17,9 @@ use regex::Regex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::router::{Route, RouteError, Router};
-use super::{ExecOutput, RunOptions, SshError, codes};
+use super::failure::{route_failure, ssh_disabled, ssh_failure};
+use super::router::{Route, Router};
+use super::{ExecOutput, RunOptions, codes};
 use crate::catalog::{SshOp, ToolSpec};
 use crate::envelope::{ToolFailure, codes as envelope_codes};
 use crate::pve;
@@ -300,36 +301,6 @@ fn command_failed(output: &ExecOutput, ctid: u64, node: &str, route: Route) -> T
             .to_owned()
     });
     failure
-}
-
-pub(super) fn route_failure(error: RouteError) -> ToolFailure {
-    match error {
-        RouteError::Ssh(e) => ssh_failure(e),
-        RouteError::Pve(e) => crate::envelope::failure_from(e),
-        RouteError::GuestNotFound { ctid, is_qemu } => {
-            let message = if is_qemu {
-                format!(
-                    "Guest {ctid} is a QEMU VM, not an LXC container; pct exec only reaches containers."
-                )
-            } else {
-                format!("No VM or container with ID {ctid} exists in this installation.")
-            };
-            ToolFailure::new(codes::GUEST_NOT_FOUND, message)
-                .with_hint("List containers with pve_list_cluster_resources (type \"vm\") and use an LXC vmid.")
-        }
-    }
-}
-
-fn ssh_failure(error: SshError) -> ToolFailure {
-    let mut failure = ToolFailure::new(error.code(), error.to_string());
-    failure.hint = error.hint();
-    failure
-}
-
-pub(super) fn ssh_disabled() -> ToolFailure {
-    ToolFailure::new(codes::SSH_DISABLED, "SSH is not configured for this server.").with_hint(
-        "Set PROXMOX_SSH_KEY_PATH (and PROXMOX_SSH_HOST/USER if they differ from the API host and root), or sshKeyPath in the instance file, with sshStrategy other than \"disabled\"; then restart.",
-    )
 }
 
 fn int_arg(args: &ValidArgs, name: &str) -> Option<i64> {

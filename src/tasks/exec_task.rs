@@ -8,11 +8,10 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::id::{IdError, check_age};
-use crate::composite::exec::render_status;
 use crate::envelope::{ToolFailure, failure_from};
 use crate::pve::{self, ApiRequest};
 
@@ -122,6 +121,54 @@ impl ExecHandle {
             .map_err(failure_from)?;
         Ok(render_status(self.pid, &status))
     }
+}
+
+/// Bytes of stdout and of stderr returned at most.
+pub const OUTPUT_CAP: usize = 65_536;
+
+/// One `agent/exec-status` answer as the tool returns it: `(exited, answer)`.
+pub fn render_status(pid: i64, status: &Value) -> (bool, Value) {
+    let exited = truthy(status.get("exited"));
+    (exited, render(pid, status, exited))
+}
+
+/// Proxmox's loose booleans (`true`, `1`, `"1"`, `"true"`).
+pub(crate) fn truthy(value: Option<&Value>) -> bool {
+    match value {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0) != 0,
+        Some(Value::String(s)) => s == "1" || s == "true",
+        _ => false,
+    }
+}
+
+/// The answer: pid, exit code, capped stdout/stderr with their truncation flags.
+pub(crate) fn render(pid: i64, status: &Value, exited: bool) -> Value {
+    let text = |key: &str| status.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (stdout, stdout_cut) = cap_text(text("out-data"), OUTPUT_CAP);
+    let (stderr, stderr_cut) = cap_text(text("err-data"), OUTPUT_CAP);
+    json!({
+        "pid": pid,
+        "exited": exited,
+        "exitcode": status.get("exitcode").cloned().unwrap_or(Value::Null),
+        "signal": status.get("signal").cloned().unwrap_or(Value::Null),
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdout_truncated": stdout_cut || truthy(status.get("out-truncated")),
+        "stderr_truncated": stderr_cut || truthy(status.get("err-truncated")),
+    })
+}
+
+/// Keeps at most `cap` bytes of `text` (on a character boundary); whether it cut.
+fn cap_text(text: &str, cap: usize) -> (String, bool) {
+    if text.len() <= cap {
+        return (text.to_owned(), false);
+    }
+    let mut end = cap;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (text[..end].to_owned(), true)
 }
 
 #[cfg(test)]

@@ -31,12 +31,12 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approver, Question, Verdict};
-use crate::dispatch;
 use crate::envelope::{CallMeta, ToolFailure, codes, not_configured, render};
+use crate::outcome;
 use crate::pve;
 use crate::registry::Entry;
 use crate::schema::ValidArgs;
-use crate::server::AppState;
+use crate::state::AppState;
 
 use crate::catalog::{Backend, CompositeOp, ToolSpec};
 use exec_task::ExecHandle;
@@ -261,7 +261,7 @@ pub async fn after_dispatch(
         Err(busy) => Err(too_many_waits(busy, &upid, true)),
     };
     Some(
-        dispatch::finish(
+        outcome::finish(
             call.entry,
             call.started,
             outcome,

@@ -10,34 +10,9 @@ use percent_encoding::percent_decode_str;
 use serde_json::{Value, json};
 
 use super::super::api::{ApiError, Call};
-use super::super::state::{Guest, GuestKind};
+use super::super::state::GuestKind;
+use super::agent_guest::agent_guest;
 use super::guest;
-
-/// Whether the `agent` option is on (`1`, `enabled=1`, `1,fstrim_cloned_disks=1`, …).
-fn agent_enabled(g: &Guest) -> bool {
-    let text = match g.config.get("agent") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Number(n)) => n.to_string(),
-        _ => return false,
-    };
-    let first = text.split(',').next().unwrap_or("");
-    matches!(
-        first.strip_prefix("enabled=").unwrap_or(first),
-        "1" | "yes" | "on" | "true"
-    )
-}
-
-/// The guest behind an agent call, checked as Proxmox checks it.
-pub(super) fn agent_guest<'c>(call: &'c mut Call<'_>) -> Result<&'c mut Guest, ApiError> {
-    let g = guest(call, GuestKind::Qemu)?;
-    if !agent_enabled(g) {
-        return Err(ApiError::server("No QEMU guest agent configured"));
-    }
-    if !g.is_running() {
-        return Err(ApiError::server(format!("VM {} is not running", g.vmid)));
-    }
-    Ok(g)
-}
 
 /// `GET /nodes/{node}/qemu/{vmid}/agent/info`.
 pub(in super::super) fn info(call: &mut Call<'_>) -> Result<Value, ApiError> {

@@ -6,6 +6,7 @@
 
 pub(super) mod access;
 pub(super) mod agent;
+mod agent_guest;
 pub(super) mod backup;
 pub(super) mod cluster;
 pub(super) mod cluster_infra;

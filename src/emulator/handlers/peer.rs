@@ -15,7 +15,7 @@ use super::super::stamps::{digest_of, unix_now};
 use super::super::state::GuestKind;
 use super::super::state_infra::Volume;
 use super::super::state_peer::AgentProcess;
-use super::agent::agent_guest;
+use super::agent_guest::agent_guest;
 use super::guest;
 
 /// `POST /nodes/{node}/qemu/{vmid}/agent/ping`.

@@ -1,0 +1,116 @@
+//! What a call can reach, and the REST request a row renders: below both `dispatch` and
+//! `composite`.
+//!
+//! `Backends` (REST client, SSH router, registry, policy) is what every backend handler is
+//! given; `build_request` turns a row, a path template and validated arguments into the exact
+//! `ApiRequest` — the one the gate classifies, the preview shows and the client sends.
+//! Invariant: this file imports nothing above the REST client, SSH router and registry, so the
+//! dispatcher, composite tools, gate and preview all read it without a circle.
+
+use std::time::Duration;
+
+use crate::catalog::{HttpMethod, Location, ToolSpec};
+use crate::policy::Settings;
+use crate::pve::{self, ApiRequest, RetryPolicy};
+use crate::registry::Registry;
+use crate::schema::ValidArgs;
+use crate::ssh::Router;
+
+/// What a call can reach: the REST client, the SSH router, and (for the tools that report
+/// on the server itself) the registry and policy in force.
+#[derive(Debug, Clone, Copy)]
+pub struct Backends<'a> {
+    /// REST client; `None` when no Proxmox is configured.
+    pub pve: Option<&'a pve::Client>,
+    /// SSH router; `None` when SSH is not configured.
+    pub ssh: Option<&'a Router>,
+    /// The exposed tools.
+    pub registry: &'a Registry,
+    /// The policy in force.
+    pub settings: &'a Settings,
+}
+
+/// Renders the path and splits the remaining arguments into query or body parameters.
+pub fn build_request(
+    spec: &ToolSpec,
+    method: HttpMethod,
+    template: &str,
+    args: &ValidArgs,
+    overrides: &[(&str, &str)],
+) -> ApiRequest {
+    let mut path = template.to_owned();
+    let mut params = Vec::new();
+    for param in spec.params.iter().filter(|p| p.index.is_none()) {
+        let value = overrides
+            .iter()
+            .find(|(name, _)| *name == param.name)
+            .map(|(_, v)| vec![(*v).to_owned()])
+            .or_else(|| args.values.get(param.name).map(|v| v.wire_values()))
+            .or_else(|| param.default.map(|d| vec![d.to_owned()]));
+        let Some(values) = value else { continue };
+        match param.location {
+            Location::Path => {
+                let placeholder = format!("{{{}}}", param.name);
+                let value = values.concat();
+                path = path.replace(&placeholder, &pve::encode_path_segment(&value));
+            }
+            Location::Query | Location::Body => params.extend(
+                values
+                    .into_iter()
+                    .map(|v| (param.api_name().to_owned(), wire_encode(param, v))),
+            ),
+            // SSH inputs never go to the REST API.
+            Location::Argument => {}
+        }
+    }
+    // Indexed keys (`net1`, `scsi0`) go out under the name the client gave.
+    for (key, (param, value)) in &args.indexed {
+        params.extend(
+            value
+                .wire_values()
+                .into_iter()
+                .map(|v| (key.clone(), wire_encode(param, v))),
+        );
+    }
+    ApiRequest {
+        method: pve_method(method),
+        path,
+        params,
+        timeout: Duration::from_millis(spec.timeout_ms),
+        retry: if spec.retries_reads() {
+            RetryPolicy::Reads
+        } else {
+            RetryPolicy::Never
+        },
+    }
+}
+
+/// Proxmox reads `format: urlencoded` values (cloud-init `sshkeys`) percent-decoded
+/// after the form layer has decoded them once, so they are encoded here first — every
+/// byte but `A-Z a-z 0-9 - _ . ! ~ * ' ( )`, as JavaScript's `encodeURIComponent` does,
+/// which is the set Proxmox's format check accepts.
+fn wire_encode(param: &crate::catalog::Param, value: String) -> String {
+    if !param.urlencoded {
+        return value;
+    }
+    const KEEP: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'!')
+        .remove(b'~')
+        .remove(b'*')
+        .remove(b'\'')
+        .remove(b'(')
+        .remove(b')');
+    percent_encoding::utf8_percent_encode(&value, KEEP).to_string()
+}
+
+fn pve_method(method: HttpMethod) -> pve::Method {
+    match method {
+        HttpMethod::Get => pve::Method::Get,
+        HttpMethod::Post => pve::Method::Post,
+        HttpMethod::Put => pve::Method::Put,
+        HttpMethod::Delete => pve::Method::Delete,
+    }
+}
