@@ -20,7 +20,7 @@ const FILE: Param = Param::query("file", ParamKind::String, "Absolute path insid
 
 /// `node` + `vmid` as inputs of a composite row.
 const GUEST_ARGS: &[Param] = &[
-    Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")
+    Param::arg("node", ParamKind::String, "Node name.")
         .matching(NODE_PATTERN)
         .required(),
     Param::arg("vmid", ParamKind::Integer, "Guest ID (VMID).")
@@ -141,7 +141,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_agent_file_write",
         title: "Write guest file",
-        description: "Write (replace) a file inside a VM via the guest agent, up to 60 KiB. Needs agent=1. Returns null.",
+        description: "Write a file inside a VM via the guest agent (up to 60 KiB). Returns null.",
         category: Category::Qemu,
         legs: Legs {
             executes: true,
@@ -173,7 +173,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "encode",
                 ParamKind::Boolean,
-                "Base64-encode the content before sending (default true); false if already base64.",
+                "Base64-encode content (default true); false if already base64.",
             ),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/agent/file-write"),

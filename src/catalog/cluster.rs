@@ -21,7 +21,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[Param::query(
             "type",
             ParamKind::String,
-            "Kind of resource; omit for all (\"vm\" = QEMU and LXC).",
+            "Resource kind; omit for all.",
         )
         .one_of(&["vm", "storage", "node", "sdn"])],
         backend: get("/cluster/resources"),

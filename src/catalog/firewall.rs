@@ -29,18 +29,18 @@ const GUEST_TYPE: Param = Param::path(
 const POS: Param = Param::path(
     "pos",
     ParamKind::Integer,
-    "Rule position (`pos` from the list), 0 = first.",
+    "Rule `pos` from the list.",
 )
 .min(0);
 
-const DIGEST_DESCRIPTION: &str = "`digest` from the list; refused if the rules changed.";
+const DIGEST_DESCRIPTION: &str = "`digest` from the list.";
 
 /// `digest` in a form body.
 const DIGEST: Param =
     Param::body("digest", ParamKind::String, DIGEST_DESCRIPTION).matching("^[0-9a-fA-F]{1,64}$");
 
-const ACTION_DESCRIPTION: &str = "ACCEPT, DROP, REJECT, or a security group (type group).";
-const TYPE_DESCRIPTION: &str = "Direction, or group (uses the security group in `action`).";
+const ACTION_DESCRIPTION: &str = "ACCEPT, DROP, REJECT or a security group.";
+const TYPE_DESCRIPTION: &str = "Direction; group = security group in `action`.";
 const RULE_TYPES: &[&str] = &["in", "out", "forward", "group"];
 
 /// Every rule key the API accepts on create and update, all optional; create marks
@@ -59,31 +59,31 @@ const RULE_FIELDS: [Param; 12] = [
     Param::body(
         "dest",
         ParamKind::String,
-        "Destination, syntax as `source`. Omit = any.",
+        "Destination, as `source`.",
     )
     .pattern("^[^\\s\\x00-\\x1F]+$", 512),
     Param::body(
         "proto",
         ParamKind::String,
-        "tcp, udp, icmp, ... or a number; needed for ports.",
+        "tcp, udp, icmp... or a number.",
     )
     .pattern("^[A-Za-z0-9._-]+$", 32),
     Param::body(
         "dport",
         ParamKind::String,
-        "Port, service, range 8000:8010 or list 80,443.",
+        "Port, service, range 8000:8010 or list.",
     )
     .pattern("^[A-Za-z0-9:,_-]+$", 512),
     Param::body(
         "sport",
         ParamKind::String,
-        "Source port(s), syntax as `dport`.",
+        "Source ports, as `dport`.",
     )
     .pattern("^[A-Za-z0-9:,_-]+$", 512),
     Param::body(
         "iface",
         ParamKind::String,
-        "Guest NIC (net0) or host interface (vmbr0).",
+        "NIC, e.g. net0 or vmbr0.",
     )
     .matching("^[A-Za-z0-9._-]{2,20}$"),
     Param::body("log", ParamKind::String, "Log level for matches.").one_of(&[
@@ -95,7 +95,7 @@ const RULE_FIELDS: [Param; 12] = [
         "Macro instead of proto/dport, e.g. SSH, HTTPS, DNS.",
     )
     .pattern("^[A-Za-z0-9_-]+$", 128),
-    Param::body("comment", ParamKind::String, "Free-text note.").pattern("^[^\\x00-\\x1F]*$", 1024),
+    Param::body("comment", ParamKind::String, "Comment.").pattern("^[^\\x00-\\x1F]*$", 1024),
 ];
 
 /// Keys only create knows: where to insert, and the concurrency guard.
@@ -103,7 +103,7 @@ const CREATE_EXTRA: [Param; 2] = [
     Param::body(
         "pos",
         ParamKind::Integer,
-        "Insert position; 0 = top (default).",
+        "Position; 0 = top (default).",
     )
     .min(0),
     DIGEST,
@@ -114,13 +114,13 @@ const UPDATE_EXTRA: [Param; 3] = [
     Param::body(
         "moveto",
         ParamKind::Integer,
-        "Move the rule before this position; other fields are then ignored.",
+        "Move the rule to this position (other fields ignored).",
     )
     .min(0),
     Param::body(
         "delete",
         ParamKind::String,
-        "Rule keys to clear, e.g. \"dport,comment\".",
+        "Rule keys to clear, comma list.",
     )
     .pattern("^[a-z-]+(?:,[a-z-]+)*$", 256),
     DIGEST,
@@ -223,7 +223,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_options",
         title: "Update datacenter firewall options",
-        description: "Enable/disable the datacenter firewall and set default policies. enable=1 with policy_in DROP and no rule for 8006/22 locks you out. Returns null.",
+        description: "Enable/disable the datacenter firewall, set default policies. enable=1 with policy_in DROP and no rule for 8006/22 locks you out. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -239,19 +239,19 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "policy_in",
                 ParamKind::String,
-                "Default for unmatched incoming (Proxmox default DROP).",
+                "Incoming default (DROP).",
             )
             .one_of(&["ACCEPT", "REJECT", "DROP"]),
             Param::body(
                 "policy_out",
                 ParamKind::String,
-                "Default for unmatched outgoing (Proxmox default ACCEPT).",
+                "Outgoing default (ACCEPT).",
             )
             .one_of(&["ACCEPT", "REJECT", "DROP"]),
             Param::body(
                 "policy_forward",
                 ParamKind::String,
-                "Default for unmatched routed traffic (nftables).",
+                "Routed default (nftables).",
             )
             .one_of(&["ACCEPT", "DROP"]),
             Param::body(
@@ -263,7 +263,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "delete",
                 ParamKind::String,
-                "Options to reset, comma list, e.g. \"policy_out\".",
+                "Options to reset, comma list.",
             )
             .pattern("^[a-z_]+(?:,[a-z_]+)*$", 256),
             DIGEST,
@@ -282,7 +282,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_cluster_firewall_rule",
         title: "Create datacenter firewall rule",
-        description: "Add a datacenter rule, e.g. type in, action ACCEPT, proto tcp, dport 8006, source +management. DROP/REJECT can cut off access. Returns null.",
+        description: "Add a datacenter firewall rule; DROP/REJECT can cut off access. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -295,7 +295,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_rule",
         title: "Update datacenter firewall rule",
-        description: "Change the datacenter rule at `pos`: set fields, clear some with `delete`, or move it with `moveto`. Pass `digest` from the list. Returns null.",
+        description: "Change or move (`moveto`) the datacenter firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -309,7 +309,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_cluster_firewall_rule",
         title: "Delete datacenter firewall rule",
-        description: "Delete the datacenter rule at `pos`; later rules move up. Pass `digest` from the list. Returns null.",
+        description: "Delete the datacenter firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -322,7 +322,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_guest_firewall_rule",
         title: "Create guest firewall rule",
-        description: "Add a rule to a VM or container, e.g. type in, action ACCEPT, macro SSH, source 10.0.0.0/24. Filters NICs with firewall=1. Returns null.",
+        description: "Add a firewall rule to a VM or container; applies to NICs with firewall=1. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -335,7 +335,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_guest_firewall_rule",
         title: "Update guest firewall rule",
-        description: "Change a guest's rule at `pos`: set fields, clear some with `delete`, or move it with `moveto`. Pass `digest` from the list. Returns null.",
+        description: "Change or move (`moveto`) a guest's firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -349,7 +349,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_guest_firewall_rule",
         title: "Delete guest firewall rule",
-        description: "Delete a guest's rule at `pos`; later rules move up. Pass `digest` from the list. Returns null.",
+        description: "Delete a guest's firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,

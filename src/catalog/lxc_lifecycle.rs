@@ -24,13 +24,13 @@ const DESTROY: Effect = Effect::Write {
 
 /// Container configuration keys shared by create and update.
 const CONFIG_KEYS: &[Param] = &[
-    Param::body("hostname", ParamKind::String, "Host name (DNS name).")
+    Param::body("hostname", ParamKind::String, "Host name.")
         .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"),
     Param::body("cores", ParamKind::Integer, "CPU cores (default: all).").range(1, 8192),
     Param::body(
         "memory",
         ParamKind::Integer,
-        "Memory limit in MiB (default 512).",
+        "Memory in MiB (default 512).",
     )
     .min(16),
     Param::body("swap", ParamKind::Integer, "Swap in MiB (default 512).").min(0),
@@ -54,22 +54,22 @@ const CONFIG_KEYS: &[Param] = &[
     Param::body(
         "unprivileged",
         ParamKind::Boolean,
-        "Unprivileged container (recommended).",
+        "Unprivileged (recommended).",
     ),
     Param::body(
         "features",
         ParamKind::String,
-        "Features, e.g. \"nesting=1\" (Docker), \"keyctl=1\".",
+        "Features, e.g. \"nesting=1\" (Docker).",
     ),
     Param::body(
         "nameserver",
         ParamKind::String,
-        "DNS servers, space-separated; unset = host's.",
+        "DNS servers, space-separated.",
     ),
     Param::body(
         "searchdomain",
         ParamKind::String,
-        "DNS search domains; unset = host's.",
+        "DNS search domains.",
     ),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
     Param::body(
@@ -85,7 +85,7 @@ const CONFIG_KEYS: &[Param] = &[
     Param::body(
         "tags",
         ParamKind::String,
-        "Tags separated by ';', e.g. \"prod;db\".",
+        "Tags, ';'-separated.",
     ),
     Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
@@ -100,19 +100,19 @@ const CREATE_ONLY: &[Param] = &[
     Param::body(
         "password",
         ParamKind::String,
-        "Root password (secret). Prefer ssh-public-keys.",
+        "Root password; prefer ssh-public-keys.",
     ),
     Param::body(
         "ssh-public-keys",
         ParamKind::String,
-        "Root's SSH public keys, one per line.",
+        "Root's SSH keys, one per line.",
     ),
     STORAGE_BODY,
     POOL_BODY,
     Param::body(
         "start",
         ParamKind::Boolean,
-        "Start the container after creation.",
+        "Start it afterwards.",
     ),
 ];
 const CREATE_PARTS: &[&[Param]] = &[&[NODE, NEW_VMID], CONFIG_KEYS, CREATE_ONLY];
@@ -122,7 +122,7 @@ const UPDATE_ONLY: &[Param] = &[
     Param::body(
         "delete",
         ParamKind::String,
-        "Keys to remove, comma list, e.g. \"mp1,net1\".",
+        "Keys to remove, comma list.",
     ),
     DIGEST,
 ];
@@ -177,7 +177,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_create",
         starts_task: true,
         title: "Create container",
-        description: "Create a container from `ostemplate` (pve_list_storage_templates). Usual keys: hostname, cores, memory, rootfs, net0, ssh-public-keys, unprivileged. Returns a task UPID (poll pve_get_task_status).",
+        description: "Create a container from `ostemplate` (pve_list_storage_templates). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
@@ -190,7 +190,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_delete",
         starts_task: true,
         title: "Delete container",
-        description: "Destroy a container and its volumes, permanently (stopped unless `force`). `purge` also drops backup/replication/HA references. Returns a task UPID.",
+        description: "Destroy a container and its volumes, permanently. Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -201,17 +201,17 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "purge",
                 ParamKind::Boolean,
-                "Also remove from backup, replication and HA jobs.",
+                "Also drop from backup, replication, HA jobs.",
             ),
             Param::query(
                 "force",
                 ParamKind::Boolean,
-                "Destroy even if running (stops it first).",
+                "Stop it first if running.",
             ),
             Param::query(
                 "destroy-unreferenced-disks",
                 ParamKind::Boolean,
-                "Also destroy unreferenced volumes of this VMID.",
+                "Also destroy unreferenced volumes.",
             ),
         ],
         backend: delete("/nodes/{node}/lxc/{vmid}"),
@@ -221,7 +221,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_migrate",
         starts_task: true,
         title: "Migrate container",
-        description: "Move a container to another node; a running one needs `restart` (shut down, move, start). Returns a task UPID (poll pve_get_task_status).",
+        description: "Move a container to another node (running: `restart`). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::ReadExecute,
         effect: DESTROY,
@@ -233,18 +233,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "restart",
                 ParamKind::Boolean,
-                "Restart migration for a running container.",
+                "Restart-migrate a running container.",
             ),
             Param::body(
                 "timeout",
                 ParamKind::Integer,
-                "With `restart`: shutdown timeout in seconds (default 180).",
+                "With `restart`: shutdown timeout, s (default 180).",
             )
             .min(0),
             Param::body(
                 "target-storage",
                 ParamKind::String,
-                "Target storage: one ID, or \"source:target\" pairs, comma list.",
+                "Target storage, or \"src:dst\" pairs, comma list.",
             ),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/migrate"),
@@ -254,7 +254,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_clone",
         starts_task: true,
         title: "Clone container",
-        description: "Copy a container or template to a new VMID (linked clone from a template unless `full`). Returns a task UPID (poll pve_get_task_status).",
+        description: "Copy a container or template to a new VMID. Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
@@ -264,7 +264,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "newid",
                 ParamKind::Integer,
-                "VMID of the copy (unused; pve_get_next_vmid).",
+                "Free VMID for the copy.",
             )
             .range(100, 999_999_999)
             .required(),
@@ -274,12 +274,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "full",
                 ParamKind::Boolean,
-                "Full copy instead of a linked clone.",
+                "Full copy, not linked.",
             ),
             Param::body(
                 "storage",
                 ParamKind::String,
-                "Storage for the copy (full clones only).",
+                "Storage for a full clone.",
             )
             .matching(STORAGE_PATTERN),
             POOL_BODY,
@@ -287,7 +287,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "snapname",
                 ParamKind::String,
-                "Clone this snapshot instead of the current state.",
+                "Clone this snapshot.",
             )
             .matching(SNAPNAME_PATTERN),
         ],
@@ -297,7 +297,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_update_config",
         title: "Update container configuration",
-        description: "Change container config keys (as pve_get_lxc_config names them); `delete` removes keys, `digest` guards edits. Running containers may need a restart. Returns null.",
+        description: "Change container config keys (as pve_get_lxc_config); some apply at restart. Returns null.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -323,7 +323,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_create_snapshot",
         starts_task: true,
         title: "Snapshot container",
-        description: "Snapshot a container's volumes (needs LVM-thin, ZFS or Ceph). Returns a task UPID (poll pve_get_task_status).",
+        description: "Snapshot a container (LVM-thin, ZFS or Ceph). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
@@ -340,7 +340,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "description",
                 ParamKind::String,
-                "Note stored with the snapshot.",
+                "Snapshot note.",
             ),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/snapshot"),
@@ -350,7 +350,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_delete_snapshot",
         starts_task: true,
         title: "Delete container snapshot",
-        description: "Delete a container snapshot (current state unchanged). Returns a task UPID (poll pve_get_task_status).",
+        description: "Delete a container snapshot (current state unchanged). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -362,7 +362,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "force",
                 ParamKind::Boolean,
-                "Drop it from the config even if data removal fails.",
+                "Remove even if data removal fails.",
             ),
         ],
         backend: delete("/nodes/{node}/lxc/{vmid}/snapshot/{snapname}"),
@@ -372,7 +372,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_rollback_snapshot",
         starts_task: true,
         title: "Roll container back to snapshot",
-        description: "Roll a container back to a snapshot; later changes are lost. Returns a task UPID (poll pve_get_task_status).",
+        description: "Roll a container back to a snapshot; later changes are lost. Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -384,7 +384,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "start",
                 ParamKind::Boolean,
-                "Start the container after the rollback.",
+                "Start it afterwards.",
             ),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback"),

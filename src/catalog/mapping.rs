@@ -19,7 +19,7 @@ const MAP: Param = Param::body(
     "Per node: \"node=pve01,path=0000:01:00.0,id=10de:1eb8\".",
 );
 
-const DESCRIPTION: Param = Param::body("description", ParamKind::String, "Free-text description.")
+const DESCRIPTION: Param = Param::body("description", ParamKind::String, "Comment.")
     .pattern("^[^\\x00]*$", 4096);
 
 const CHANGE: Effect = Effect::Write {
@@ -37,7 +37,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[Param::query(
             "check-node",
             ParamKind::String,
-            "Also report problems of the mapping on this node.",
+            "Check the mapping on this node.",
         )
         .matching(super::params::NODE_PATTERN)],
         backend: get("/cluster/mapping/pci"),
@@ -71,7 +71,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "mdev",
                 ParamKind::Boolean,
-                "Devices support mediated devices.",
+                "Supports mediated devices.",
             ),
             Param::body(
                 "live-migration-capable",
@@ -97,7 +97,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "mdev",
                 ParamKind::Boolean,
-                "Devices support mediated devices.",
+                "Supports mediated devices.",
             ),
             Param::body(
                 "live-migration-capable",

@@ -240,7 +240,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[Param::query(
             "type",
             ParamKind::String,
-            "Kind of resource (\"vm\" = guests, default; \"sdn\" = SDN zones).",
+            "Resource kind (default vm = guests).",
         )
         .one_of(&["vm", "node", "storage", "sdn"])
         .default("vm")],
@@ -310,7 +310,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "service",
                 ParamKind::String,
-                "Systemd unit, e.g. \"pveproxy\", \"corosync\".",
+                "Systemd unit, e.g. pveproxy.",
             )
             .matching("^[A-Za-z0-9@._-]{1,128}$"),
         ],

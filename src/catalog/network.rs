@@ -16,7 +16,7 @@ const IFACE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_]{1,20}([:.][0-9]+)?$";
 const IFACE: Param = Param::path(
     "iface",
     ParamKind::String,
-    "Interface name, e.g. \"vmbr0\", \"bond0\", \"eno1\".",
+    "Interface name, e.g. vmbr0.",
 )
 .pattern(IFACE_PATTERN, 20);
 
@@ -59,13 +59,13 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "address",
         ParamKind::String,
-        "IPv4 address without prefix (with `netmask`; prefer `cidr`).",
+        "IPv4 address (with `netmask`); prefer `cidr`.",
     ),
     Param::body("netmask", ParamKind::String, "IPv4 netmask for `address`."),
     Param::body(
         "gateway",
         ParamKind::String,
-        "IPv4 default gateway (one interface per node).",
+        "IPv4 gateway (one per node).",
     ),
     Param::body(
         "cidr6",
@@ -76,7 +76,7 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "bridge_ports",
         ParamKind::String,
-        "Bridge ports, space-separated, e.g. \"eno1\"; empty = internal.",
+        "Ports, space-separated; empty = internal.",
     ),
     Param::body(
         "bridge_vlan_aware",
@@ -86,7 +86,7 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "bond_mode",
         ParamKind::String,
-        "Bond mode, e.g. \"802.3ad\" (LACP) or \"active-backup\".",
+        "Bond mode; 802.3ad = LACP.",
     )
     .one_of(BOND_MODES),
     Param::body(
@@ -97,18 +97,18 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "vlan-raw-device",
         ParamKind::String,
-        "VLAN parent interface, e.g. \"eno1\".",
+        "VLAN parent interface.",
     ),
     Param::body(
         "autostart",
         ParamKind::Boolean,
         "Bring up at boot (\"auto\").",
     ),
-    Param::body("comments", ParamKind::String, "Free-text comment."),
+    Param::body("comments", ParamKind::String, "Comment."),
     Param::body(
         "mtu",
         ParamKind::Integer,
-        "MTU in bytes (e.g. 9000 for jumbo frames).",
+        "MTU in bytes.",
     )
     .range(1280, 65520),
 ];
@@ -205,7 +205,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_network",
         title: "Create network interface",
-        description: "Stage a bridge, bond or VLAN on a node (with optional cidr/gateway/mtu). Live only after pve_apply_network_changes; a wrong gateway can cut the node off. Returns null.",
+        description: "Stage a bridge, bond or VLAN; live after pve_apply_network_changes (a wrong gateway cuts the node off). Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -218,11 +218,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "iface",
                 ParamKind::String,
-                "New interface name, e.g. \"vmbr1\", \"bond0\", \"eno1.20\".",
+                "New interface name, e.g. vmbr1, bond0, eno1.20.",
             )
             .pattern(IFACE_PATTERN, 20)
             .required(),
-            Param::body("type", ParamKind::String, "Interface type.")
+            Param::body("type", ParamKind::String, "Type.")
                 .one_of(IFACE_TYPES)
                 .required(),
             SETTINGS[0],
@@ -247,7 +247,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_network",
         title: "Update network interface",
-        description: "Stage changes to an interface (its `type` is required); `delete` removes keys. Live only after pve_apply_network_changes. Returns null.",
+        description: "Stage changes to an interface; live after pve_apply_network_changes. Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -261,7 +261,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "type",
                 ParamKind::String,
-                "The interface's current type (pve_get_network).",
+                "Current type (pve_get_network).",
             )
             .one_of(IFACE_TYPES)
             .required(),
@@ -283,7 +283,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "delete",
                 ParamKind::String,
-                "Settings to remove, comma list, e.g. \"gateway\".",
+                "Keys to remove, comma list.",
             ),
         ],
         at_least_one_of: &[
@@ -339,7 +339,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "regenerate-frr",
                 ParamKind::Boolean,
-                "Also regenerate the FRR config (SDN fabrics).",
+                "Also regenerate FRR (SDN fabrics).",
             ),
         ],
         backend: put("/nodes/{node}/network"),

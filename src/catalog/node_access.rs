@@ -20,7 +20,7 @@ const EXECUTES: Effect = Effect::Write {
 const NODE: Param = Param::arg(
     "node",
     ParamKind::String,
-    "Cluster node name (pve_list_nodes).",
+    "Node name.",
 )
 .required()
 .pattern(NODE_PATTERN, 63);

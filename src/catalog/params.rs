@@ -53,7 +53,7 @@ pub const SNAPNAME: Param =
 pub const STORAGE: Param = Param::path(
     "storage",
     ParamKind::String,
-    "Storage ID, e.g. \"local-lvm\".",
+    "Storage ID.",
 )
 .matching(STORAGE_PATTERN);
 
@@ -64,7 +64,7 @@ pub const SNAPSHOT: &[Param] = &[NODE, VMID, SNAPNAME];
 pub const NEW_VMID: Param = Param::body(
     "vmid",
     ParamKind::Integer,
-    "New guest ID, unused (pve_get_next_vmid).",
+    "Free VMID (pve_get_next_vmid).",
 )
 .range(100, 999_999_999)
 .required();
@@ -77,7 +77,7 @@ pub const TARGET_NODE: Param =
 pub const DIGEST: Param = Param::body(
     "digest",
     ParamKind::String,
-    "`digest` from the read; refused if changed since.",
+    "`digest` from the read.",
 )
 .matching("^[0-9a-fA-F]{1,40}$");
 
@@ -85,7 +85,7 @@ pub const DIGEST: Param = Param::body(
 pub const STORAGE_BODY: Param = Param::body(
     "storage",
     ParamKind::String,
-    "Storage for new disks, e.g. \"local-lvm\".",
+    "Storage for new disks.",
 )
 .matching(STORAGE_PATTERN);
 
@@ -103,7 +103,7 @@ pub const VMID_LIST_PATTERN: &str = "^\\s*[0-9]{3,9}([\\s,;]+[0-9]{3,9})*\\s*$";
 pub const POOL_BODY: Param = Param::body(
     "pool",
     ParamKind::String,
-    "Add the new guest to this pool, e.g. \"prod\" or nested \"prod/web\".",
+    "Pool to add the guest to.",
 )
 .pattern(POOL_ID_PATTERN, POOL_ID_MAX);
 

@@ -39,28 +39,28 @@ pub const CLOUDINIT: &[Param] = &[
     Param::body(
         "ciuser",
         ParamKind::String,
-        "Cloud-init user (instead of the image default).",
+        "Cloud-init user.",
     ),
     Param::body(
         "cipassword",
         ParamKind::String,
-        "Cloud-init password (secret). Prefer `sshkeys`.",
+        "Cloud-init password; prefer `sshkeys`.",
     ),
     Param::body(
         "sshkeys",
         ParamKind::String,
-        "Cloud-init SSH public keys, plain text, one per line.",
+        "SSH public keys, one per line.",
     )
     .urlencoded(),
     Param::body(
         "nameserver",
         ParamKind::String,
-        "DNS servers, space-separated; unset = host's.",
+        "DNS servers, space-separated.",
     ),
     Param::body(
         "searchdomain",
         ParamKind::String,
-        "DNS search domains; unset = host's.",
+        "DNS search domains.",
     ),
 ];
 
@@ -74,7 +74,7 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "name",
         ParamKind::String,
-        "VM name: a DNS name, dot-separated labels of letters, digits and inner hyphens.",
+        "VM name (a DNS name).",
     )
     .matching(DNS_NAME_PATTERN),
     Param::body("cores", ParamKind::Integer, "Cores per socket (default 1).").min(1),
@@ -83,24 +83,24 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "balloon",
         ParamKind::Integer,
-        "Balloon minimum in MiB; 0 = no balloon.",
+        "Balloon minimum, MiB; 0 = off.",
     )
     .min(0),
     Param::body(
         "cpu",
         ParamKind::String,
-        "CPU type, e.g. \"host\" or \"x86-64-v2-AES\" (default).",
+        "CPU type, e.g. host (default x86-64-v2-AES).",
     ),
     Param::body(
         "ostype",
         ParamKind::String,
-        "Guest OS type: l26 = Linux, win11 = Windows 11.",
+        "OS type; l26 = Linux.",
     )
     .one_of(OSTYPES),
     Param::body(
         "scsihw",
         ParamKind::String,
-        "SCSI controller; virtio-scsi-single recommended.",
+        "SCSI controller (virtio-scsi-single).",
     )
     .one_of(SCSIHW),
     Param::indexed("scsi", 0..=30, ParamKind::String, DISK_HELP),
@@ -110,7 +110,7 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "efidisk0",
         ParamKind::String,
-        "EFI disk for ovmf, e.g. \"local-lvm:1,efitype=4m\".",
+        "EFI disk, e.g. \"local-lvm:1,efitype=4m\".",
     ),
     Param::body(
         "tpmstate0",
@@ -131,7 +131,7 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "agent",
         ParamKind::String,
-        "\"1\" enables the guest agent, \"0\" disables.",
+        "\"1\" enables the guest agent.",
     ),
     Param::body(
         "bios",
@@ -149,7 +149,7 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "tags",
         ParamKind::String,
-        "Tags separated by ';', e.g. \"prod;web\".",
+        "Tags, ';'-separated.",
     ),
     Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
@@ -159,7 +159,7 @@ pub const UPDATE_ONLY: &[Param] = &[
     Param::body(
         "delete",
         ParamKind::String,
-        "Keys to remove, comma list, e.g. \"net1,ide2\".",
+        "Keys to remove, comma list.",
     ),
     DIGEST,
 ];

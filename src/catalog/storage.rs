@@ -40,14 +40,14 @@ pub(super) const STORAGE_ID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]*[A-Za-z0-9]
 pub(super) const STORAGE: Param = Param::path(
     "storage",
     ParamKind::String,
-    "Storage ID, e.g. \"local-lvm\".",
+    "Storage ID.",
 )
 .pattern(STORAGE_ID_PATTERN, 100);
 
-const CONTENT_LIST: &str = "Content types, comma list, e.g. \"iso,vztmpl,backup\" (also images, rootdir, snippets, import).";
+const CONTENT_LIST: &str = "Content types, comma list: iso, vztmpl, backup, images, rootdir, snippets, import.";
 const NODES: &str = "Nodes allowed, comma list; omit for all.";
-const SHARED: &str = "Same data on every node (NFS, CIFS, Ceph).";
-const DISABLE: &str = "Disable the storage on every node.";
+const SHARED: &str = "Same data on every node.";
+const DISABLE: &str = "Disable on every node.";
 const PRUNE: &str = "Retention, e.g. \"keep-last=3,keep-weekly=4\" or \"keep-all=1\".";
 
 /// Keys shared by create and update.
@@ -95,12 +95,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "content",
                 ParamKind::String,
-                "Content type filter, e.g. \"backup\".",
+                "Content type filter.",
             ),
             Param::query(
                 "enabled",
                 ParamKind::Boolean,
-                "Only storages enabled on this node.",
+                "Only enabled storages.",
             ),
         ],
         backend: get("/nodes/{node}/storage"),
@@ -153,18 +153,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "storage",
                 ParamKind::String,
-                "New storage ID, e.g. \"nas-backup\".",
+                "New storage ID.",
             )
             .pattern(STORAGE_ID_PATTERN, 100)
             .required(),
-            Param::body("type", ParamKind::String, "Storage type (plugin).")
+            Param::body("type", ParamKind::String, "Storage type.")
                 .one_of(STORAGE_TYPES)
                 .required(),
             COMMON_KEYS[0],
             Param::body(
                 "path",
                 ParamKind::String,
-                "Directory for dir/btrfs, e.g. \"/mnt/data\".",
+                "Directory (dir/btrfs).",
             ),
             COMMON_KEYS[1],
             COMMON_KEYS[2],
@@ -172,44 +172,44 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "server",
                 ParamKind::String,
-                "Server host or IP (nfs, cifs, pbs).",
+                "Server host or IP.",
             ),
             Param::body(
                 "export",
                 ParamKind::String,
-                "NFS export path, e.g. \"/export/pve\".",
+                "NFS export path.",
             ),
             Param::body("share", ParamKind::String, "CIFS share name."),
             Param::body(
                 "pool",
                 ParamKind::String,
-                "ZFS pool (zfspool) or Ceph pool (rbd).",
+                "ZFS or Ceph pool.",
             ),
             Param::body(
                 "vgname",
                 ParamKind::String,
-                "LVM volume group (lvm, lvmthin).",
+                "LVM volume group.",
             ),
             Param::body(
                 "thinpool",
                 ParamKind::String,
-                "Thin pool in `vgname` (lvmthin).",
+                "Thin pool in `vgname`.",
             ),
             Param::body("datastore", ParamKind::String, "PBS datastore name."),
             Param::body(
                 "username",
                 ParamKind::String,
-                "User for cifs/pbs (pbs: \"user@pbs\" or a token id).",
+                "User (cifs/pbs; pbs: user@pbs or token).",
             ),
             Param::body(
                 "password",
                 ParamKind::String,
-                "Password or token secret (cifs/pbs); never returned.",
+                "Password or token secret (cifs/pbs).",
             ),
             Param::body(
                 "fingerprint",
                 ParamKind::String,
-                "PBS certificate SHA-256 fingerprint, \"AB:CD:...\".",
+                "PBS certificate SHA-256 fingerprint.",
             ),
             COMMON_KEYS[4],
         ],
@@ -219,7 +219,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_storage",
         title: "Update storage",
-        description: "Change a storage definition (content, nodes, shared, disable, prune-backups); `delete` removes keys, `digest` guards edits. Returns the summary.",
+        description: "Change a storage definition. Returns the summary.",
         category: Category::Storage,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -237,7 +237,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "delete",
                 ParamKind::String,
-                "Keys to remove, comma list, e.g. \"nodes\".",
+                "Keys to remove, comma list.",
             ),
             Param::body(
                 "digest",

@@ -61,7 +61,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress. Returns status, exitstatus, succeeded, logTail; a failed task is an error. The task runs on.",
         category: Category::Tasks,
         params: &[
-            Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")
+            Param::arg("node", ParamKind::String, "Node name.")
                 .required()
                 .matching(NODE_PATTERN),
             Param::arg(

@@ -41,7 +41,7 @@ const DRY_RUN_DESCRIPTION: &str = "Preview only.";
 /// Name of the control argument that follows a started Proxmox task to its end; never sent.
 pub const WAIT: &str = "wait";
 
-const WAIT_DESCRIPTION: &str = "Return the task's end result.";
+const WAIT_DESCRIPTION: &str = "Wait for the end result.";
 
 /// Name of the control argument bounding `wait`, in seconds; never sent.
 pub const WAIT_TIMEOUT: &str = "wait_timeout";
