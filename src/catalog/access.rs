@@ -68,7 +68,7 @@ const GROUPS: Param = Param::body(
 const EXPIRE: Param = Param::body(
     "expire",
     ParamKind::Integer,
-    "Expiry, Unix epoch seconds; 0 = never.",
+    "Expiry, epoch s; 0 = never.",
 )
 .min(0);
 
@@ -101,7 +101,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_roles",
         title: "List roles",
-        description: "Roles with the privileges each grants (e.g. PVEAdmin, PVEAuditor). Use it to pick `roles` for pve_update_acl.",
+        description: "Roles and the privileges each grants; pick `roles` for pve_update_acl here.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/roles"),
@@ -296,7 +296,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "expire",
                 ParamKind::Integer,
-                "Expiry, Unix epoch seconds; 0 = never.",
+                "Expiry, epoch s; 0 = never.",
             )
             .min(0),
             Param::body(

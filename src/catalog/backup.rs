@@ -24,7 +24,7 @@ const JOB_ID: Param = Param::path(
 .matching("^\\S{1,50}$");
 
 const VMID_LIST: &str = "Guest IDs, comma list.";
-const MODE: &str = "snapshot (no downtime), suspend or stop.";
+const MODE: &str = "snapshot = no downtime.";
 const COMPRESS: &str = "zstd recommended; 0 = none.";
 const TARGET_STORAGE: &str = "Backup storage ID.";
 const NOTES: &str = "Backup notes; {{guestname}}, {{vmid}}, {{node}} expand.";
@@ -59,7 +59,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_backup_jobs",
         title: "List backup jobs",
-        description: "Scheduled backup jobs: id, schedule, storage, mode, enabled, guest selection (vmid/all/pool/exclude). Shows coverage, not success.",
+        description: "Scheduled backup jobs: id, schedule, storage, mode, enabled, guest selection. Shows coverage, not success.",
         category: Category::Backup,
         backend: get("/cluster/backup"),
         ..ToolSpec::BASE
@@ -163,7 +163,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_backup_job",
         title: "Get backup job",
-        description: "Read one backup job: schedule, storage, mode, compress, enabled, guest selection, retention, notes and mail settings.",
+        description: "One backup job's settings.",
         category: Category::Backup,
         params: &[JOB_ID],
         backend: get("/cluster/backup/{id}"),

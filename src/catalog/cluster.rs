@@ -58,7 +58,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_cluster_options",
         title: "Get datacenter options",
-        description: "Datacenter options (datacenter.cfg): keyboard, console, migration, bwlimit, mac_prefix, HA, next-id range. Unset keys are absent.",
+        description: "Datacenter options (datacenter.cfg); unset keys are absent.",
         category: Category::Cluster,
         backend: get("/cluster/options"),
         ..ToolSpec::BASE

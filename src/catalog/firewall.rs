@@ -21,7 +21,7 @@ const CHANGE: Effect = Effect::Write {
 const GUEST_TYPE: Param = Param::path(
     "guest_type",
     ParamKind::String,
-    "\"qemu\" (VM) or \"lxc\" (container).",
+    "qemu = VM, lxc = container.",
 )
 .one_of(&["qemu", "lxc"]);
 
@@ -53,7 +53,7 @@ const RULE_FIELDS: [Param; 12] = [
     Param::body(
         "source",
         ParamKind::String,
-        "IP, CIDR, range a-b, alias or +ipset; comma list. Omit = any.",
+        "IP, CIDR, a-b, alias or +ipset, comma list; omit = any.",
     )
     .pattern("^[^\\s\\x00-\\x1F]+$", 512),
     Param::body(
@@ -86,13 +86,13 @@ const RULE_FIELDS: [Param; 12] = [
         "NIC, e.g. net0 or vmbr0.",
     )
     .matching("^[A-Za-z0-9._-]{2,20}$"),
-    Param::body("log", ParamKind::String, "Log level for matches.").one_of(&[
+    Param::body("log", ParamKind::String, "Log level.").one_of(&[
         "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "nolog",
     ]),
     Param::body(
         "macro",
         ParamKind::String,
-        "Macro instead of proto/dport, e.g. SSH, HTTPS, DNS.",
+        "Macro instead of proto/dport, e.g. SSH.",
     )
     .pattern("^[A-Za-z0-9_-]+$", 128),
     Param::body("comment", ParamKind::String, "Comment.").pattern("^[^\\x00-\\x1F]*$", 1024),
@@ -177,7 +177,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_rules",
         title: "List datacenter firewall rules",
-        description: "Datacenter firewall rules in order: pos, type, action, enable, source, dest, proto, dport, macro, comment, plus the ruleset `digest`.",
+        description: "Datacenter firewall rules in order (pos, type, action, source, dest, proto, dport, macro) and `digest`.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/rules"),
@@ -213,7 +213,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_guest_firewall_rules",
         title: "List guest firewall rules",
-        description: "A VM's or container's firewall rules in order: pos, type, action, enable, source, dest, proto, dport, macro, plus `digest`. Apply to NICs with firewall=1.",
+        description: "A guest's firewall rules in order (pos, type, action, source, dest, proto, dport, macro) and `digest`.",
         category: Category::Firewall,
         module: Module::Advanced,
         params: &GUEST_LIST,
@@ -223,7 +223,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_options",
         title: "Update datacenter firewall options",
-        description: "Enable/disable the datacenter firewall, set default policies. enable=1 with policy_in DROP and no rule for 8006/22 locks you out. Returns null.",
+        description: "Enable the datacenter firewall, set default policies; enable=1 with policy_in DROP and no 8006/22 rule locks you out. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,

@@ -34,7 +34,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_lxc_status",
         title: "Get container status",
-        description: "A container's runtime status: status, uptime (s), CPU (fraction), memory/swap (bytes), disk and net counters, HA state.",
+        description: "A container's runtime status: status, uptime (s), cpu, mem/swap (bytes), disk/net I/O, HA state.",
         category: Category::Lxc,
         aliases: &["getContainerStatus"],
         params: GUEST,

@@ -43,13 +43,13 @@ const CONFIG_KEYS: &[Param] = &[
         "mp",
         0..=255,
         ParamKind::String,
-        "Mount point, e.g. \"local-lvm:10,mp=/srv\" or \"<host dir>,mp=<path>\".",
+        "Mount point, e.g. \"local-lvm:10,mp=/srv\".",
     ),
     Param::indexed(
         "net",
         0..=31,
         ParamKind::String,
-        "NIC, e.g. \"name=eth0,bridge=vmbr0,ip=dhcp\" (or ip=<cidr>,gw=<ip>).",
+        "NIC, e.g. \"name=eth0,bridge=vmbr0,ip=dhcp\".",
     ),
     Param::body(
         "unprivileged",
@@ -80,7 +80,7 @@ const CONFIG_KEYS: &[Param] = &[
     Param::body(
         "protection",
         ParamKind::Boolean,
-        "Block removal of the container.",
+        "Block removal.",
     ),
     Param::body(
         "tags",
@@ -333,7 +333,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "snapname",
                 ParamKind::String,
-                "New snapshot name, e.g. \"before-upgrade\".",
+                "New snapshot name.",
             )
             .matching(SNAPNAME_PATTERN)
             .required(),

@@ -11,7 +11,7 @@ use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, g
 const ID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]{0,63}$";
 
 const ID: Param =
-    Param::path("id", ParamKind::String, "Mapping ID, e.g. \"gpu0\".").matching(ID_PATTERN);
+    Param::path("id", ParamKind::String, "Mapping ID.").matching(ID_PATTERN);
 
 const MAP: Param = Param::body(
     "map",

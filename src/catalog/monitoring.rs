@@ -235,7 +235,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_cluster_metrics_overview",
         title: "Cluster usage overview",
-        description: "Current usage of all guests (default), nodes, storages or SDN zones: status, cpu (fraction), mem/disk (bytes), I/O counters, uptime (s).",
+        description: "Current usage of all guests (default), nodes, storages or SDN zones: status, cpu, mem/disk (bytes), I/O, uptime.",
         category: Category::Monitoring,
         params: &[Param::query(
             "type",

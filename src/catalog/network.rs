@@ -92,7 +92,7 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "slaves",
         ParamKind::String,
-        "Bond members, space-separated, e.g. \"eno1 eno2\".",
+        "Bond members, space-separated.",
     ),
     Param::body(
         "vlan-raw-device",
@@ -142,7 +142,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_networks",
         title: "List node network interfaces",
-        description: "A node's network interfaces: iface, type, active, autostart, cidr, gateway, bridge_ports, slaves. Find the bridge for a guest NIC.",
+        description: "A node's network interfaces: iface, type, active, cidr, gateway, bridge_ports, slaves.",
         category: Category::Network,
         params: &[NODE],
         backend: get("/nodes/{node}/network"),
@@ -310,7 +310,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_network",
         title: "Delete network interface",
-        description: "Stage removal of an interface; removing the management bridge cuts the node off after apply. Returns null.",
+        description: "Stage removal of an interface (the management bridge cuts the node off). Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {

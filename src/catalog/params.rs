@@ -24,7 +24,7 @@ pub const VMID: Param =
 pub const UPID: Param = Param::path(
     "upid",
     ParamKind::String,
-    "Task ID (UPID); `node` must be the node in it.",
+    "Task UPID (its node as `node`).",
 )
 .pattern(UPID_PATTERN, 512);
 
@@ -71,7 +71,7 @@ pub const NEW_VMID: Param = Param::body(
 
 /// A target node in a body (migrate, clone).
 pub const TARGET_NODE: Param =
-    Param::body("target", ParamKind::String, "Destination node name.").matching(NODE_PATTERN);
+    Param::body("target", ParamKind::String, "Target node.").matching(NODE_PATTERN);
 
 /// The optimistic-locking digest of update tools.
 pub const DIGEST: Param = Param::body(

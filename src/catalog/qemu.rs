@@ -34,7 +34,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_qemu_status",
         title: "Get VM status",
-        description: "A VM's runtime status: status/qmpstatus, uptime (s), CPU (fraction), memory (bytes), disk and net I/O counters, HA state.",
+        description: "A VM's runtime status: status/qmpstatus, uptime (s), cpu, mem (bytes), disk/net I/O, HA state.",
         category: Category::Qemu,
         aliases: &["getVMStatus"],
         params: GUEST,

@@ -42,7 +42,7 @@ const DISK_KEY_PATTERN: &str =
 const SNAPNAME_BODY: Param = Param::body(
     "snapname",
     ParamKind::String,
-    "New snapshot name, e.g. \"before-upgrade\".",
+    "New snapshot name.",
 )
 .matching(SNAPNAME_PATTERN)
 .required();
@@ -370,7 +370,7 @@ pub(super) const TEMPLATE_PARAMS: &[Param] = &[
     Param::body(
         "disk",
         ParamKind::String,
-        "Convert only this disk (e.g. \"scsi0\").",
+        "Convert only this disk.",
     )
     .matching(DISK_KEY_PATTERN),
 ];

@@ -23,7 +23,7 @@ const SCSIHW: &[&str] = &[
 ];
 
 const DISK_HELP: &str =
-    "Disk, e.g. \"local-lvm:32\" (new 32 GiB) or a volid; \"<iso volid>,media=cdrom\" for an ISO.";
+    "Disk: \"local-lvm:32\" (new, GiB), a volid, or \"<iso volid>,media=cdrom\".";
 
 /// The other disk buses take the same syntax; said once, in full, on `scsi`.
 const OTHER_DISK_HELP: &str = "Disk, syntax as scsiN.";
@@ -34,7 +34,7 @@ pub const CLOUDINIT: &[Param] = &[
         "ipconfig",
         0..=31,
         ParamKind::String,
-        "Cloud-init IP of netN: \"ip=dhcp\" or \"ip=10.0.0.5/24,gw=10.0.0.1\"; \"ip6=auto\".",
+        "IP of netN: \"ip=dhcp\" or \"ip=10.0.0.5/24,gw=10.0.0.1\".",
     ),
     Param::body(
         "ciuser",
@@ -64,10 +64,10 @@ pub const CLOUDINIT: &[Param] = &[
     ),
 ];
 
-/// Proxmox's `dns-name` format: dot-separated labels of letters, digits and inner hyphens.
-/// Like Proxmox, no length cap (a VM name is not a host name; longer than 63 is accepted).
-pub const DNS_NAME_PATTERN: &str =
-    "^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)*[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$";
+/// A VM name: letters, digits, `.` and `-`, starting and ending with a letter or digit. This
+/// stops the likely mistakes (spaces, `_`); Proxmox's `dns-name` format judges the rest (empty
+/// labels, hyphens next to dots). Like Proxmox, no length cap.
+pub const DNS_NAME_PATTERN: &str = "^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$";
 
 /// Hardware and option keys of a VM configuration.
 pub const HARDWARE: &[Param] = &[
@@ -121,7 +121,7 @@ pub const HARDWARE: &[Param] = &[
         "net",
         0..=31,
         ParamKind::String,
-        "NIC, e.g. \"virtio,bridge=vmbr0,tag=20\" (model virtio/e1000; MAC optional).",
+        "NIC, e.g. \"virtio,bridge=vmbr0,tag=20\".",
     ),
     Param::body(
         "boot",
@@ -145,7 +145,7 @@ pub const HARDWARE: &[Param] = &[
         "Machine type, e.g. \"q35\" (default \"pc\").",
     ),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
-    Param::body("protection", ParamKind::Boolean, "Block removal of the VM."),
+    Param::body("protection", ParamKind::Boolean, "Block removal."),
     Param::body(
         "tags",
         ParamKind::String,

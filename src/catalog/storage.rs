@@ -45,10 +45,10 @@ pub(super) const STORAGE: Param = Param::path(
 .pattern(STORAGE_ID_PATTERN, 100);
 
 const CONTENT_LIST: &str = "Content types, comma list: iso, vztmpl, backup, images, rootdir, snippets, import.";
-const NODES: &str = "Nodes allowed, comma list; omit for all.";
+const NODES: &str = "Nodes allowed, comma list.";
 const SHARED: &str = "Same data on every node.";
 const DISABLE: &str = "Disable on every node.";
-const PRUNE: &str = "Retention, e.g. \"keep-last=3,keep-weekly=4\" or \"keep-all=1\".";
+const PRUNE: &str = "Retention, e.g. \"keep-last=3,keep-weekly=4\".";
 
 /// Keys shared by create and update.
 const COMMON_KEYS: [Param; 5] = [
@@ -76,7 +76,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_storage_config",
         title: "Get storage definition",
-        description: "One storage definition: type, content, path/server/pool, nodes, shared, prune-backups, `digest`. Needs Datastore.Allocate; else use pve_list_storage.",
+        description: "One storage definition with `digest`. Needs Datastore.Allocate; else use pve_list_storage.",
         category: Category::Storage,
         legs: Legs::SENSITIVE,
         // Full tier: its endpoint needs Datastore.Allocate, which no read-only role may hold.
@@ -88,7 +88,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_node_storage",
         title: "List storages of a node",
-        description: "Storages a node can use with usage: type, content, active, total/used/avail (bytes). Find where a disk, ISO or backup fits.",
+        description: "Storages a node can use: type, content, active, total/used/avail (bytes).",
         category: Category::Storage,
         params: &[
             NODE,

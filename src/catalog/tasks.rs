@@ -67,7 +67,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg(
                 "upid",
                 ParamKind::String,
-                "Task ID (UPID); `node` must be the node in it.",
+                "Task UPID (its node as `node`).",
             )
             .required()
             .pattern(UPID_PATTERN, 512),

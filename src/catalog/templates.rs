@@ -120,7 +120,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_create_qemu_template",
         starts_task: true,
         title: "Convert VM to template (older name)",
-        description: "Same tool as pve_qemu_create_template (older name): stopped VM to template, irreversibly. Returns a task UPID.",
+        description: "Older name of pve_qemu_create_template. Returns a task UPID.",
         category: Category::Templates,
         tier: Tier::Full,
         effect: Effect::Write {
