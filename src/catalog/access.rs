@@ -56,7 +56,7 @@ const LASTNAME: Param =
     Param::body("lastname", ParamKind::String, "Family name.").pattern("^[^\\x00-\\x1F]*$", 1024);
 
 const COMMENT: Param =
-    Param::body("comment", ParamKind::String, "Comment.").pattern("^[^\\x00-\\x1F]*$", 2048);
+    Param::body("comment", ParamKind::String, "Free text.").pattern("^[^\\x00-\\x1F]*$", 2048);
 
 const GROUPS: Param = Param::body(
     "groups",
@@ -65,12 +65,8 @@ const GROUPS: Param = Param::body(
 )
 .pattern(ID_LIST_PATTERN, 1024);
 
-const EXPIRE: Param = Param::body(
-    "expire",
-    ParamKind::Integer,
-    "Expiry, epoch s; 0 = never.",
-)
-.min(0);
+const EXPIRE: Param =
+    Param::body("expire", ParamKind::Integer, "Expiry, epoch s; 0 = never.").min(0);
 
 const ENABLE: Param = Param::body("enable", ParamKind::Boolean, "false disables the account.");
 
@@ -83,16 +79,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Access,
         module: Module::Advanced,
         params: &[
-            Param::query(
-                "enabled",
-                ParamKind::Boolean,
-                "Filter by enabled state.",
-            ),
-            Param::query(
-                "full",
-                ParamKind::Boolean,
-                "Add groups and API tokens.",
-            ),
+            Param::query("enabled", ParamKind::Boolean, "Filter by enabled state."),
+            Param::query("full", ParamKind::Boolean, "Add groups and API tokens."),
         ],
         backend: get("/access/users"),
         long_list: true,
@@ -241,19 +229,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             )
             .pattern(ACL_PATH_PATTERN, 512)
             .required(),
-            Param::body(
-                "roles",
-                ParamKind::String,
-                "Role IDs, comma list.",
-            )
-            .pattern(ID_LIST_PATTERN, 1024)
-            .required(),
-            Param::body(
-                "users",
-                ParamKind::String,
-                "User IDs, comma list.",
-            )
-            .pattern(PRINCIPAL_LIST_PATTERN, 4096),
+            Param::body("roles", ParamKind::String, "Role IDs, comma list.")
+                .pattern(ID_LIST_PATTERN, 1024)
+                .required(),
+            Param::body("users", ParamKind::String, "User IDs, comma list.")
+                .pattern(PRINCIPAL_LIST_PATTERN, 4096),
             Param::body("groups", ParamKind::String, "Group IDs, comma list.")
                 .pattern(ID_LIST_PATTERN, 4096),
             Param::body(
@@ -291,14 +271,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             USERID,
             TOKENID,
-            Param::body("comment", ParamKind::String, "Comment.")
+            Param::body("comment", ParamKind::String, "Free text.")
                 .pattern("^[^\\x00-\\x1F]*$", 2048),
-            Param::body(
-                "expire",
-                ParamKind::Integer,
-                "Expiry, epoch s; 0 = never.",
-            )
-            .min(0),
+            Param::body("expire", ParamKind::Integer, "Expiry, epoch s; 0 = never.").min(0),
             Param::body(
                 "privsep",
                 ParamKind::Boolean,

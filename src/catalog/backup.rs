@@ -16,12 +16,8 @@ const RESTORE: Effect = Effect::Write {
     idempotent: false,
 };
 
-const JOB_ID: Param = Param::path(
-    "id",
-    ParamKind::String,
-    "Backup job ID.",
-)
-.matching("^\\S{1,50}$");
+const JOB_ID: Param =
+    Param::path("id", ParamKind::String, "Backup job ID.").matching("^\\S{1,50}$");
 
 const VMID_LIST: &str = "Guest IDs, comma list.";
 const MODE: &str = "snapshot = no downtime.";
@@ -82,27 +78,15 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "Backup volid (pve_list_backups).",
             )
             .required(),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage for restored disks.",
-            )
-            .matching(STORAGE_PATTERN),
+            Param::body("storage", ParamKind::String, "Storage for restored disks.")
+                .matching(STORAGE_PATTERN),
             Param::body(
                 "force",
                 ParamKind::Boolean,
                 "Overwrite an existing VM (its disks are destroyed).",
             ),
-            Param::body(
-                "unique",
-                ParamKind::Boolean,
-                "New MACs and UUID.",
-            ),
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start it afterwards.",
-            ),
+            Param::body("unique", ParamKind::Boolean, "New MACs and UUID."),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
             POOL_BODY,
         ],
         backend: post("/nodes/{node}/qemu"),
@@ -145,16 +129,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::Boolean,
                 "Overwrite an existing container.",
             ),
-            Param::body(
-                "unique",
-                ParamKind::Boolean,
-                "New MAC addresses.",
-            ),
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start it afterwards.",
-            ),
+            Param::body("unique", ParamKind::Boolean, "New MAC addresses."),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
             POOL_BODY,
         ],
         backend: post("/nodes/{node}/lxc"),
@@ -163,7 +139,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_backup_job",
         title: "Get backup job",
-        description: "One backup job's settings.",
+        description: "One backup job: schedule, storage, mode, guests, retention.",
         category: Category::Backup,
         params: &[JOB_ID],
         backend: get("/cluster/backup/{id}"),
@@ -209,16 +185,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             NODE,
             Param::body("vmid", ParamKind::String, VMID_LIST).pattern(VMID_LIST_PATTERN, 4096),
-            Param::body(
-                "all",
-                ParamKind::Boolean,
-                "Back up every guest.",
-            ),
-            Param::body(
-                "pool",
-                ParamKind::String,
-                "Back up this pool's guests.",
-            ),
+            Param::body("all", ParamKind::Boolean, "Back up every guest."),
+            Param::body("pool", ParamKind::String, "Back up this pool's guests."),
             Param::body(
                 "exclude",
                 ParamKind::String,
@@ -230,11 +198,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body("mode", ParamKind::String, MODE).one_of(MODES),
             Param::body("compress", ParamKind::String, COMPRESS).one_of(COMPRESSIONS),
             Param::body("notes-template", ParamKind::String, NOTES),
-            Param::body(
-                "protected",
-                ParamKind::Boolean,
-                "Protect from pruning.",
-            ),
+            Param::body("protected", ParamKind::Boolean, "Protect from pruning."),
             Param::body(
                 "remove",
                 ParamKind::Boolean,
@@ -272,11 +236,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .required(),
             Param::body("vmid", ParamKind::String, VMID_LIST).pattern(VMID_LIST_PATTERN, 4096),
             Param::body("all", ParamKind::Boolean, "Back up every guest."),
-            Param::body(
-                "pool",
-                ParamKind::String,
-                "Back up this pool's guests.",
-            ),
+            Param::body("pool", ParamKind::String, "Back up this pool's guests."),
             Param::body(
                 "exclude",
                 ParamKind::String,
@@ -303,13 +263,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
             Param::body("notes-template", ParamKind::String, NOTES),
             Param::body("mailto", ParamKind::String, MAILTO),
-            Param::body("comment", ParamKind::String, "Comment."),
-            Param::body(
-                "id",
-                ParamKind::String,
-                "Job ID (default generated).",
-            )
-            .matching("^[A-Za-z][A-Za-z0-9_-]{1,49}$"),
+            Param::body("comment", ParamKind::String, "Free text."),
+            Param::body("id", ParamKind::String, "Job ID (default generated).")
+                .matching("^[A-Za-z][A-Za-z0-9_-]{1,49}$"),
         ],
         at_least_one_of: &["vmid", "all", "pool"],
         backend: post("/cluster/backup"),

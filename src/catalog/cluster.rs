@@ -18,12 +18,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "List cluster resources",
         description: "Every cluster resource (nodes, VMs, containers, storages, SDN): id, type, node, vmid, name, status, usage. Finds a guest's node.",
         category: Category::Cluster,
-        params: &[Param::query(
-            "type",
-            ParamKind::String,
-            "Resource kind; omit for all.",
-        )
-        .one_of(&["vm", "storage", "node", "sdn"])],
+        params: &[
+            Param::query("type", ParamKind::String, "Resource kind; omit for all.")
+                .one_of(&["vm", "storage", "node", "sdn"]),
+        ],
         backend: get("/cluster/resources"),
         long_list: true,
         ..ToolSpec::BASE

@@ -26,12 +26,7 @@ const GUEST_TYPE: Param = Param::path(
 .one_of(&["qemu", "lxc"]);
 
 /// A rule position in the path.
-const POS: Param = Param::path(
-    "pos",
-    ParamKind::Integer,
-    "Rule `pos` from the list.",
-)
-.min(0);
+const POS: Param = Param::path("pos", ParamKind::Integer, "Rule `pos` from the list.").min(0);
 
 const DIGEST_DESCRIPTION: &str = "`digest` from the list.";
 
@@ -56,36 +51,20 @@ const RULE_FIELDS: [Param; 12] = [
         "IP, CIDR, a-b, alias or +ipset, comma list; omit = any.",
     )
     .pattern("^[^\\s\\x00-\\x1F]+$", 512),
-    Param::body(
-        "dest",
-        ParamKind::String,
-        "Destination, as `source`.",
-    )
-    .pattern("^[^\\s\\x00-\\x1F]+$", 512),
-    Param::body(
-        "proto",
-        ParamKind::String,
-        "tcp, udp, icmp... or a number.",
-    )
-    .pattern("^[A-Za-z0-9._-]+$", 32),
+    Param::body("dest", ParamKind::String, "Destination, as `source`.")
+        .pattern("^[^\\s\\x00-\\x1F]+$", 512),
+    Param::body("proto", ParamKind::String, "tcp, udp, icmp... or a number.")
+        .pattern("^[A-Za-z0-9._-]+$", 32),
     Param::body(
         "dport",
         ParamKind::String,
         "Port, service, range 8000:8010 or list.",
     )
     .pattern("^[A-Za-z0-9:,_-]+$", 512),
-    Param::body(
-        "sport",
-        ParamKind::String,
-        "Source ports, as `dport`.",
-    )
-    .pattern("^[A-Za-z0-9:,_-]+$", 512),
-    Param::body(
-        "iface",
-        ParamKind::String,
-        "NIC, e.g. net0 or vmbr0.",
-    )
-    .matching("^[A-Za-z0-9._-]{2,20}$"),
+    Param::body("sport", ParamKind::String, "Source ports, as `dport`.")
+        .pattern("^[A-Za-z0-9:,_-]+$", 512),
+    Param::body("iface", ParamKind::String, "NIC, e.g. net0 or vmbr0.")
+        .matching("^[A-Za-z0-9._-]{2,20}$"),
     Param::body("log", ParamKind::String, "Log level.").one_of(&[
         "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "nolog",
     ]),
@@ -95,17 +74,12 @@ const RULE_FIELDS: [Param; 12] = [
         "Macro instead of proto/dport, e.g. SSH.",
     )
     .pattern("^[A-Za-z0-9_-]+$", 128),
-    Param::body("comment", ParamKind::String, "Comment.").pattern("^[^\\x00-\\x1F]*$", 1024),
+    Param::body("comment", ParamKind::String, "Free text.").pattern("^[^\\x00-\\x1F]*$", 1024),
 ];
 
 /// Keys only create knows: where to insert, and the concurrency guard.
 const CREATE_EXTRA: [Param; 2] = [
-    Param::body(
-        "pos",
-        ParamKind::Integer,
-        "Position; 0 = top (default).",
-    )
-    .min(0),
+    Param::body("pos", ParamKind::Integer, "Position; 0 = top (default).").min(0),
     DIGEST,
 ];
 
@@ -236,12 +210,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "1 = firewall on cluster-wide, 0 = off.",
             )
             .range(0, 1),
-            Param::body(
-                "policy_in",
-                ParamKind::String,
-                "Incoming default (DROP).",
-            )
-            .one_of(&["ACCEPT", "REJECT", "DROP"]),
+            Param::body("policy_in", ParamKind::String, "Incoming default (DROP).")
+                .one_of(&["ACCEPT", "REJECT", "DROP"]),
             Param::body(
                 "policy_out",
                 ParamKind::String,
@@ -260,12 +230,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "Log rate limit, e.g. \"enable=1,rate=1/second,burst=5\".",
             )
             .pattern("^[a-z0-9=,/]+$", 128),
-            Param::body(
-                "delete",
-                ParamKind::String,
-                "Options to reset, comma list.",
-            )
-            .pattern("^[a-z_]+(?:,[a-z_]+)*$", 256),
+            Param::body("delete", ParamKind::String, "Options to reset, comma list.")
+                .pattern("^[a-z_]+(?:,[a-z_]+)*$", 256),
             DIGEST,
         ],
         at_least_one_of: &[

@@ -55,12 +55,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::Boolean,
                 "Running values, not pending ones.",
             ),
-            Param::query(
-                "snapshot",
-                ParamKind::String,
-                "Config of this snapshot.",
-            )
-            .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
+            Param::query("snapshot", ParamKind::String, "Config of this snapshot.")
+                .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
         ],
         backend: get("/nodes/{node}/lxc/{vmid}/config"),
         ..ToolSpec::BASE
@@ -82,7 +78,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Lxc,
         "pve_start_lxc_container",
         "Start container",
-        "Start a container. Returns a task UPID.",
+        "Start a stopped container. Returns a task UPID.",
         "/nodes/{node}/lxc/{vmid}/status/start",
         false,
         &["startContainer"],

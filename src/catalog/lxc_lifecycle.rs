@@ -27,12 +27,7 @@ const CONFIG_KEYS: &[Param] = &[
     Param::body("hostname", ParamKind::String, "Host name.")
         .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"),
     Param::body("cores", ParamKind::Integer, "CPU cores (default: all).").range(1, 8192),
-    Param::body(
-        "memory",
-        ParamKind::Integer,
-        "Memory in MiB (default 512).",
-    )
-    .min(16),
+    Param::body("memory", ParamKind::Integer, "Memory in MiB (default 512).").min(16),
     Param::body("swap", ParamKind::Integer, "Swap in MiB (default 512).").min(0),
     Param::body(
         "rootfs",
@@ -66,27 +61,15 @@ const CONFIG_KEYS: &[Param] = &[
         ParamKind::String,
         "DNS servers, space-separated.",
     ),
-    Param::body(
-        "searchdomain",
-        ParamKind::String,
-        "DNS search domains.",
-    ),
+    Param::body("searchdomain", ParamKind::String, "DNS search domains."),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
     Param::body(
         "startup",
         ParamKind::String,
         "Boot order, e.g. \"order=1,up=30\".",
     ),
-    Param::body(
-        "protection",
-        ParamKind::Boolean,
-        "Block removal.",
-    ),
-    Param::body(
-        "tags",
-        ParamKind::String,
-        "Tags, ';'-separated.",
-    ),
+    Param::body("protection", ParamKind::Boolean, "Block removal."),
+    Param::body("tags", ParamKind::String, "Tags, ';'-separated."),
     Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
 
@@ -109,21 +92,13 @@ const CREATE_ONLY: &[Param] = &[
     ),
     STORAGE_BODY,
     POOL_BODY,
-    Param::body(
-        "start",
-        ParamKind::Boolean,
-        "Start it afterwards.",
-    ),
+    Param::body("start", ParamKind::Boolean, "Start it afterwards."),
 ];
 const CREATE_PARTS: &[&[Param]] = &[&[NODE, NEW_VMID], CONFIG_KEYS, CREATE_ONLY];
 const CREATE_PARAMS: [Param; total(CREATE_PARTS)] = join(CREATE_PARTS);
 
 const UPDATE_ONLY: &[Param] = &[
-    Param::body(
-        "delete",
-        ParamKind::String,
-        "Keys to remove, comma list.",
-    ),
+    Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
     DIGEST,
 ];
 const UPDATE_PARTS: &[&[Param]] = &[GUEST, CONFIG_KEYS, UPDATE_ONLY];
@@ -203,11 +178,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::Boolean,
                 "Also drop from backup, replication, HA jobs.",
             ),
-            Param::query(
-                "force",
-                ParamKind::Boolean,
-                "Stop it first if running.",
-            ),
+            Param::query("force", ParamKind::Boolean, "Stop it first if running."),
             Param::query(
                 "destroy-unreferenced-disks",
                 ParamKind::Boolean,
@@ -261,35 +232,19 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             NODE,
             GUEST[1],
-            Param::body(
-                "newid",
-                ParamKind::Integer,
-                "Free VMID for the copy.",
-            )
-            .range(100, 999_999_999)
-            .required(),
+            Param::body("newid", ParamKind::Integer, "Free VMID for the copy.")
+                .range(100, 999_999_999)
+                .required(),
             Param::body("hostname", ParamKind::String, "Host name of the copy.")
                 .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"),
             TARGET_NODE,
-            Param::body(
-                "full",
-                ParamKind::Boolean,
-                "Full copy, not linked.",
-            ),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage for a full clone.",
-            )
-            .matching(STORAGE_PATTERN),
+            Param::body("full", ParamKind::Boolean, "Full copy, not linked."),
+            Param::body("storage", ParamKind::String, "Storage for a full clone.")
+                .matching(STORAGE_PATTERN),
             POOL_BODY,
             Param::body("description", ParamKind::String, "Notes for the copy."),
-            Param::body(
-                "snapname",
-                ParamKind::String,
-                "Clone this snapshot.",
-            )
-            .matching(SNAPNAME_PATTERN),
+            Param::body("snapname", ParamKind::String, "Clone this snapshot.")
+                .matching(SNAPNAME_PATTERN),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/clone"),
         ..ToolSpec::BASE
@@ -330,18 +285,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             NODE,
             GUEST[1],
-            Param::body(
-                "snapname",
-                ParamKind::String,
-                "New snapshot name.",
-            )
-            .matching(SNAPNAME_PATTERN)
-            .required(),
-            Param::body(
-                "description",
-                ParamKind::String,
-                "Snapshot note.",
-            ),
+            Param::body("snapname", ParamKind::String, "New snapshot name.")
+                .matching(SNAPNAME_PATTERN)
+                .required(),
+            Param::body("description", ParamKind::String, "Snapshot note."),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/snapshot"),
         ..ToolSpec::BASE
@@ -381,11 +328,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             SNAPSHOT[0],
             SNAPSHOT[1],
             SNAPSHOT[2],
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start it afterwards.",
-            ),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback"),
         ..ToolSpec::BASE

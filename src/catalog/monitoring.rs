@@ -307,12 +307,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "Until this local time, format as `since`.",
             )
             .matching("^\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2}(:\\d{2})?)?$"),
-            Param::query(
-                "service",
-                ParamKind::String,
-                "Systemd unit, e.g. pveproxy.",
-            )
-            .matching("^[A-Za-z0-9@._-]{1,128}$"),
+            Param::query("service", ParamKind::String, "Systemd unit, e.g. pveproxy.")
+                .matching("^[A-Za-z0-9@._-]{1,128}$"),
         ],
         backend: get("/nodes/{node}/syslog"),
         timeout_ms: 60_000,

@@ -13,12 +13,8 @@ use super::types::{
 /// Linux interface names as Proxmox accepts them (`vmbr0`, `bond0`, `eno1.20`).
 const IFACE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_]{1,20}([:.][0-9]+)?$";
 
-const IFACE: Param = Param::path(
-    "iface",
-    ParamKind::String,
-    "Interface name, e.g. vmbr0.",
-)
-.pattern(IFACE_PATTERN, 20);
+const IFACE: Param = Param::path("iface", ParamKind::String, "Interface name, e.g. vmbr0.")
+    .pattern(IFACE_PATTERN, 20);
 
 /// Interface types that can be created or updated.
 const IFACE_TYPES: &[&str] = &[
@@ -62,11 +58,7 @@ const SETTINGS: [Param; 14] = [
         "IPv4 address (with `netmask`); prefer `cidr`.",
     ),
     Param::body("netmask", ParamKind::String, "IPv4 netmask for `address`."),
-    Param::body(
-        "gateway",
-        ParamKind::String,
-        "IPv4 gateway (one per node).",
-    ),
+    Param::body("gateway", ParamKind::String, "IPv4 gateway (one per node)."),
     Param::body(
         "cidr6",
         ParamKind::String,
@@ -83,12 +75,7 @@ const SETTINGS: [Param; 14] = [
         ParamKind::Boolean,
         "Make the bridge VLAN-aware.",
     ),
-    Param::body(
-        "bond_mode",
-        ParamKind::String,
-        "Bond mode; 802.3ad = LACP.",
-    )
-    .one_of(BOND_MODES),
+    Param::body("bond_mode", ParamKind::String, "Bond mode; 802.3ad = LACP.").one_of(BOND_MODES),
     Param::body(
         "slaves",
         ParamKind::String,
@@ -104,13 +91,8 @@ const SETTINGS: [Param; 14] = [
         ParamKind::Boolean,
         "Bring up at boot (\"auto\").",
     ),
-    Param::body("comments", ParamKind::String, "Comment."),
-    Param::body(
-        "mtu",
-        ParamKind::Integer,
-        "MTU in bytes.",
-    )
-    .range(1280, 65520),
+    Param::body("comments", ParamKind::String, "Free text."),
+    Param::body("mtu", ParamKind::Integer, "MTU in bytes.").range(1280, 65520),
 ];
 
 const VLAN_ID: Param = Param::body(
@@ -222,7 +204,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             )
             .pattern(IFACE_PATTERN, 20)
             .required(),
-            Param::body("type", ParamKind::String, "Type.")
+            Param::body("type", ParamKind::String, "Interface type.")
                 .one_of(IFACE_TYPES)
                 .required(),
             SETTINGS[0],
@@ -258,13 +240,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             NODE,
             IFACE,
-            Param::body(
-                "type",
-                ParamKind::String,
-                "Current type (pve_get_network).",
-            )
-            .one_of(IFACE_TYPES)
-            .required(),
+            Param::body("type", ParamKind::String, "Current type (pve_get_network).")
+                .one_of(IFACE_TYPES)
+                .required(),
             SETTINGS[0],
             SETTINGS[1],
             SETTINGS[2],
@@ -280,11 +258,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             SETTINGS[11],
             SETTINGS[12],
             SETTINGS[13],
-            Param::body(
-                "delete",
-                ParamKind::String,
-                "Keys to remove, comma list.",
-            ),
+            Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
         ],
         at_least_one_of: &[
             "cidr",

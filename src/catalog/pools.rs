@@ -63,7 +63,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             )
             .pattern(POOL_ID_PATTERN, POOL_ID_MAX)
             .required(),
-            Param::body("comment", ParamKind::String, "Comment."),
+            Param::body("comment", ParamKind::String, "Free text."),
         ],
         backend: post("/pools"),
         ..ToolSpec::BASE
@@ -82,22 +82,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             POOLID_BODY,
             Param::body("comment", ParamKind::String, "New free-text description."),
-            Param::body(
-                "vms",
-                ParamKind::String,
-                "Guest IDs, comma list.",
-            )
-            .pattern(VMID_LIST_PATTERN, 4096),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage IDs, comma list.",
-            ),
-            Param::body(
-                "delete",
-                ParamKind::Boolean,
-                "Remove the members instead.",
-            ),
+            Param::body("vms", ParamKind::String, "Guest IDs, comma list.")
+                .pattern(VMID_LIST_PATTERN, 4096),
+            Param::body("storage", ParamKind::String, "Storage IDs, comma list."),
+            Param::body("delete", ParamKind::Boolean, "Remove the members instead."),
             Param::body(
                 "allow-move",
                 ParamKind::Boolean,

@@ -55,12 +55,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ParamKind::Boolean,
                 "Running values, not pending ones.",
             ),
-            Param::query(
-                "snapshot",
-                ParamKind::String,
-                "Config of this snapshot.",
-            )
-            .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
+            Param::query("snapshot", ParamKind::String, "Config of this snapshot.")
+                .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
         ],
         backend: get("/nodes/{node}/qemu/{vmid}/config"),
         ..ToolSpec::BASE
@@ -82,7 +78,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Qemu,
         "pve_start_qemu_vm",
         "Start VM",
-        "Power on a VM. Returns a task UPID.",
+        "Power on (start) a VM. Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/start",
         false,
         &["startVM"],

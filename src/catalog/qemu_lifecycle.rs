@@ -39,13 +39,9 @@ const UPDATE_PARAMS: [Param; total(UPDATE_PARTS)] = join(UPDATE_PARTS);
 const DISK_KEY_PATTERN: &str =
     "^(ide[0-3]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|efidisk0|tpmstate0)$";
 
-const SNAPNAME_BODY: Param = Param::body(
-    "snapname",
-    ParamKind::String,
-    "New snapshot name.",
-)
-.matching(SNAPNAME_PATTERN)
-.required();
+const SNAPNAME_BODY: Param = Param::body("snapname", ParamKind::String, "New snapshot name.")
+    .matching(SNAPNAME_PATTERN)
+    .required();
 
 /// Rows of the `qemu` category for the guest lifecycle.
 /// A new VM with credentials or started at once is a ready foothold: a person decides.
@@ -134,45 +130,21 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             NODE,
             GUEST[1],
-            Param::body(
-                "newid",
-                ParamKind::Integer,
-                "Free VMID for the copy.",
-            )
-            .range(100, 999_999_999)
-            .required(),
-            Param::body(
-                "name",
-                ParamKind::String,
-                "Name of the copy.",
-            )
-            .matching(super::qemu_params::DNS_NAME_PATTERN),
+            Param::body("newid", ParamKind::Integer, "Free VMID for the copy.")
+                .range(100, 999_999_999)
+                .required(),
+            Param::body("name", ParamKind::String, "Name of the copy.")
+                .matching(super::qemu_params::DNS_NAME_PATTERN),
             TARGET_NODE,
-            Param::body(
-                "full",
-                ParamKind::Boolean,
-                "Full copy, not a linked clone.",
-            ),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage for a full clone.",
-            )
-            .matching(STORAGE_PATTERN),
+            Param::body("full", ParamKind::Boolean, "Full copy, not a linked clone."),
+            Param::body("storage", ParamKind::String, "Storage for a full clone.")
+                .matching(STORAGE_PATTERN),
             POOL_BODY,
             Param::body("description", ParamKind::String, "Notes for the copy."),
-            Param::body(
-                "snapname",
-                ParamKind::String,
-                "Clone this snapshot.",
-            )
-            .matching(SNAPNAME_PATTERN),
-            Param::body(
-                "format",
-                ParamKind::String,
-                "Full clone disk format.",
-            )
-            .one_of(&["raw", "qcow2", "vmdk"]),
+            Param::body("snapname", ParamKind::String, "Clone this snapshot.")
+                .matching(SNAPNAME_PATTERN),
+            Param::body("format", ParamKind::String, "Full clone disk format.")
+                .one_of(&["raw", "qcow2", "vmdk"]),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/clone"),
         ..ToolSpec::BASE
@@ -245,16 +217,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             NODE,
             GUEST[1],
             SNAPNAME_BODY,
-            Param::body(
-                "description",
-                ParamKind::String,
-                "Snapshot note.",
-            ),
-            Param::body(
-                "vmstate",
-                ParamKind::Boolean,
-                "Also save RAM.",
-            ),
+            Param::body("description", ParamKind::String, "Snapshot note."),
+            Param::body("vmstate", ParamKind::Boolean, "Also save RAM."),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/snapshot"),
         ..ToolSpec::BASE
@@ -294,11 +258,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             SNAPSHOT[0],
             SNAPSHOT[1],
             SNAPSHOT[2],
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start it afterwards.",
-            ),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback"),
         ..ToolSpec::BASE
@@ -367,10 +327,5 @@ pub(super) const TOOLS: &[ToolSpec] = &[
 pub(super) const TEMPLATE_PARAMS: &[Param] = &[
     NODE,
     GUEST[1],
-    Param::body(
-        "disk",
-        ParamKind::String,
-        "Convert only this disk.",
-    )
-    .matching(DISK_KEY_PATTERN),
+    Param::body("disk", ParamKind::String, "Convert only this disk.").matching(DISK_KEY_PATTERN),
 ];

@@ -36,11 +36,7 @@ pub const CLOUDINIT: &[Param] = &[
         ParamKind::String,
         "IP of netN: \"ip=dhcp\" or \"ip=10.0.0.5/24,gw=10.0.0.1\".",
     ),
-    Param::body(
-        "ciuser",
-        ParamKind::String,
-        "Cloud-init user.",
-    ),
+    Param::body("ciuser", ParamKind::String, "Cloud-init user."),
     Param::body(
         "cipassword",
         ParamKind::String,
@@ -57,11 +53,7 @@ pub const CLOUDINIT: &[Param] = &[
         ParamKind::String,
         "DNS servers, space-separated.",
     ),
-    Param::body(
-        "searchdomain",
-        ParamKind::String,
-        "DNS search domains.",
-    ),
+    Param::body("searchdomain", ParamKind::String, "DNS search domains."),
 ];
 
 /// A VM name: letters, digits, `.` and `-`, starting and ending with a letter or digit. This
@@ -71,12 +63,7 @@ pub const DNS_NAME_PATTERN: &str = "^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$";
 
 /// Hardware and option keys of a VM configuration.
 pub const HARDWARE: &[Param] = &[
-    Param::body(
-        "name",
-        ParamKind::String,
-        "VM name (a DNS name).",
-    )
-    .matching(DNS_NAME_PATTERN),
+    Param::body("name", ParamKind::String, "VM name (a DNS name).").matching(DNS_NAME_PATTERN),
     Param::body("cores", ParamKind::Integer, "Cores per socket (default 1).").min(1),
     Param::body("sockets", ParamKind::Integer, "CPU sockets (default 1).").min(1),
     Param::body("memory", ParamKind::Integer, "Memory in MiB (default 512).").min(16),
@@ -91,12 +78,7 @@ pub const HARDWARE: &[Param] = &[
         ParamKind::String,
         "CPU type, e.g. host (default x86-64-v2-AES).",
     ),
-    Param::body(
-        "ostype",
-        ParamKind::String,
-        "OS type; l26 = Linux.",
-    )
-    .one_of(OSTYPES),
+    Param::body("ostype", ParamKind::String, "OS type; l26 = Linux.").one_of(OSTYPES),
     Param::body(
         "scsihw",
         ParamKind::String,
@@ -128,11 +110,7 @@ pub const HARDWARE: &[Param] = &[
         ParamKind::String,
         "Boot order, e.g. \"order=scsi0;ide2;net0\".",
     ),
-    Param::body(
-        "agent",
-        ParamKind::String,
-        "\"1\" enables the guest agent.",
-    ),
+    Param::body("agent", ParamKind::String, "\"1\" enables the guest agent."),
     Param::body(
         "bios",
         ParamKind::String,
@@ -146,21 +124,13 @@ pub const HARDWARE: &[Param] = &[
     ),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
     Param::body("protection", ParamKind::Boolean, "Block removal."),
-    Param::body(
-        "tags",
-        ParamKind::String,
-        "Tags, ';'-separated.",
-    ),
+    Param::body("tags", ParamKind::String, "Tags, ';'-separated."),
     Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
 
 /// Keys only update rows have: removal and optimistic locking.
 pub const UPDATE_ONLY: &[Param] = &[
-    Param::body(
-        "delete",
-        ParamKind::String,
-        "Keys to remove, comma list.",
-    ),
+    Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
     DIGEST,
 ];
 

@@ -37,14 +37,11 @@ pub(super) const CONTENT_TYPES: &[&str] = &[
 pub(super) const STORAGE_ID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]*[A-Za-z0-9]$";
 
 /// The storage a request is addressed to (path parameter).
-pub(super) const STORAGE: Param = Param::path(
-    "storage",
-    ParamKind::String,
-    "Storage ID.",
-)
-.pattern(STORAGE_ID_PATTERN, 100);
+pub(super) const STORAGE: Param =
+    Param::path("storage", ParamKind::String, "Storage ID.").pattern(STORAGE_ID_PATTERN, 100);
 
-const CONTENT_LIST: &str = "Content types, comma list: iso, vztmpl, backup, images, rootdir, snippets, import.";
+const CONTENT_LIST: &str =
+    "Content types, comma list: iso, vztmpl, backup, images, rootdir, snippets, import.";
 const NODES: &str = "Nodes allowed, comma list.";
 const SHARED: &str = "Same data on every node.";
 const DISABLE: &str = "Disable on every node.";
@@ -92,16 +89,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Storage,
         params: &[
             NODE,
-            Param::query(
-                "content",
-                ParamKind::String,
-                "Content type filter.",
-            ),
-            Param::query(
-                "enabled",
-                ParamKind::Boolean,
-                "Only enabled storages.",
-            ),
+            Param::query("content", ParamKind::String, "Content type filter."),
+            Param::query("enabled", ParamKind::Boolean, "Only enabled storages."),
         ],
         backend: get("/nodes/{node}/storage"),
         ..ToolSpec::BASE
@@ -150,51 +139,23 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         // nfs/cifs/pbs storage makes every node connect to the named server.
         open_world: true,
         params: &[
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "New storage ID.",
-            )
-            .pattern(STORAGE_ID_PATTERN, 100)
-            .required(),
+            Param::body("storage", ParamKind::String, "New storage ID.")
+                .pattern(STORAGE_ID_PATTERN, 100)
+                .required(),
             Param::body("type", ParamKind::String, "Storage type.")
                 .one_of(STORAGE_TYPES)
                 .required(),
             COMMON_KEYS[0],
-            Param::body(
-                "path",
-                ParamKind::String,
-                "Directory (dir/btrfs).",
-            ),
+            Param::body("path", ParamKind::String, "Directory (dir/btrfs)."),
             COMMON_KEYS[1],
             COMMON_KEYS[2],
             COMMON_KEYS[3],
-            Param::body(
-                "server",
-                ParamKind::String,
-                "Server host or IP.",
-            ),
-            Param::body(
-                "export",
-                ParamKind::String,
-                "NFS export path.",
-            ),
+            Param::body("server", ParamKind::String, "Server host or IP."),
+            Param::body("export", ParamKind::String, "NFS export path."),
             Param::body("share", ParamKind::String, "CIFS share name."),
-            Param::body(
-                "pool",
-                ParamKind::String,
-                "ZFS or Ceph pool.",
-            ),
-            Param::body(
-                "vgname",
-                ParamKind::String,
-                "LVM volume group.",
-            ),
-            Param::body(
-                "thinpool",
-                ParamKind::String,
-                "Thin pool in `vgname`.",
-            ),
+            Param::body("pool", ParamKind::String, "ZFS or Ceph pool."),
+            Param::body("vgname", ParamKind::String, "LVM volume group."),
+            Param::body("thinpool", ParamKind::String, "Thin pool in `vgname`."),
             Param::body("datastore", ParamKind::String, "PBS datastore name."),
             Param::body(
                 "username",
@@ -234,11 +195,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             COMMON_KEYS[2],
             COMMON_KEYS[3],
             COMMON_KEYS[4],
-            Param::body(
-                "delete",
-                ParamKind::String,
-                "Keys to remove, comma list.",
-            ),
+            Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
             Param::body(
                 "digest",
                 ParamKind::String,

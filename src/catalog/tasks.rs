@@ -64,13 +64,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg("node", ParamKind::String, "Node name.")
                 .required()
                 .matching(NODE_PATTERN),
-            Param::arg(
-                "upid",
-                ParamKind::String,
-                "Task UPID (its node as `node`).",
-            )
-            .required()
-            .pattern(UPID_PATTERN, 512),
+            Param::arg("upid", ParamKind::String, "Task UPID (its node as `node`).")
+                .required()
+                .pattern(UPID_PATTERN, 512),
             Param::arg(
                 "timeout",
                 ParamKind::Integer,
