@@ -32,7 +32,7 @@ const GRANT: Effect = Effect::Write {
     idempotent: false,
 };
 
-const USERID_DESCRIPTION: &str = "User ID `name@realm`, e.g. \"alice@pve\".";
+const USERID_DESCRIPTION: &str = "User ID, `name@realm`.";
 
 /// The user in the path.
 const USERID: Param =
@@ -42,7 +42,7 @@ const USERID: Param =
 const TOKENID: Param = Param::path(
     "tokenid",
     ParamKind::String,
-    "Token name, e.g. \"ci\"; full id is `userid!tokenid`.",
+    "Token name; full id `userid!tokenid`.",
 )
 .pattern(TOKENID_PATTERN, 64);
 
@@ -56,21 +56,17 @@ const LASTNAME: Param =
     Param::body("lastname", ParamKind::String, "Family name.").pattern("^[^\\x00-\\x1F]*$", 1024);
 
 const COMMENT: Param =
-    Param::body("comment", ParamKind::String, "Free-text note.").pattern("^[^\\x00-\\x1F]*$", 2048);
+    Param::body("comment", ParamKind::String, "Free text.").pattern("^[^\\x00-\\x1F]*$", 2048);
 
 const GROUPS: Param = Param::body(
     "groups",
     ParamKind::String,
-    "Group IDs, comma list; replaces the list unless `append`.",
+    "Group IDs, comma list (replaces unless `append`).",
 )
 .pattern(ID_LIST_PATTERN, 1024);
 
-const EXPIRE: Param = Param::body(
-    "expire",
-    ParamKind::Integer,
-    "Expiry, Unix epoch seconds; 0 = never.",
-)
-.min(0);
+const EXPIRE: Param =
+    Param::body("expire", ParamKind::Integer, "Expiry, epoch s; 0 = never.").min(0);
 
 const ENABLE: Param = Param::body("enable", ParamKind::Boolean, "false disables the account.");
 
@@ -83,16 +79,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         category: Category::Access,
         module: Module::Advanced,
         params: &[
-            Param::query(
-                "enabled",
-                ParamKind::Boolean,
-                "true = only enabled, false = only disabled.",
-            ),
-            Param::query(
-                "full",
-                ParamKind::Boolean,
-                "Also return group memberships and API tokens.",
-            ),
+            Param::query("enabled", ParamKind::Boolean, "Filter by enabled state."),
+            Param::query("full", ParamKind::Boolean, "Add groups and API tokens."),
         ],
         backend: get("/access/users"),
         long_list: true,
@@ -101,7 +89,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_roles",
         title: "List roles",
-        description: "Roles with the privileges each grants (e.g. PVEAdmin, PVEAuditor). Use it to pick `roles` for pve_update_acl.",
+        description: "Roles and the privileges each grants; pick `roles` for pve_update_acl here.",
         category: Category::Access,
         module: Module::Advanced,
         backend: get("/access/roles"),
@@ -148,7 +136,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_user",
         title: "Create user",
-        description: "Create a user (no rights until pve_update_acl). `pve` realm may set a password; `pam` users need a Linux account. Returns null.",
+        description: "Create a user (no rights until pve_update_acl; `pam` needs a Linux account). Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -178,7 +166,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_user",
         title: "Update user",
-        description: "Change a user's e-mail, names, comment, groups, expiry or enable flag (disabling also blocks their tokens). Returns null.",
+        description: "Change a user (disabling also blocks their tokens). Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -195,7 +183,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "append",
                 ParamKind::Boolean,
-                "With `groups`: add instead of replacing.",
+                "Add to `groups`, not replace.",
             ),
             EXPIRE,
         ],
@@ -227,7 +215,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_acl",
         title: "Grant or revoke roles",
-        description: "Grant roles on a path to users, groups or tokens, or revoke with `delete`. E.g. path \"/vms/101\", roles \"PVEVMUser\", users \"alice@pve\". Returns null.",
+        description: "Grant (or with `delete` revoke) roles on a path to users, groups or tokens. Returns null.",
         category: Category::Access,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -241,31 +229,23 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             )
             .pattern(ACL_PATH_PATTERN, 512)
             .required(),
-            Param::body(
-                "roles",
-                ParamKind::String,
-                "Role IDs, comma list, e.g. \"PVEVMUser\".",
-            )
-            .pattern(ID_LIST_PATTERN, 1024)
-            .required(),
-            Param::body(
-                "users",
-                ParamKind::String,
-                "User IDs, comma list, e.g. \"alice@pve,bob@pam\".",
-            )
-            .pattern(PRINCIPAL_LIST_PATTERN, 4096),
+            Param::body("roles", ParamKind::String, "Role IDs, comma list.")
+                .pattern(ID_LIST_PATTERN, 1024)
+                .required(),
+            Param::body("users", ParamKind::String, "User IDs, comma list.")
+                .pattern(PRINCIPAL_LIST_PATTERN, 4096),
             Param::body("groups", ParamKind::String, "Group IDs, comma list.")
                 .pattern(ID_LIST_PATTERN, 4096),
             Param::body(
                 "tokens",
                 ParamKind::String,
-                "Full token IDs, comma list, e.g. \"svc@pve!ci\".",
+                "Token IDs (user@realm!token), comma list.",
             )
             .pattern(PRINCIPAL_LIST_PATTERN, 4096),
             Param::body(
                 "propagate",
                 ParamKind::Boolean,
-                "Also apply below the path (default true).",
+                "Also below the path (default true).",
             ),
             Param::body(
                 "delete",
@@ -291,14 +271,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             USERID,
             TOKENID,
-            Param::body("comment", ParamKind::String, "Free-text note.")
+            Param::body("comment", ParamKind::String, "Free text.")
                 .pattern("^[^\\x00-\\x1F]*$", 2048),
-            Param::body(
-                "expire",
-                ParamKind::Integer,
-                "Expiry, Unix epoch seconds; 0 = never.",
-            )
-            .min(0),
+            Param::body("expire", ParamKind::Integer, "Expiry, epoch s; 0 = never.").min(0),
             Param::body(
                 "privsep",
                 ParamKind::Boolean,

@@ -33,7 +33,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_api_call",
         title: "Read any API path",
-        description: "GET any /api2/json path, checked first against the schema this cluster serves (path, required, unknown keys, types, enum, pattern, ranges). Returns {endpoint, schema, data}.",
+        description: "GET any /api2/json path, checked first against this cluster's API schema. Returns {endpoint, schema, data}.",
         category: Category::Cluster,
         tier: Tier::ReadOnly,
         module: Module::Advanced,
@@ -47,7 +47,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_api_write",
         title: "Change anything through the API",
-        description: "POST/PUT/DELETE any /api2/json path after a person approves; checked like pve_api_call against the cluster's schema, never retried. Returns {endpoint, schema, data}.",
+        description: "POST/PUT/DELETE any /api2/json path after a person approves; schema-checked, never retried. Returns {endpoint, schema, data}.",
         category: Category::Cluster,
         tier: Tier::Full,
         module: Module::Advanced,

@@ -16,19 +16,15 @@ const RESTORE: Effect = Effect::Write {
     idempotent: false,
 };
 
-const JOB_ID: Param = Param::path(
-    "id",
-    ParamKind::String,
-    "Backup job ID, e.g. \"backup-5d1e2c3a-9f01\".",
-)
-.matching("^\\S{1,50}$");
+const JOB_ID: Param =
+    Param::path("id", ParamKind::String, "Backup job ID.").matching("^\\S{1,50}$");
 
-const VMID_LIST: &str = "Guest IDs separated by commas, semicolons or spaces, e.g. \"101,102\".";
-const MODE: &str = "snapshot (no downtime), suspend or stop.";
-const COMPRESS: &str = "\"zstd\" (recommended), \"lzo\", \"gzip\" or \"0\" (none).";
-const TARGET_STORAGE: &str = "Target storage ID (content \"backup\").";
-const NOTES: &str = "Notes per backup; placeholders {{guestname}}, {{vmid}}, {{node}}.";
-const MAILTO: &str = "E-mail addresses or users to notify, comma list.";
+const VMID_LIST: &str = "Guest IDs, comma list.";
+const MODE: &str = "snapshot = no downtime.";
+const COMPRESS: &str = "zstd recommended; 0 = none.";
+const TARGET_STORAGE: &str = "Backup storage ID.";
+const NOTES: &str = "Backup notes; {{guestname}}, {{vmid}}, {{node}} expand.";
+const MAILTO: &str = "E-mails or users to notify, comma list.";
 
 const MODES: &[&str] = &["snapshot", "suspend", "stop"];
 
@@ -59,7 +55,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_backup_jobs",
         title: "List backup jobs",
-        description: "Scheduled backup jobs: id, schedule, storage, mode, enabled, guest selection (vmid/all/pool/exclude). Shows coverage, not success.",
+        description: "Scheduled backup jobs: id, schedule, storage, mode, enabled, guest selection. Shows coverage, not success.",
         category: Category::Backup,
         backend: get("/cluster/backup"),
         ..ToolSpec::BASE
@@ -68,7 +64,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_restore_qemu_backup",
         starts_task: true,
         title: "Restore VM from backup",
-        description: "Create a VM from a vzdump archive volid (pve_list_backups). `force` overwrites an existing VMID. Returns a task UPID (poll pve_get_task_status).",
+        description: "Create a VM from a backup archive (pve_list_backups). Returns a task UPID.",
         category: Category::Backup,
         tier: Tier::Full,
         effect: RESTORE,
@@ -79,30 +75,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "archive",
                 ParamKind::String,
-                "Backup volid, e.g. \"local:backup/vzdump-qemu-101-....vma.zst\".",
+                "Backup volid (pve_list_backups).",
             )
             .required(),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage for restored disks (default: as in the backup).",
-            )
-            .matching(STORAGE_PATTERN),
+            Param::body("storage", ParamKind::String, "Storage for restored disks.")
+                .matching(STORAGE_PATTERN),
             Param::body(
                 "force",
                 ParamKind::Boolean,
-                "Overwrite an existing VM with this VMID (its disks are destroyed).",
+                "Overwrite an existing VM (its disks are destroyed).",
             ),
-            Param::body(
-                "unique",
-                ParamKind::Boolean,
-                "New MAC addresses and UUID (if the original still exists).",
-            ),
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start the VM after the restore.",
-            ),
+            Param::body("unique", ParamKind::Boolean, "New MACs and UUID."),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
             POOL_BODY,
         ],
         backend: post("/nodes/{node}/qemu"),
@@ -112,7 +96,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_restore_lxc_backup",
         starts_task: true,
         title: "Restore container from backup",
-        description: "Create a container from a vzdump archive volid (pve_list_backups). `force` overwrites an existing VMID. Returns a task UPID (poll pve_get_task_status).",
+        description: "Create a container from a backup archive (pve_list_backups). Returns a task UPID.",
         category: Category::Backup,
         tier: Tier::Full,
         effect: RESTORE,
@@ -123,7 +107,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "archive",
                 ParamKind::String,
-                "Backup volid, e.g. \"local:backup/vzdump-lxc-201-....tar.zst\".",
+                "Backup volid (pve_list_backups).",
             )
             .sent_as("ostemplate")
             .required(),
@@ -137,24 +121,16 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "storage",
                 ParamKind::String,
-                "Storage for restored volumes (default: as in the backup).",
+                "Storage for restored volumes.",
             )
             .matching(STORAGE_PATTERN),
             Param::body(
                 "force",
                 ParamKind::Boolean,
-                "Overwrite an existing container with this VMID.",
+                "Overwrite an existing container.",
             ),
-            Param::body(
-                "unique",
-                ParamKind::Boolean,
-                "Give the restored container new MAC addresses.",
-            ),
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start the container after the restore.",
-            ),
+            Param::body("unique", ParamKind::Boolean, "New MAC addresses."),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
             POOL_BODY,
         ],
         backend: post("/nodes/{node}/lxc"),
@@ -163,7 +139,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_backup_job",
         title: "Get backup job",
-        description: "Read one backup job: schedule, storage, mode, compress, enabled, guest selection, retention, notes and mail settings.",
+        description: "One backup job: schedule, storage, mode, guests, retention.",
         category: Category::Backup,
         params: &[JOB_ID],
         backend: get("/cluster/backup/{id}"),
@@ -196,7 +172,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_run_backup",
         starts_task: true,
         title: "Run a backup now",
-        description: "Back up guests now on one node: `vmid` list, `all` or a `pool`. Returns a task UPID (poll pve_get_task_status); the archive is in pve_list_backups.",
+        description: "Back up `vmid`, `all` or `pool` guests on a node now. Returns a task UPID.",
         category: Category::Backup,
         tier: Tier::ReadExecute,
         // Routine for one guest in snapshot mode; `remove` prunes and `mode` may stop guests.
@@ -209,20 +185,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             NODE,
             Param::body("vmid", ParamKind::String, VMID_LIST).pattern(VMID_LIST_PATTERN, 4096),
-            Param::body(
-                "all",
-                ParamKind::Boolean,
-                "Back up every guest on the node.",
-            ),
-            Param::body(
-                "pool",
-                ParamKind::String,
-                "Back up every guest of this pool.",
-            ),
+            Param::body("all", ParamKind::Boolean, "Back up every guest."),
+            Param::body("pool", ParamKind::String, "Back up this pool's guests."),
             Param::body(
                 "exclude",
                 ParamKind::String,
-                "With `all`: guest IDs to skip, comma list.",
+                "With `all`: guest IDs to skip.",
             )
             .pattern(VMID_LIST_PATTERN, 4096),
             Param::body("storage", ParamKind::String, TARGET_STORAGE)
@@ -230,15 +198,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body("mode", ParamKind::String, MODE).one_of(MODES),
             Param::body("compress", ParamKind::String, COMPRESS).one_of(COMPRESSIONS),
             Param::body("notes-template", ParamKind::String, NOTES),
-            Param::body(
-                "protected",
-                ParamKind::Boolean,
-                "Protect the new backup from pruning.",
-            ),
+            Param::body("protected", ParamKind::Boolean, "Protect from pruning."),
             Param::body(
                 "remove",
                 ParamKind::Boolean,
-                "Prune per the storage retention (default true).",
+                "Prune per storage retention (default true).",
             ),
             Param::body("mailto", ParamKind::String, MAILTO),
         ],
@@ -249,7 +213,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_backup_job",
         title: "Create backup job",
-        description: "Create a scheduled backup job: `schedule`, `storage` and guests (`vmid` list, `all` with optional `exclude`, or `pool`). Returns null.",
+        description: "Create a scheduled backup job for `vmid`, `all` or `pool`. Returns null.",
         category: Category::Backup,
         tier: Tier::Full,
         // A job runs unattended forever: its schedule, mode, retention and mail target are
@@ -272,15 +236,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .required(),
             Param::body("vmid", ParamKind::String, VMID_LIST).pattern(VMID_LIST_PATTERN, 4096),
             Param::body("all", ParamKind::Boolean, "Back up every guest."),
-            Param::body(
-                "pool",
-                ParamKind::String,
-                "Back up this pool's guests (members at run time).",
-            ),
+            Param::body("pool", ParamKind::String, "Back up this pool's guests."),
             Param::body(
                 "exclude",
                 ParamKind::String,
-                "With `all`: guest IDs to skip, comma list.",
+                "With `all`: guest IDs to skip.",
             )
             .pattern(VMID_LIST_PATTERN, 4096),
             Param::body(
@@ -303,13 +263,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ),
             Param::body("notes-template", ParamKind::String, NOTES),
             Param::body("mailto", ParamKind::String, MAILTO),
-            Param::body("comment", ParamKind::String, "Free-text description."),
-            Param::body(
-                "id",
-                ParamKind::String,
-                "Job ID instead of a generated one.",
-            )
-            .matching("^[A-Za-z][A-Za-z0-9_-]{1,49}$"),
+            Param::body("comment", ParamKind::String, "Free text."),
+            Param::body("id", ParamKind::String, "Job ID (default generated).")
+                .matching("^[A-Za-z][A-Za-z0-9_-]{1,49}$"),
         ],
         at_least_one_of: &["vmid", "all", "pool"],
         backend: post("/cluster/backup"),

@@ -18,12 +18,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "List cluster resources",
         description: "Every cluster resource (nodes, VMs, containers, storages, SDN): id, type, node, vmid, name, status, usage. Finds a guest's node.",
         category: Category::Cluster,
-        params: &[Param::query(
-            "type",
-            ParamKind::String,
-            "Kind of resource; omit for all (\"vm\" = QEMU and LXC).",
-        )
-        .one_of(&["vm", "storage", "node", "sdn"])],
+        params: &[
+            Param::query("type", ParamKind::String, "Resource kind; omit for all.")
+                .one_of(&["vm", "storage", "node", "sdn"]),
+        ],
         backend: get("/cluster/resources"),
         long_list: true,
         ..ToolSpec::BASE
@@ -58,7 +56,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_cluster_options",
         title: "Get datacenter options",
-        description: "Datacenter options (datacenter.cfg): keyboard, console, migration, bwlimit, mac_prefix, HA, next-id range. Unset keys are absent.",
+        description: "Datacenter options (datacenter.cfg); unset keys are absent.",
         category: Category::Cluster,
         backend: get("/cluster/options"),
         ..ToolSpec::BASE

@@ -34,7 +34,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_download_to_storage",
         title: "Download URL to storage",
-        description: "Have a node download an ISO/template from a public http(s) URL. Private, loopback, metadata hosts refused; Proxmox resolves the name again. Returns a UPID.",
+        description: "Have a node download an ISO/template from a public http(s) URL (private hosts refused). Returns a UPID.",
         category: Category::Storage,
         legs: Legs::UNTRUSTED,
         tier: Tier::Full,
@@ -46,20 +46,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         confirm: true,
         open_world: true,
         params: &[
-            Param::arg(
-                "node",
-                ParamKind::String,
-                "Node that downloads (pve_list_nodes).",
-            )
-            .matching(super::params::NODE_PATTERN)
-            .required(),
-            Param::arg(
-                "storage",
-                ParamKind::String,
-                "Target storage ID, e.g. \"local\".",
-            )
-            .matching(super::params::STORAGE_PATTERN)
-            .required(),
+            Param::arg("node", ParamKind::String, "Node that downloads.")
+                .matching(super::params::NODE_PATTERN)
+                .required(),
+            Param::arg("storage", ParamKind::String, "Target storage ID.")
+                .matching(super::params::STORAGE_PATTERN)
+                .required(),
             Param::arg(
                 "url",
                 ParamKind::String,
@@ -67,22 +59,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             )
             .pattern("^https?://[^\\s]+$", 2048)
             .required(),
-            Param::arg(
-                "filename",
-                ParamKind::String,
-                "File name on the storage, e.g. \"debian-13.iso\".",
-            )
-            .matching("^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$")
-            .required(),
+            Param::arg("filename", ParamKind::String, "File name on the storage.")
+                .matching("^[A-Za-z0-9][A-Za-z0-9._+-]{0,254}$")
+                .required(),
             Param::arg("content", ParamKind::String, "`iso`, `vztmpl` or `import`.")
                 .one_of(&["iso", "vztmpl", "import"])
                 .required(),
-            Param::arg(
-                "checksum",
-                ParamKind::String,
-                "Expected checksum (hex) of the file.",
-            )
-            .matching("^[0-9A-Fa-f]{32,128}$"),
+            Param::arg("checksum", ParamKind::String, "Expected checksum (hex).")
+                .matching("^[0-9A-Fa-f]{32,128}$"),
             Param::arg(
                 "checksum-algorithm",
                 ParamKind::String,
@@ -98,7 +82,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg(
                 "verify-certificates",
                 ParamKind::Boolean,
-                "Verify the server's TLS certificate (default true).",
+                "Verify TLS (default true).",
             ),
         ],
         backend: Backend::Composite(CompositeOp::DownloadToStorage),

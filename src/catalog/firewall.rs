@@ -21,26 +21,21 @@ const CHANGE: Effect = Effect::Write {
 const GUEST_TYPE: Param = Param::path(
     "guest_type",
     ParamKind::String,
-    "\"qemu\" (VM) or \"lxc\" (container).",
+    "qemu = VM, lxc = container.",
 )
 .one_of(&["qemu", "lxc"]);
 
 /// A rule position in the path.
-const POS: Param = Param::path(
-    "pos",
-    ParamKind::Integer,
-    "Rule position (`pos` from the list), 0 = first.",
-)
-.min(0);
+const POS: Param = Param::path("pos", ParamKind::Integer, "Rule `pos` from the list.").min(0);
 
-const DIGEST_DESCRIPTION: &str = "`digest` from the list; refused if the rules changed.";
+const DIGEST_DESCRIPTION: &str = "`digest` from the list.";
 
 /// `digest` in a form body.
 const DIGEST: Param =
     Param::body("digest", ParamKind::String, DIGEST_DESCRIPTION).matching("^[0-9a-fA-F]{1,64}$");
 
-const ACTION_DESCRIPTION: &str = "ACCEPT, DROP, REJECT, or a security group (type group).";
-const TYPE_DESCRIPTION: &str = "Direction, or group (uses the security group in `action`).";
+const ACTION_DESCRIPTION: &str = "ACCEPT, DROP, REJECT or a security group.";
+const TYPE_DESCRIPTION: &str = "Direction; group = security group in `action`.";
 const RULE_TYPES: &[&str] = &["in", "out", "forward", "group"];
 
 /// Every rule key the API accepts on create and update, all optional; create marks
@@ -53,59 +48,38 @@ const RULE_FIELDS: [Param; 12] = [
     Param::body(
         "source",
         ParamKind::String,
-        "IP, CIDR, range a-b, alias or +ipset; comma list. Omit = any.",
+        "IP, CIDR, a-b, alias or +ipset, comma list; omit = any.",
     )
     .pattern("^[^\\s\\x00-\\x1F]+$", 512),
-    Param::body(
-        "dest",
-        ParamKind::String,
-        "Destination, syntax as `source`. Omit = any.",
-    )
-    .pattern("^[^\\s\\x00-\\x1F]+$", 512),
-    Param::body(
-        "proto",
-        ParamKind::String,
-        "tcp, udp, icmp, ... or a number; needed for ports.",
-    )
-    .pattern("^[A-Za-z0-9._-]+$", 32),
+    Param::body("dest", ParamKind::String, "Destination, as `source`.")
+        .pattern("^[^\\s\\x00-\\x1F]+$", 512),
+    Param::body("proto", ParamKind::String, "tcp, udp, icmp... or a number.")
+        .pattern("^[A-Za-z0-9._-]+$", 32),
     Param::body(
         "dport",
         ParamKind::String,
-        "Port, service, range 8000:8010 or list 80,443.",
+        "Port, service, range 8000:8010 or list.",
     )
     .pattern("^[A-Za-z0-9:,_-]+$", 512),
-    Param::body(
-        "sport",
-        ParamKind::String,
-        "Source port(s), syntax as `dport`.",
-    )
-    .pattern("^[A-Za-z0-9:,_-]+$", 512),
-    Param::body(
-        "iface",
-        ParamKind::String,
-        "Guest NIC (net0) or host interface (vmbr0).",
-    )
-    .matching("^[A-Za-z0-9._-]{2,20}$"),
-    Param::body("log", ParamKind::String, "Log level for matches.").one_of(&[
+    Param::body("sport", ParamKind::String, "Source ports, as `dport`.")
+        .pattern("^[A-Za-z0-9:,_-]+$", 512),
+    Param::body("iface", ParamKind::String, "NIC, e.g. net0 or vmbr0.")
+        .matching("^[A-Za-z0-9._-]{2,20}$"),
+    Param::body("log", ParamKind::String, "Log level.").one_of(&[
         "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug", "nolog",
     ]),
     Param::body(
         "macro",
         ParamKind::String,
-        "Macro instead of proto/dport, e.g. SSH, HTTPS, DNS.",
+        "Macro instead of proto/dport, e.g. SSH.",
     )
     .pattern("^[A-Za-z0-9_-]+$", 128),
-    Param::body("comment", ParamKind::String, "Free-text note.").pattern("^[^\\x00-\\x1F]*$", 1024),
+    Param::body("comment", ParamKind::String, "Free text.").pattern("^[^\\x00-\\x1F]*$", 1024),
 ];
 
 /// Keys only create knows: where to insert, and the concurrency guard.
 const CREATE_EXTRA: [Param; 2] = [
-    Param::body(
-        "pos",
-        ParamKind::Integer,
-        "Insert position; 0 = top (default).",
-    )
-    .min(0),
+    Param::body("pos", ParamKind::Integer, "Position; 0 = top (default).").min(0),
     DIGEST,
 ];
 
@@ -114,13 +88,13 @@ const UPDATE_EXTRA: [Param; 3] = [
     Param::body(
         "moveto",
         ParamKind::Integer,
-        "Move the rule before this position; other fields are then ignored.",
+        "Move the rule to this position (other fields ignored).",
     )
     .min(0),
     Param::body(
         "delete",
         ParamKind::String,
-        "Rule keys to clear, e.g. \"dport,comment\".",
+        "Rule keys to clear, comma list.",
     )
     .pattern("^[a-z-]+(?:,[a-z-]+)*$", 256),
     DIGEST,
@@ -177,7 +151,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_cluster_firewall_rules",
         title: "List datacenter firewall rules",
-        description: "Datacenter firewall rules in order: pos, type, action, enable, source, dest, proto, dport, macro, comment, plus the ruleset `digest`.",
+        description: "Datacenter firewall rules in order (pos, type, action, source, dest, proto, dport, macro) and `digest`.",
         category: Category::Firewall,
         module: Module::Advanced,
         backend: get("/cluster/firewall/rules"),
@@ -213,7 +187,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_guest_firewall_rules",
         title: "List guest firewall rules",
-        description: "A VM's or container's firewall rules in order: pos, type, action, enable, source, dest, proto, dport, macro, plus `digest`. Apply to NICs with firewall=1.",
+        description: "A guest's firewall rules in order (pos, type, action, source, dest, proto, dport, macro) and `digest`.",
         category: Category::Firewall,
         module: Module::Advanced,
         params: &GUEST_LIST,
@@ -223,7 +197,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_options",
         title: "Update datacenter firewall options",
-        description: "Enable/disable the datacenter firewall and set default policies. enable=1 with policy_in DROP and no rule for 8006/22 locks you out. Returns null.",
+        description: "Enable the datacenter firewall, set default policies; enable=1 with policy_in DROP and no 8006/22 rule locks you out. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -236,22 +210,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "1 = firewall on cluster-wide, 0 = off.",
             )
             .range(0, 1),
-            Param::body(
-                "policy_in",
-                ParamKind::String,
-                "Default for unmatched incoming (Proxmox default DROP).",
-            )
-            .one_of(&["ACCEPT", "REJECT", "DROP"]),
+            Param::body("policy_in", ParamKind::String, "Incoming default (DROP).")
+                .one_of(&["ACCEPT", "REJECT", "DROP"]),
             Param::body(
                 "policy_out",
                 ParamKind::String,
-                "Default for unmatched outgoing (Proxmox default ACCEPT).",
+                "Outgoing default (ACCEPT).",
             )
             .one_of(&["ACCEPT", "REJECT", "DROP"]),
             Param::body(
                 "policy_forward",
                 ParamKind::String,
-                "Default for unmatched routed traffic (nftables).",
+                "Routed default (nftables).",
             )
             .one_of(&["ACCEPT", "DROP"]),
             Param::body(
@@ -260,12 +230,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "Log rate limit, e.g. \"enable=1,rate=1/second,burst=5\".",
             )
             .pattern("^[a-z0-9=,/]+$", 128),
-            Param::body(
-                "delete",
-                ParamKind::String,
-                "Options to reset, comma list, e.g. \"policy_out\".",
-            )
-            .pattern("^[a-z_]+(?:,[a-z_]+)*$", 256),
+            Param::body("delete", ParamKind::String, "Options to reset, comma list.")
+                .pattern("^[a-z_]+(?:,[a-z_]+)*$", 256),
             DIGEST,
         ],
         at_least_one_of: &[
@@ -282,7 +248,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_cluster_firewall_rule",
         title: "Create datacenter firewall rule",
-        description: "Add a datacenter rule, e.g. type in, action ACCEPT, proto tcp, dport 8006, source +management. DROP/REJECT can cut off access. Returns null.",
+        description: "Add a datacenter firewall rule; DROP/REJECT can cut off access. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -295,7 +261,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_cluster_firewall_rule",
         title: "Update datacenter firewall rule",
-        description: "Change the datacenter rule at `pos`: set fields, clear some with `delete`, or move it with `moveto`. Pass `digest` from the list. Returns null.",
+        description: "Change or move (`moveto`) the datacenter firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -309,7 +275,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_cluster_firewall_rule",
         title: "Delete datacenter firewall rule",
-        description: "Delete the datacenter rule at `pos`; later rules move up. Pass `digest` from the list. Returns null.",
+        description: "Delete the datacenter firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -322,7 +288,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_guest_firewall_rule",
         title: "Create guest firewall rule",
-        description: "Add a rule to a VM or container, e.g. type in, action ACCEPT, macro SSH, source 10.0.0.0/24. Filters NICs with firewall=1. Returns null.",
+        description: "Add a firewall rule to a VM or container; applies to NICs with firewall=1. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -335,7 +301,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_guest_firewall_rule",
         title: "Update guest firewall rule",
-        description: "Change a guest's rule at `pos`: set fields, clear some with `delete`, or move it with `moveto`. Pass `digest` from the list. Returns null.",
+        description: "Change or move (`moveto`) a guest's firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,
@@ -349,7 +315,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_guest_firewall_rule",
         title: "Delete guest firewall rule",
-        description: "Delete a guest's rule at `pos`; later rules move up. Pass `digest` from the list. Returns null.",
+        description: "Delete a guest's firewall rule at `pos`. Returns null.",
         category: Category::Firewall,
         tier: Tier::Full,
         module: Module::Advanced,

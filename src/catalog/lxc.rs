@@ -9,13 +9,13 @@ const SHUTDOWN_PARAMS: &[Param] = &[
     Param::body(
         "timeout",
         ParamKind::Integer,
-        "Seconds to wait for a clean stop (Proxmox default 60).",
+        "Seconds to wait (default 60).",
     )
     .min(0),
     Param::body(
         "forceStop",
         ParamKind::Boolean,
-        "Stop hard if still running after `timeout`.",
+        "Stop hard after `timeout`.",
     ),
 ];
 
@@ -34,7 +34,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_lxc_status",
         title: "Get container status",
-        description: "A container's runtime status: status, uptime (s), CPU (fraction), memory/swap (bytes), disk and net counters, HA state.",
+        description: "A container's runtime status: status, uptime (s), cpu, mem/swap (bytes), disk/net I/O, HA state.",
         category: Category::Lxc,
         aliases: &["getContainerStatus"],
         params: GUEST,
@@ -53,14 +53,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "current",
                 ParamKind::Boolean,
-                "Return running values, ignoring pending changes.",
+                "Running values, not pending ones.",
             ),
-            Param::query(
-                "snapshot",
-                ParamKind::String,
-                "Return the config stored in this snapshot.",
-            )
-            .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
+            Param::query("snapshot", ParamKind::String, "Config of this snapshot.")
+                .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
         ],
         backend: get("/nodes/{node}/lxc/{vmid}/config"),
         ..ToolSpec::BASE
@@ -82,7 +78,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Lxc,
         "pve_start_lxc_container",
         "Start container",
-        "Start a container. Returns a task UPID (poll pve_get_task_status).",
+        "Start a stopped container. Returns a task UPID.",
         "/nodes/{node}/lxc/{vmid}/status/start",
         false,
         &["startContainer"],
@@ -92,7 +88,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Lxc,
         "pve_stop_lxc_container",
         "Stop container (hard)",
-        "Stop a container immediately, killing its processes. Prefer pve_shutdown_lxc_container. Returns a task UPID (poll pve_get_task_status).",
+        "Stop a container immediately, killing its processes. Prefer pve_shutdown_lxc_container. Returns a task UPID.",
         "/nodes/{node}/lxc/{vmid}/status/stop",
         true,
         &["stopContainer"],
@@ -102,7 +98,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Lxc,
         "pve_shutdown_lxc_container",
         "Shut down container",
-        "Shut a container down cleanly; `forceStop` stops it hard after `timeout`. Returns a task UPID (poll pve_get_task_status).",
+        "Shut a container down cleanly. Returns a task UPID.",
         "/nodes/{node}/lxc/{vmid}/status/shutdown",
         true,
         &[],
@@ -112,7 +108,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Lxc,
         "pve_reboot_lxc_container",
         "Reboot container",
-        "Reboot a container cleanly (applies pending changes). Returns a task UPID (poll pve_get_task_status).",
+        "Reboot a container cleanly (applies pending changes). Returns a task UPID.",
         "/nodes/{node}/lxc/{vmid}/status/reboot",
         true,
         &[],
@@ -132,7 +128,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Lxc,
         "pve_resume_lxc_container",
         "Unfreeze container",
-        "Resume a frozen container. Returns a task UPID (poll pve_get_task_status).",
+        "Resume a frozen container. Returns a task UPID.",
         "/nodes/{node}/lxc/{vmid}/status/resume",
         false,
         &[],

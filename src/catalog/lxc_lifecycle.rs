@@ -24,15 +24,10 @@ const DESTROY: Effect = Effect::Write {
 
 /// Container configuration keys shared by create and update.
 const CONFIG_KEYS: &[Param] = &[
-    Param::body("hostname", ParamKind::String, "Host name (DNS name).")
+    Param::body("hostname", ParamKind::String, "Host name.")
         .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"),
     Param::body("cores", ParamKind::Integer, "CPU cores (default: all).").range(1, 8192),
-    Param::body(
-        "memory",
-        ParamKind::Integer,
-        "Memory limit in MiB (default 512).",
-    )
-    .min(16),
+    Param::body("memory", ParamKind::Integer, "Memory in MiB (default 512).").min(16),
     Param::body("swap", ParamKind::Integer, "Swap in MiB (default 512).").min(0),
     Param::body(
         "rootfs",
@@ -43,50 +38,38 @@ const CONFIG_KEYS: &[Param] = &[
         "mp",
         0..=255,
         ParamKind::String,
-        "Mount point, e.g. \"local-lvm:10,mp=/srv\" or \"<host dir>,mp=<path>\".",
+        "Mount point, e.g. \"local-lvm:10,mp=/srv\".",
     ),
     Param::indexed(
         "net",
         0..=31,
         ParamKind::String,
-        "NIC, e.g. \"name=eth0,bridge=vmbr0,ip=dhcp\" (or ip=<cidr>,gw=<ip>).",
+        "NIC, e.g. \"name=eth0,bridge=vmbr0,ip=dhcp\".",
     ),
     Param::body(
         "unprivileged",
         ParamKind::Boolean,
-        "Unprivileged container (recommended).",
+        "Unprivileged (recommended).",
     ),
     Param::body(
         "features",
         ParamKind::String,
-        "Features, e.g. \"nesting=1\" (Docker), \"keyctl=1\".",
+        "Features, e.g. \"nesting=1\" (Docker).",
     ),
     Param::body(
         "nameserver",
         ParamKind::String,
-        "DNS servers, space-separated; unset = host's.",
+        "DNS servers, space-separated.",
     ),
-    Param::body(
-        "searchdomain",
-        ParamKind::String,
-        "DNS search domains; unset = host's.",
-    ),
+    Param::body("searchdomain", ParamKind::String, "DNS search domains."),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
     Param::body(
         "startup",
         ParamKind::String,
         "Boot order, e.g. \"order=1,up=30\".",
     ),
-    Param::body(
-        "protection",
-        ParamKind::Boolean,
-        "Block removal of the container.",
-    ),
-    Param::body(
-        "tags",
-        ParamKind::String,
-        "Tags separated by ';', e.g. \"prod;db\".",
-    ),
+    Param::body("protection", ParamKind::Boolean, "Block removal."),
+    Param::body("tags", ParamKind::String, "Tags, ';'-separated."),
     Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
 
@@ -100,30 +83,22 @@ const CREATE_ONLY: &[Param] = &[
     Param::body(
         "password",
         ParamKind::String,
-        "Root password (secret). Prefer ssh-public-keys.",
+        "Root password; prefer ssh-public-keys.",
     ),
     Param::body(
         "ssh-public-keys",
         ParamKind::String,
-        "Root's SSH public keys, one per line.",
+        "Root's SSH keys, one per line.",
     ),
     STORAGE_BODY,
     POOL_BODY,
-    Param::body(
-        "start",
-        ParamKind::Boolean,
-        "Start the container after creation.",
-    ),
+    Param::body("start", ParamKind::Boolean, "Start it afterwards."),
 ];
 const CREATE_PARTS: &[&[Param]] = &[&[NODE, NEW_VMID], CONFIG_KEYS, CREATE_ONLY];
 const CREATE_PARAMS: [Param; total(CREATE_PARTS)] = join(CREATE_PARTS);
 
 const UPDATE_ONLY: &[Param] = &[
-    Param::body(
-        "delete",
-        ParamKind::String,
-        "Keys to remove, comma list, e.g. \"mp1,net1\".",
-    ),
+    Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
     DIGEST,
 ];
 const UPDATE_PARTS: &[&[Param]] = &[GUEST, CONFIG_KEYS, UPDATE_ONLY];
@@ -177,7 +152,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_create",
         starts_task: true,
         title: "Create container",
-        description: "Create a container from `ostemplate` (pve_list_storage_templates). Usual keys: hostname, cores, memory, rootfs, net0, ssh-public-keys, unprivileged. Returns a task UPID (poll pve_get_task_status).",
+        description: "Create a container from `ostemplate` (pve_list_storage_templates). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
@@ -190,7 +165,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_delete",
         starts_task: true,
         title: "Delete container",
-        description: "Destroy a container and its volumes, permanently (stopped unless `force`). `purge` also drops backup/replication/HA references. Returns a task UPID.",
+        description: "Destroy a container and its volumes, permanently. Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -201,17 +176,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "purge",
                 ParamKind::Boolean,
-                "Also remove from backup, replication and HA jobs.",
+                "Also drop from backup, replication, HA jobs.",
             ),
-            Param::query(
-                "force",
-                ParamKind::Boolean,
-                "Destroy even if running (stops it first).",
-            ),
+            Param::query("force", ParamKind::Boolean, "Stop it first if running."),
             Param::query(
                 "destroy-unreferenced-disks",
                 ParamKind::Boolean,
-                "Also destroy unreferenced volumes of this VMID.",
+                "Also destroy unreferenced volumes.",
             ),
         ],
         backend: delete("/nodes/{node}/lxc/{vmid}"),
@@ -221,7 +192,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_migrate",
         starts_task: true,
         title: "Migrate container",
-        description: "Move a container to another node; a running one needs `restart` (shut down, move, start). Returns a task UPID (poll pve_get_task_status).",
+        description: "Move a container to another node (running: `restart`). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::ReadExecute,
         effect: DESTROY,
@@ -233,18 +204,18 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "restart",
                 ParamKind::Boolean,
-                "Restart migration for a running container.",
+                "Restart-migrate a running container.",
             ),
             Param::body(
                 "timeout",
                 ParamKind::Integer,
-                "With `restart`: shutdown timeout in seconds (default 180).",
+                "With `restart`: shutdown timeout, s (default 180).",
             )
             .min(0),
             Param::body(
                 "target-storage",
                 ParamKind::String,
-                "Target storage: one ID, or \"source:target\" pairs, comma list.",
+                "Target storage, or \"src:dst\" pairs, comma list.",
             ),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/migrate"),
@@ -254,42 +225,26 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_clone",
         starts_task: true,
         title: "Clone container",
-        description: "Copy a container or template to a new VMID (linked clone from a template unless `full`). Returns a task UPID (poll pve_get_task_status).",
+        description: "Copy a container or template to a new VMID. Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
         params: &[
             NODE,
             GUEST[1],
-            Param::body(
-                "newid",
-                ParamKind::Integer,
-                "VMID of the copy (unused; pve_get_next_vmid).",
-            )
-            .range(100, 999_999_999)
-            .required(),
+            Param::body("newid", ParamKind::Integer, "Free VMID for the copy.")
+                .range(100, 999_999_999)
+                .required(),
             Param::body("hostname", ParamKind::String, "Host name of the copy.")
                 .matching("^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$"),
             TARGET_NODE,
-            Param::body(
-                "full",
-                ParamKind::Boolean,
-                "Full copy instead of a linked clone.",
-            ),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage for the copy (full clones only).",
-            )
-            .matching(STORAGE_PATTERN),
+            Param::body("full", ParamKind::Boolean, "Full copy, not linked."),
+            Param::body("storage", ParamKind::String, "Storage for a full clone.")
+                .matching(STORAGE_PATTERN),
             POOL_BODY,
             Param::body("description", ParamKind::String, "Notes for the copy."),
-            Param::body(
-                "snapname",
-                ParamKind::String,
-                "Clone this snapshot instead of the current state.",
-            )
-            .matching(SNAPNAME_PATTERN),
+            Param::body("snapname", ParamKind::String, "Clone this snapshot.")
+                .matching(SNAPNAME_PATTERN),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/clone"),
         ..ToolSpec::BASE
@@ -297,7 +252,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_lxc_update_config",
         title: "Update container configuration",
-        description: "Change container config keys (as pve_get_lxc_config names them); `delete` removes keys, `digest` guards edits. Running containers may need a restart. Returns null.",
+        description: "Change container config keys (as pve_get_lxc_config); some apply at restart. Returns null.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -323,25 +278,17 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_create_snapshot",
         starts_task: true,
         title: "Snapshot container",
-        description: "Snapshot a container's volumes (needs LVM-thin, ZFS or Ceph). Returns a task UPID (poll pve_get_task_status).",
+        description: "Snapshot a container (LVM-thin, ZFS or Ceph). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: CREATE,
         params: &[
             NODE,
             GUEST[1],
-            Param::body(
-                "snapname",
-                ParamKind::String,
-                "New snapshot name, e.g. \"before-upgrade\".",
-            )
-            .matching(SNAPNAME_PATTERN)
-            .required(),
-            Param::body(
-                "description",
-                ParamKind::String,
-                "Note stored with the snapshot.",
-            ),
+            Param::body("snapname", ParamKind::String, "New snapshot name.")
+                .matching(SNAPNAME_PATTERN)
+                .required(),
+            Param::body("description", ParamKind::String, "Snapshot note."),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/snapshot"),
         ..ToolSpec::BASE
@@ -350,7 +297,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_delete_snapshot",
         starts_task: true,
         title: "Delete container snapshot",
-        description: "Delete a container snapshot (current state unchanged). Returns a task UPID (poll pve_get_task_status).",
+        description: "Delete a container snapshot (current state unchanged). Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -362,7 +309,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "force",
                 ParamKind::Boolean,
-                "Drop it from the config even if data removal fails.",
+                "Remove even if data removal fails.",
             ),
         ],
         backend: delete("/nodes/{node}/lxc/{vmid}/snapshot/{snapname}"),
@@ -372,7 +319,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_lxc_rollback_snapshot",
         starts_task: true,
         title: "Roll container back to snapshot",
-        description: "Roll a container back to a snapshot; later changes are lost. Returns a task UPID (poll pve_get_task_status).",
+        description: "Roll a container back to a snapshot; later changes are lost. Returns a task UPID.",
         category: Category::Lxc,
         tier: Tier::Full,
         effect: DESTROY,
@@ -381,11 +328,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             SNAPSHOT[0],
             SNAPSHOT[1],
             SNAPSHOT[2],
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start the container after the rollback.",
-            ),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
         ],
         backend: post("/nodes/{node}/lxc/{vmid}/snapshot/{snapname}/rollback"),
         ..ToolSpec::BASE

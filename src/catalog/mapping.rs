@@ -10,8 +10,7 @@ use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, g
 /// A mapping id (`pve-configid`).
 const ID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_-]{0,63}$";
 
-const ID: Param =
-    Param::path("id", ParamKind::String, "Mapping ID, e.g. \"gpu0\".").matching(ID_PATTERN);
+const ID: Param = Param::path("id", ParamKind::String, "Mapping ID.").matching(ID_PATTERN);
 
 const MAP: Param = Param::body(
     "map",
@@ -19,8 +18,8 @@ const MAP: Param = Param::body(
     "Per node: \"node=pve01,path=0000:01:00.0,id=10de:1eb8\".",
 );
 
-const DESCRIPTION: Param = Param::body("description", ParamKind::String, "Free-text description.")
-    .pattern("^[^\\x00]*$", 4096);
+const DESCRIPTION: Param =
+    Param::body("description", ParamKind::String, "Free text.").pattern("^[^\\x00]*$", 4096);
 
 const CHANGE: Effect = Effect::Write {
     destructive: true,
@@ -37,7 +36,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[Param::query(
             "check-node",
             ParamKind::String,
-            "Also report problems of the mapping on this node.",
+            "Check the mapping on this node.",
         )
         .matching(super::params::NODE_PATTERN)],
         backend: get("/cluster/mapping/pci"),
@@ -68,11 +67,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .required(),
             MAP.required(),
             DESCRIPTION,
-            Param::body(
-                "mdev",
-                ParamKind::Boolean,
-                "Devices support mediated devices.",
-            ),
+            Param::body("mdev", ParamKind::Boolean, "Supports mediated devices."),
             Param::body(
                 "live-migration-capable",
                 ParamKind::Boolean,
@@ -94,11 +89,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ID,
             MAP,
             DESCRIPTION,
-            Param::body(
-                "mdev",
-                ParamKind::Boolean,
-                "Devices support mediated devices.",
-            ),
+            Param::body("mdev", ParamKind::Boolean, "Supports mediated devices."),
             Param::body(
                 "live-migration-capable",
                 ParamKind::Boolean,

@@ -235,12 +235,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_cluster_metrics_overview",
         title: "Cluster usage overview",
-        description: "Current usage of all guests (default), nodes, storages or SDN zones: status, cpu (fraction), mem/disk (bytes), I/O counters, uptime (s).",
+        description: "Current usage of all guests (default), nodes, storages or SDN zones: status, cpu, mem/disk (bytes), I/O, uptime.",
         category: Category::Monitoring,
         params: &[Param::query(
             "type",
             ParamKind::String,
-            "Kind of resource (\"vm\" = guests, default; \"sdn\" = SDN zones).",
+            "Resource kind (default vm = guests).",
         )
         .one_of(&["vm", "node", "storage", "sdn"])
         .default("vm")],
@@ -307,12 +307,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 "Until this local time, format as `since`.",
             )
             .matching("^\\d{4}-\\d{2}-\\d{2}( \\d{2}:\\d{2}(:\\d{2})?)?$"),
-            Param::query(
-                "service",
-                ParamKind::String,
-                "Systemd unit, e.g. \"pveproxy\", \"corosync\".",
-            )
-            .matching("^[A-Za-z0-9@._-]{1,128}$"),
+            Param::query("service", ParamKind::String, "Systemd unit, e.g. pveproxy.")
+                .matching("^[A-Za-z0-9@._-]{1,128}$"),
         ],
         backend: get("/nodes/{node}/syslog"),
         timeout_ms: 60_000,

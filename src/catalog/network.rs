@@ -13,12 +13,8 @@ use super::types::{
 /// Linux interface names as Proxmox accepts them (`vmbr0`, `bond0`, `eno1.20`).
 const IFACE_PATTERN: &str = "^[A-Za-z][A-Za-z0-9_]{1,20}([:.][0-9]+)?$";
 
-const IFACE: Param = Param::path(
-    "iface",
-    ParamKind::String,
-    "Interface name, e.g. \"vmbr0\", \"bond0\", \"eno1\".",
-)
-.pattern(IFACE_PATTERN, 20);
+const IFACE: Param = Param::path("iface", ParamKind::String, "Interface name, e.g. vmbr0.")
+    .pattern(IFACE_PATTERN, 20);
 
 /// Interface types that can be created or updated.
 const IFACE_TYPES: &[&str] = &[
@@ -59,14 +55,10 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "address",
         ParamKind::String,
-        "IPv4 address without prefix (with `netmask`; prefer `cidr`).",
+        "IPv4 address (with `netmask`); prefer `cidr`.",
     ),
     Param::body("netmask", ParamKind::String, "IPv4 netmask for `address`."),
-    Param::body(
-        "gateway",
-        ParamKind::String,
-        "IPv4 default gateway (one interface per node).",
-    ),
+    Param::body("gateway", ParamKind::String, "IPv4 gateway (one per node)."),
     Param::body(
         "cidr6",
         ParamKind::String,
@@ -76,41 +68,31 @@ const SETTINGS: [Param; 14] = [
     Param::body(
         "bridge_ports",
         ParamKind::String,
-        "Bridge ports, space-separated, e.g. \"eno1\"; empty = internal.",
+        "Ports, space-separated; empty = internal.",
     ),
     Param::body(
         "bridge_vlan_aware",
         ParamKind::Boolean,
         "Make the bridge VLAN-aware.",
     ),
-    Param::body(
-        "bond_mode",
-        ParamKind::String,
-        "Bond mode, e.g. \"802.3ad\" (LACP) or \"active-backup\".",
-    )
-    .one_of(BOND_MODES),
+    Param::body("bond_mode", ParamKind::String, "Bond mode; 802.3ad = LACP.").one_of(BOND_MODES),
     Param::body(
         "slaves",
         ParamKind::String,
-        "Bond members, space-separated, e.g. \"eno1 eno2\".",
+        "Bond members, space-separated.",
     ),
     Param::body(
         "vlan-raw-device",
         ParamKind::String,
-        "VLAN parent interface, e.g. \"eno1\".",
+        "VLAN parent interface.",
     ),
     Param::body(
         "autostart",
         ParamKind::Boolean,
         "Bring up at boot (\"auto\").",
     ),
-    Param::body("comments", ParamKind::String, "Free-text comment."),
-    Param::body(
-        "mtu",
-        ParamKind::Integer,
-        "MTU in bytes (e.g. 9000 for jumbo frames).",
-    )
-    .range(1280, 65520),
+    Param::body("comments", ParamKind::String, "Free text."),
+    Param::body("mtu", ParamKind::Integer, "MTU in bytes.").range(1280, 65520),
 ];
 
 const VLAN_ID: Param = Param::body(
@@ -142,7 +124,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_networks",
         title: "List node network interfaces",
-        description: "A node's network interfaces: iface, type, active, autostart, cidr, gateway, bridge_ports, slaves. Find the bridge for a guest NIC.",
+        description: "A node's network interfaces: iface, type, active, cidr, gateway, bridge_ports, slaves.",
         category: Category::Network,
         params: &[NODE],
         backend: get("/nodes/{node}/network"),
@@ -205,7 +187,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_create_network",
         title: "Create network interface",
-        description: "Stage a bridge, bond or VLAN on a node (with optional cidr/gateway/mtu). Live only after pve_apply_network_changes; a wrong gateway can cut the node off. Returns null.",
+        description: "Stage a bridge, bond or VLAN; live after pve_apply_network_changes (a wrong gateway cuts the node off). Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -218,7 +200,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "iface",
                 ParamKind::String,
-                "New interface name, e.g. \"vmbr1\", \"bond0\", \"eno1.20\".",
+                "New interface name, e.g. vmbr1, bond0, eno1.20.",
             )
             .pattern(IFACE_PATTERN, 20)
             .required(),
@@ -247,7 +229,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_network",
         title: "Update network interface",
-        description: "Stage changes to an interface (its `type` is required); `delete` removes keys. Live only after pve_apply_network_changes. Returns null.",
+        description: "Stage changes to an interface; live after pve_apply_network_changes. Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -258,13 +240,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             NODE,
             IFACE,
-            Param::body(
-                "type",
-                ParamKind::String,
-                "The interface's current type (pve_get_network).",
-            )
-            .one_of(IFACE_TYPES)
-            .required(),
+            Param::body("type", ParamKind::String, "Current type (pve_get_network).")
+                .one_of(IFACE_TYPES)
+                .required(),
             SETTINGS[0],
             SETTINGS[1],
             SETTINGS[2],
@@ -280,11 +258,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             SETTINGS[11],
             SETTINGS[12],
             SETTINGS[13],
-            Param::body(
-                "delete",
-                ParamKind::String,
-                "Settings to remove, comma list, e.g. \"gateway\".",
-            ),
+            Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
         ],
         at_least_one_of: &[
             "cidr",
@@ -310,7 +284,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_delete_network",
         title: "Delete network interface",
-        description: "Stage removal of an interface; removing the management bridge cuts the node off after apply. Returns null.",
+        description: "Stage removal of an interface (the management bridge cuts the node off). Returns null.",
         category: Category::Network,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -339,7 +313,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "regenerate-frr",
                 ParamKind::Boolean,
-                "Also regenerate the FRR config (SDN fabrics).",
+                "Also regenerate FRR (SDN fabrics).",
             ),
         ],
         backend: put("/nodes/{node}/network"),

@@ -17,13 +17,9 @@ const EXECUTES: Effect = Effect::Write {
     idempotent: false,
 };
 
-const NODE: Param = Param::arg(
-    "node",
-    ParamKind::String,
-    "Cluster node name (pve_list_nodes).",
-)
-.required()
-.pattern(NODE_PATTERN, 63);
+const NODE: Param = Param::arg("node", ParamKind::String, "Node name.")
+    .required()
+    .pattern(NODE_PATTERN, 63);
 
 const STORAGE: Param = Param::arg(
     "storage",

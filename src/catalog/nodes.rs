@@ -17,7 +17,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_node_status",
         title: "Get node status",
-        description: "One node's status: CPU model and load, memory and rootfs use (bytes), uptime (s), kernel and pve-manager versions.",
+        description: "One node's status: CPU, load, memory and rootfs (bytes), uptime (s), kernel and PVE versions.",
         category: Category::Nodes,
         aliases: &["getNodeStatus"],
         params: &[NODE],

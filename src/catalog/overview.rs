@@ -10,7 +10,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_inventory_overview",
         title: "Inventory overview",
-        description: "Counts of nodes, VMs, containers and storage per node, type and status, PVE version and quorum, from three cluster-wide reads.",
+        description: "Counts of nodes, VMs, containers and storage per node, type and status, PVE version and quorum.",
         category: Category::Cluster,
         legs: Legs::UNTRUSTED,
         backend: Backend::Composite(CompositeOp::InventoryOverview),
@@ -19,7 +19,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_capabilities",
         title: "Server capabilities",
-        description: "What this server can do here: tools by category/tier/module, SSH reachable, PVE version, the token's permissions and tools they cannot run.",
+        description: "What this server can do here: tools by category/tier/module, SSH, PVE version, the token's permissions and tools it cannot run.",
         category: Category::Cluster,
         backend: Backend::Composite(CompositeOp::Capabilities),
         timeout_ms: 30_000,
@@ -28,7 +28,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_ceph_status",
         title: "Ceph status",
-        description: "Ceph cluster status: health with checks, monitors, OSD map, placement groups and usage. Fails when Ceph is not installed.",
+        description: "Ceph status: health, monitors, OSD map, PGs, usage. Fails without Ceph.",
         category: Category::Cluster,
         backend: get("/cluster/ceph/status"),
         ..ToolSpec::BASE

@@ -21,12 +21,8 @@ pub const VMID: Param =
     Param::path("vmid", ParamKind::Integer, "Guest VMID.").range(100, 999_999_999);
 
 /// A task id in the path.
-pub const UPID: Param = Param::path(
-    "upid",
-    ParamKind::String,
-    "Task ID (UPID); `node` must be the node in it.",
-)
-.pattern(UPID_PATTERN, 512);
+pub const UPID: Param = Param::path("upid", ParamKind::String, "Task UPID (its node as `node`).")
+    .pattern(UPID_PATTERN, 512);
 
 /// `node` + `vmid`, the address of a guest.
 pub const GUEST: &[Param] = &[NODE, VMID];
@@ -50,44 +46,29 @@ pub const SNAPNAME: Param =
     Param::path("snapname", ParamKind::String, "Snapshot name.").matching(SNAPNAME_PATTERN);
 
 /// A storage in the path.
-pub const STORAGE: Param = Param::path(
-    "storage",
-    ParamKind::String,
-    "Storage ID, e.g. \"local-lvm\".",
-)
-.matching(STORAGE_PATTERN);
+pub const STORAGE: Param =
+    Param::path("storage", ParamKind::String, "Storage ID.").matching(STORAGE_PATTERN);
 
 /// `node` + `vmid` + `snapname`, the address of a snapshot.
 pub const SNAPSHOT: &[Param] = &[NODE, VMID, SNAPNAME];
 
 /// A new guest's id in a create/restore body.
-pub const NEW_VMID: Param = Param::body(
-    "vmid",
-    ParamKind::Integer,
-    "New guest ID, unused (pve_get_next_vmid).",
-)
-.range(100, 999_999_999)
-.required();
+pub const NEW_VMID: Param =
+    Param::body("vmid", ParamKind::Integer, "Free VMID (pve_get_next_vmid).")
+        .range(100, 999_999_999)
+        .required();
 
 /// A target node in a body (migrate, clone).
 pub const TARGET_NODE: Param =
-    Param::body("target", ParamKind::String, "Destination node name.").matching(NODE_PATTERN);
+    Param::body("target", ParamKind::String, "Target node.").matching(NODE_PATTERN);
 
 /// The optimistic-locking digest of update tools.
-pub const DIGEST: Param = Param::body(
-    "digest",
-    ParamKind::String,
-    "`digest` from the read; refused if changed since.",
-)
-.matching("^[0-9a-fA-F]{1,40}$");
+pub const DIGEST: Param = Param::body("digest", ParamKind::String, "`digest` from the read.")
+    .matching("^[0-9a-fA-F]{1,40}$");
 
 /// A storage in a body.
-pub const STORAGE_BODY: Param = Param::body(
-    "storage",
-    ParamKind::String,
-    "Storage for new disks, e.g. \"local-lvm\".",
-)
-.matching(STORAGE_PATTERN);
+pub const STORAGE_BODY: Param =
+    Param::body("storage", ParamKind::String, "Storage for new disks.").matching(STORAGE_PATTERN);
 
 /// A pool id (`pve-poolid`): letters, digits, `-`, `_`; nested pools separate up to three
 /// levels with `/` (`prod/web`). Never a path parameter: PVE 9 addresses pools as `?poolid=`.
@@ -100,12 +81,8 @@ pub const POOL_ID_MAX: u32 = 192;
 pub const VMID_LIST_PATTERN: &str = "^\\s*[0-9]{3,9}([\\s,;]+[0-9]{3,9})*\\s*$";
 
 /// A resource pool in a body (nested ids such as `prod/web` included).
-pub const POOL_BODY: Param = Param::body(
-    "pool",
-    ParamKind::String,
-    "Add the new guest to this pool, e.g. \"prod\" or nested \"prod/web\".",
-)
-.pattern(POOL_ID_PATTERN, POOL_ID_MAX);
+pub const POOL_BODY: Param = Param::body("pool", ParamKind::String, "Pool to add the guest to.")
+    .pattern(POOL_ID_PATTERN, POOL_ID_MAX);
 
 /// Joins parameter lists at compile time, so rows can share key groups (a create row =
 /// address + hardware + cloud-init + create-only keys) without writing a key twice.

@@ -10,7 +10,7 @@
 use super::params::{POOL_ID_MAX, POOL_ID_PATTERN, VMID_LIST_PATTERN};
 use super::types::{Category, Effect, Param, ParamKind, Tier, ToolSpec, delete, get, post, put};
 
-const POOLID_DESCRIPTION: &str = "Pool ID, e.g. \"prod\" or nested \"prod/web\".";
+const POOLID_DESCRIPTION: &str = "Pool ID (nested: \"prod/web\").";
 
 /// The pool addressed by a read or a delete (query string).
 const POOLID_QUERY: Param = Param::query("poolid", ParamKind::String, POOLID_DESCRIPTION)
@@ -59,11 +59,11 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "poolid",
                 ParamKind::String,
-                "New pool ID (\"parent/child\" for nested).",
+                "New pool ID (\"parent/child\" nests).",
             )
             .pattern(POOL_ID_PATTERN, POOL_ID_MAX)
             .required(),
-            Param::body("comment", ParamKind::String, "Free-text description."),
+            Param::body("comment", ParamKind::String, "Free text."),
         ],
         backend: post("/pools"),
         ..ToolSpec::BASE
@@ -71,7 +71,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_pool",
         title: "Update pool",
-        description: "Add `vms`/`storage` to a pool, or remove them with `delete`. `allow-move` takes guests from another pool. Returns null.",
+        description: "Add `vms`/`storage` to a pool, or remove them with `delete`. Returns null.",
         category: Category::Pools,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -82,26 +82,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         params: &[
             POOLID_BODY,
             Param::body("comment", ParamKind::String, "New free-text description."),
-            Param::body(
-                "vms",
-                ParamKind::String,
-                "Guest IDs separated by commas, semicolons or spaces, e.g. \"101,201\".",
-            )
-            .pattern(VMID_LIST_PATTERN, 4096),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage IDs, comma list, e.g. \"local,nas\".",
-            ),
-            Param::body(
-                "delete",
-                ParamKind::Boolean,
-                "Remove the listed members instead of adding.",
-            ),
+            Param::body("vms", ParamKind::String, "Guest IDs, comma list.")
+                .pattern(VMID_LIST_PATTERN, 4096),
+            Param::body("storage", ParamKind::String, "Storage IDs, comma list."),
+            Param::body("delete", ParamKind::Boolean, "Remove the members instead."),
             Param::body(
                 "allow-move",
                 ParamKind::Boolean,
-                "Move guests from another pool into this one.",
+                "Take guests from another pool.",
             ),
         ],
         at_least_one_of: &["comment", "vms", "storage"],

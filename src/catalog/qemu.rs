@@ -9,13 +9,13 @@ const SHUTDOWN_PARAMS: &[Param] = &[
     Param::body(
         "timeout",
         ParamKind::Integer,
-        "Seconds to wait for the guest to power off (default 180).",
+        "Seconds to wait (default 180).",
     )
     .min(0),
     Param::body(
         "forceStop",
         ParamKind::Boolean,
-        "Power off hard if still running after `timeout`.",
+        "Power off after `timeout`.",
     ),
 ];
 
@@ -34,7 +34,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_qemu_status",
         title: "Get VM status",
-        description: "A VM's runtime status: status/qmpstatus, uptime (s), CPU (fraction), memory (bytes), disk and net I/O counters, HA state.",
+        description: "A VM's runtime status: status/qmpstatus, uptime (s), cpu, mem (bytes), disk/net I/O, HA state.",
         category: Category::Qemu,
         aliases: &["getVMStatus"],
         params: GUEST,
@@ -53,14 +53,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "current",
                 ParamKind::Boolean,
-                "Return running values, ignoring pending changes.",
+                "Running values, not pending ones.",
             ),
-            Param::query(
-                "snapshot",
-                ParamKind::String,
-                "Return the config stored in this snapshot.",
-            )
-            .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
+            Param::query("snapshot", ParamKind::String, "Config of this snapshot.")
+                .matching("^[A-Za-z][A-Za-z0-9_-]{0,39}$"),
         ],
         backend: get("/nodes/{node}/qemu/{vmid}/config"),
         ..ToolSpec::BASE
@@ -82,7 +78,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Qemu,
         "pve_start_qemu_vm",
         "Start VM",
-        "Power on a VM. Returns a task UPID (poll pve_get_task_status).",
+        "Power on (start) a VM. Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/start",
         false,
         &["startVM"],
@@ -92,7 +88,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Qemu,
         "pve_stop_qemu_vm",
         "Stop VM (hard)",
-        "Power a VM off immediately, like pulling the plug. Prefer pve_shutdown_qemu_vm. Returns a task UPID (poll pve_get_task_status).",
+        "Power a VM off immediately, like pulling the plug. Prefer pve_shutdown_qemu_vm. Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/stop",
         true,
         &["stopVM"],
@@ -102,7 +98,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Qemu,
         "pve_shutdown_qemu_vm",
         "Shut down VM",
-        "Ask the guest OS to shut down (ACPI or agent); `forceStop` powers off after `timeout`. Returns a task UPID (poll pve_get_task_status).",
+        "Shut a VM down cleanly (ACPI or agent). Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/shutdown",
         true,
         &[],
@@ -112,7 +108,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Qemu,
         "pve_reboot_qemu_vm",
         "Reboot VM",
-        "Reboot a VM cleanly (applies pending changes). Returns a task UPID (poll pve_get_task_status).",
+        "Reboot a VM cleanly (applies pending changes). Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/reboot",
         true,
         &[],
@@ -122,7 +118,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Qemu,
         "pve_reset_qemu_vm",
         "Reset VM (hard)",
-        "Hard-reset a VM (no flush); only for a hung guest. Returns a task UPID (poll pve_get_task_status).",
+        "Hard-reset a VM (no flush); only for a hung guest. Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/reset",
         true,
         &[],
@@ -142,7 +138,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         Category::Qemu,
         "pve_resume_qemu_vm",
         "Resume VM",
-        "Resume a paused VM. Returns a task UPID (poll pve_get_task_status).",
+        "Resume a paused VM. Returns a task UPID.",
         "/nodes/{node}/qemu/{vmid}/status/resume",
         false,
         &[],

@@ -27,7 +27,7 @@ const DESTROY: Effect = Effect::Write {
 const CREATE_ONLY: &[Param] = &[
     STORAGE_BODY,
     POOL_BODY,
-    Param::body("start", ParamKind::Boolean, "Start the VM after creation."),
+    Param::body("start", ParamKind::Boolean, "Start it afterwards."),
 ];
 const CREATE_PARTS: &[&[Param]] = &[&[NODE, NEW_VMID], HARDWARE, CLOUDINIT, CREATE_ONLY];
 const CREATE_PARAMS: [Param; total(CREATE_PARTS)] = join(CREATE_PARTS);
@@ -39,13 +39,9 @@ const UPDATE_PARAMS: [Param; total(UPDATE_PARTS)] = join(UPDATE_PARTS);
 const DISK_KEY_PATTERN: &str =
     "^(ide[0-3]|scsi([0-9]|[12][0-9]|30)|virtio([0-9]|1[0-5])|sata[0-5]|efidisk0|tpmstate0)$";
 
-const SNAPNAME_BODY: Param = Param::body(
-    "snapname",
-    ParamKind::String,
-    "New snapshot name, e.g. \"before-upgrade\".",
-)
-.matching(SNAPNAME_PATTERN)
-.required();
+const SNAPNAME_BODY: Param = Param::body("snapname", ParamKind::String, "New snapshot name.")
+    .matching(SNAPNAME_PATTERN)
+    .required();
 
 /// Rows of the `qemu` category for the guest lifecycle.
 /// A new VM with credentials or started at once is a ready foothold: a person decides.
@@ -60,7 +56,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_create",
         starts_task: true,
         title: "Create VM",
-        description: "Create a VM. Usual keys: name, cores, memory (MiB), ostype, scsi0=\"local-lvm:32\" (GiB), net0=\"virtio,bridge=vmbr0\", boot, agent, cloud-init. Returns a task UPID (poll pve_get_task_status).",
+        description: "Create a VM, e.g. scsi0=\"local-lvm:32\" (GiB), net0=\"virtio,bridge=vmbr0\". Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: CREATE,
@@ -73,7 +69,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_delete",
         starts_task: true,
         title: "Delete VM",
-        description: "Destroy a stopped VM and all its disks, permanently. `purge` also drops backup/replication/HA references. Returns a task UPID (poll pve_get_task_status).",
+        description: "Destroy a stopped VM and its disks, permanently. Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -84,12 +80,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "purge",
                 ParamKind::Boolean,
-                "Also remove from backup, replication and HA jobs.",
+                "Also drop from backup, replication, HA jobs.",
             ),
             Param::query(
                 "destroy-unreferenced-disks",
                 ParamKind::Boolean,
-                "Also destroy unreferenced disks of this VMID.",
+                "Also destroy unreferenced disks.",
             ),
         ],
         backend: delete("/nodes/{node}/qemu/{vmid}"),
@@ -99,7 +95,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_migrate",
         starts_task: true,
         title: "Migrate VM",
-        description: "Move a VM to another node; running needs `online`, local disks need `with-local-disks`. Returns a task UPID (poll pve_get_task_status).",
+        description: "Move a VM to another node (running: `online`). Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::ReadExecute,
         effect: DESTROY,
@@ -112,12 +108,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "with-local-disks",
                 ParamKind::Boolean,
-                "Also copy disks on local storage.",
+                "Also copy local disks.",
             ),
             Param::body(
                 "targetstorage",
                 ParamKind::String,
-                "Target storage: one ID, or \"source:target\" pairs, comma list.",
+                "Target storage, or \"src:dst\" pairs, comma list.",
             ),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/migrate"),
@@ -127,52 +123,28 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_clone",
         starts_task: true,
         title: "Clone VM",
-        description: "Copy a VM or template to a new VMID; linked clone from a template unless `full` (needed for a normal VM). Returns a task UPID (poll pve_get_task_status).",
+        description: "Copy a VM or template to a new VMID (a normal VM needs `full`). Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: CREATE,
         params: &[
             NODE,
             GUEST[1],
-            Param::body(
-                "newid",
-                ParamKind::Integer,
-                "VMID of the copy (unused; pve_get_next_vmid).",
-            )
-            .range(100, 999_999_999)
-            .required(),
-            Param::body(
-                "name",
-                ParamKind::String,
-                "Name of the copy, e.g. \"web-02\".",
-            )
-            .matching(super::qemu_params::DNS_NAME_PATTERN),
+            Param::body("newid", ParamKind::Integer, "Free VMID for the copy.")
+                .range(100, 999_999_999)
+                .required(),
+            Param::body("name", ParamKind::String, "Name of the copy.")
+                .matching(super::qemu_params::DNS_NAME_PATTERN),
             TARGET_NODE,
-            Param::body(
-                "full",
-                ParamKind::Boolean,
-                "Full copy instead of a linked clone (templates only).",
-            ),
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "Storage for the copy (full clones; default: source's).",
-            )
-            .matching(STORAGE_PATTERN),
+            Param::body("full", ParamKind::Boolean, "Full copy, not a linked clone."),
+            Param::body("storage", ParamKind::String, "Storage for a full clone.")
+                .matching(STORAGE_PATTERN),
             POOL_BODY,
             Param::body("description", ParamKind::String, "Notes for the copy."),
-            Param::body(
-                "snapname",
-                ParamKind::String,
-                "Clone this snapshot instead of the current state.",
-            )
-            .matching(SNAPNAME_PATTERN),
-            Param::body(
-                "format",
-                ParamKind::String,
-                "Disk format of a full clone on file storage.",
-            )
-            .one_of(&["raw", "qcow2", "vmdk"]),
+            Param::body("snapname", ParamKind::String, "Clone this snapshot.")
+                .matching(SNAPNAME_PATTERN),
+            Param::body("format", ParamKind::String, "Full clone disk format.")
+                .one_of(&["raw", "qcow2", "vmdk"]),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/clone"),
         ..ToolSpec::BASE
@@ -180,7 +152,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_qemu_update_config",
         title: "Update VM configuration",
-        description: "Change VM config keys (as pve_get_qemu_config names them), e.g. scsi1=\"local-lvm:16\" adds 16 GiB; `delete` removes keys, `digest` guards edits. May stay pending until restart. Returns null.",
+        description: "Change VM config keys (as pve_get_qemu_config); scsi1=\"local-lvm:16\" adds 16 GiB. Some apply at restart. Returns null.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -197,7 +169,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_resize_disk",
         starts_task: true,
         title: "Resize VM disk",
-        description: "Grow a VM disk (never shrink): size \"+10G\" or \"64G\". Grow partitions inside the guest afterwards. Returns a task UPID (poll pve_get_task_status).",
+        description: "Grow a VM disk (never shrink); grow partitions in the guest afterwards. Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -237,7 +209,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_create_snapshot",
         starts_task: true,
         title: "Snapshot VM",
-        description: "Snapshot a VM's disks (RAM with `vmstate`). Not a backup: same storage. Returns a task UPID (poll pve_get_task_status).",
+        description: "Snapshot a VM (not a backup: same storage). Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: CREATE,
@@ -245,16 +217,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             NODE,
             GUEST[1],
             SNAPNAME_BODY,
-            Param::body(
-                "description",
-                ParamKind::String,
-                "Note stored with the snapshot.",
-            ),
-            Param::body(
-                "vmstate",
-                ParamKind::Boolean,
-                "Also save RAM, so a rollback resumes running.",
-            ),
+            Param::body("description", ParamKind::String, "Snapshot note."),
+            Param::body("vmstate", ParamKind::Boolean, "Also save RAM."),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/snapshot"),
         ..ToolSpec::BASE
@@ -263,7 +227,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_delete_snapshot",
         starts_task: true,
         title: "Delete VM snapshot",
-        description: "Delete a VM snapshot (current state unchanged). Returns a task UPID (poll pve_get_task_status).",
+        description: "Delete a VM snapshot (current state unchanged). Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -275,7 +239,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::query(
                 "force",
                 ParamKind::Boolean,
-                "Drop it from the config even if disk removal fails.",
+                "Remove even if disk removal fails.",
             ),
         ],
         backend: delete("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}"),
@@ -285,7 +249,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_rollback_snapshot",
         starts_task: true,
         title: "Roll VM back to snapshot",
-        description: "Roll a VM back to a snapshot; later changes are lost. Returns a task UPID (poll pve_get_task_status).",
+        description: "Roll a VM back to a snapshot; later changes are lost. Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -294,11 +258,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             SNAPSHOT[0],
             SNAPSHOT[1],
             SNAPSHOT[2],
-            Param::body(
-                "start",
-                ParamKind::Boolean,
-                "Start the VM after the rollback.",
-            ),
+            Param::body("start", ParamKind::Boolean, "Start it afterwards."),
         ],
         backend: post("/nodes/{node}/qemu/{vmid}/snapshot/{snapname}/rollback"),
         ..ToolSpec::BASE
@@ -307,7 +267,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_qemu_create_template",
         starts_task: true,
         title: "Convert VM to template",
-        description: "Convert a stopped VM into a template, irreversibly (clone it with pve_qemu_clone). Returns a task UPID (poll pve_get_task_status).",
+        description: "Convert a stopped VM into a template, irreversibly. Returns a task UPID.",
         category: Category::Qemu,
         tier: Tier::Full,
         effect: DESTROY,
@@ -319,7 +279,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_exec_qemu_guest_command",
         title: "Run command in VM (guest agent)",
-        description: "Run a program in a VM via the guest agent, e.g. [\"systemctl\", \"is-active\", \"nginx\"] (no shell), and wait: exit code, stdout, stderr (capped).",
+        description: "Run a program in a VM via the guest agent (no shell) and wait: exit code, stdout, stderr (capped).",
         category: Category::Qemu,
         legs: Legs::EXECUTES,
         tier: Tier::Full,
@@ -327,7 +287,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         effect: DESTROY,
         confirm: true,
         params: &[
-            Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")
+            Param::arg("node", ParamKind::String, "Node name.")
                 .matching(NODE_PATTERN)
                 .required(),
             Param::arg("vmid", ParamKind::Integer, "Guest ID (VMID).")
@@ -336,7 +296,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::arg(
                 "command",
                 ParamKind::StringArray,
-                "Program and arguments, one array item each (a string is split on whitespace).",
+                "Program and arguments, one item each.",
             )
             .required(),
             // Multi-line text: a length cap and no pattern (patterns refuse newlines).
@@ -345,13 +305,13 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 ..Param::arg(
                     "input-data",
                     ParamKind::String,
-                    "Standard input text (up to 64 KiB).",
+                    "Stdin text (up to 64 KiB).",
                 )
             },
             Param::arg(
                 "timeout",
                 ParamKind::Integer,
-                "Seconds to wait for the program to exit (default 30).",
+                "Seconds to wait (default 30).",
             )
             .range(1, 600)
             .default("30"),
@@ -367,10 +327,5 @@ pub(super) const TOOLS: &[ToolSpec] = &[
 pub(super) const TEMPLATE_PARAMS: &[Param] = &[
     NODE,
     GUEST[1],
-    Param::body(
-        "disk",
-        ParamKind::String,
-        "Convert only this disk (e.g. \"scsi0\").",
-    )
-    .matching(DISK_KEY_PATTERN),
+    Param::body("disk", ParamKind::String, "Convert only this disk.").matching(DISK_KEY_PATTERN),
 ];

@@ -23,7 +23,7 @@ const SCSIHW: &[&str] = &[
 ];
 
 const DISK_HELP: &str =
-    "Disk, e.g. \"local-lvm:32\" (new 32 GiB) or a volid; \"<iso volid>,media=cdrom\" for an ISO.";
+    "Disk: \"local-lvm:32\" (new, GiB), a volid, or \"<iso volid>,media=cdrom\".";
 
 /// The other disk buses take the same syntax; said once, in full, on `scsi`.
 const OTHER_DISK_HELP: &str = "Disk, syntax as scsiN.";
@@ -34,73 +34,55 @@ pub const CLOUDINIT: &[Param] = &[
         "ipconfig",
         0..=31,
         ParamKind::String,
-        "Cloud-init IP of netN: \"ip=dhcp\" or \"ip=10.0.0.5/24,gw=10.0.0.1\"; \"ip6=auto\".",
+        "IP of netN: \"ip=dhcp\" or \"ip=10.0.0.5/24,gw=10.0.0.1\".",
     ),
-    Param::body(
-        "ciuser",
-        ParamKind::String,
-        "Cloud-init user (instead of the image default).",
-    ),
+    Param::body("ciuser", ParamKind::String, "Cloud-init user."),
     Param::body(
         "cipassword",
         ParamKind::String,
-        "Cloud-init password (secret). Prefer `sshkeys`.",
+        "Cloud-init password; prefer `sshkeys`.",
     ),
     Param::body(
         "sshkeys",
         ParamKind::String,
-        "Cloud-init SSH public keys, plain text, one per line.",
+        "SSH public keys, one per line.",
     )
     .urlencoded(),
     Param::body(
         "nameserver",
         ParamKind::String,
-        "DNS servers, space-separated; unset = host's.",
+        "DNS servers, space-separated.",
     ),
-    Param::body(
-        "searchdomain",
-        ParamKind::String,
-        "DNS search domains; unset = host's.",
-    ),
+    Param::body("searchdomain", ParamKind::String, "DNS search domains."),
 ];
 
-/// Proxmox's `dns-name` format: dot-separated labels of letters, digits and inner hyphens.
-/// Like Proxmox, no length cap (a VM name is not a host name; longer than 63 is accepted).
-pub const DNS_NAME_PATTERN: &str =
-    "^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)*[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$";
+/// A VM name: letters, digits, `.` and `-`, starting and ending with a letter or digit. This
+/// stops the likely mistakes (spaces, `_`); Proxmox's `dns-name` format judges the rest (empty
+/// labels, hyphens next to dots). Like Proxmox, no length cap.
+pub const DNS_NAME_PATTERN: &str = "^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$";
 
 /// Hardware and option keys of a VM configuration.
 pub const HARDWARE: &[Param] = &[
-    Param::body(
-        "name",
-        ParamKind::String,
-        "VM name: a DNS name, dot-separated labels of letters, digits and inner hyphens.",
-    )
-    .matching(DNS_NAME_PATTERN),
+    Param::body("name", ParamKind::String, "VM name (a DNS name).").matching(DNS_NAME_PATTERN),
     Param::body("cores", ParamKind::Integer, "Cores per socket (default 1).").min(1),
     Param::body("sockets", ParamKind::Integer, "CPU sockets (default 1).").min(1),
     Param::body("memory", ParamKind::Integer, "Memory in MiB (default 512).").min(16),
     Param::body(
         "balloon",
         ParamKind::Integer,
-        "Balloon minimum in MiB; 0 = no balloon.",
+        "Balloon minimum, MiB; 0 = off.",
     )
     .min(0),
     Param::body(
         "cpu",
         ParamKind::String,
-        "CPU type, e.g. \"host\" or \"x86-64-v2-AES\" (default).",
+        "CPU type, e.g. host (default x86-64-v2-AES).",
     ),
-    Param::body(
-        "ostype",
-        ParamKind::String,
-        "Guest OS type: l26 = Linux, win11 = Windows 11.",
-    )
-    .one_of(OSTYPES),
+    Param::body("ostype", ParamKind::String, "OS type; l26 = Linux.").one_of(OSTYPES),
     Param::body(
         "scsihw",
         ParamKind::String,
-        "SCSI controller; virtio-scsi-single recommended.",
+        "SCSI controller (virtio-scsi-single).",
     )
     .one_of(SCSIHW),
     Param::indexed("scsi", 0..=30, ParamKind::String, DISK_HELP),
@@ -110,7 +92,7 @@ pub const HARDWARE: &[Param] = &[
     Param::body(
         "efidisk0",
         ParamKind::String,
-        "EFI disk for ovmf, e.g. \"local-lvm:1,efitype=4m\".",
+        "EFI disk, e.g. \"local-lvm:1,efitype=4m\".",
     ),
     Param::body(
         "tpmstate0",
@@ -121,18 +103,14 @@ pub const HARDWARE: &[Param] = &[
         "net",
         0..=31,
         ParamKind::String,
-        "NIC, e.g. \"virtio,bridge=vmbr0,tag=20\" (model virtio/e1000; MAC optional).",
+        "NIC, e.g. \"virtio,bridge=vmbr0,tag=20\".",
     ),
     Param::body(
         "boot",
         ParamKind::String,
         "Boot order, e.g. \"order=scsi0;ide2;net0\".",
     ),
-    Param::body(
-        "agent",
-        ParamKind::String,
-        "\"1\" enables the guest agent, \"0\" disables.",
-    ),
+    Param::body("agent", ParamKind::String, "\"1\" enables the guest agent."),
     Param::body(
         "bios",
         ParamKind::String,
@@ -145,22 +123,14 @@ pub const HARDWARE: &[Param] = &[
         "Machine type, e.g. \"q35\" (default \"pc\").",
     ),
     Param::body("onboot", ParamKind::Boolean, "Start at node boot."),
-    Param::body("protection", ParamKind::Boolean, "Block removal of the VM."),
-    Param::body(
-        "tags",
-        ParamKind::String,
-        "Tags separated by ';', e.g. \"prod;web\".",
-    ),
+    Param::body("protection", ParamKind::Boolean, "Block removal."),
+    Param::body("tags", ParamKind::String, "Tags, ';'-separated."),
     Param::body("description", ParamKind::String, "Notes (Markdown)."),
 ];
 
 /// Keys only update rows have: removal and optimistic locking.
 pub const UPDATE_ONLY: &[Param] = &[
-    Param::body(
-        "delete",
-        ParamKind::String,
-        "Keys to remove, comma list, e.g. \"net1,ide2\".",
-    ),
+    Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
     DIGEST,
 ];
 

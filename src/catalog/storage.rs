@@ -37,18 +37,15 @@ pub(super) const CONTENT_TYPES: &[&str] = &[
 pub(super) const STORAGE_ID_PATTERN: &str = "^[A-Za-z][A-Za-z0-9._-]*[A-Za-z0-9]$";
 
 /// The storage a request is addressed to (path parameter).
-pub(super) const STORAGE: Param = Param::path(
-    "storage",
-    ParamKind::String,
-    "Storage ID, e.g. \"local-lvm\".",
-)
-.pattern(STORAGE_ID_PATTERN, 100);
+pub(super) const STORAGE: Param =
+    Param::path("storage", ParamKind::String, "Storage ID.").pattern(STORAGE_ID_PATTERN, 100);
 
-const CONTENT_LIST: &str = "Content types, comma list, e.g. \"iso,vztmpl,backup\" (also images, rootdir, snippets, import).";
-const NODES: &str = "Nodes allowed, comma list; omit for all.";
-const SHARED: &str = "Same data on every node (NFS, CIFS, Ceph).";
-const DISABLE: &str = "Disable the storage on every node.";
-const PRUNE: &str = "Retention, e.g. \"keep-last=3,keep-weekly=4\" or \"keep-all=1\".";
+const CONTENT_LIST: &str =
+    "Content types, comma list: iso, vztmpl, backup, images, rootdir, snippets, import.";
+const NODES: &str = "Nodes allowed, comma list.";
+const SHARED: &str = "Same data on every node.";
+const DISABLE: &str = "Disable on every node.";
+const PRUNE: &str = "Retention, e.g. \"keep-last=3,keep-weekly=4\".";
 
 /// Keys shared by create and update.
 const COMMON_KEYS: [Param; 5] = [
@@ -76,7 +73,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_get_storage_config",
         title: "Get storage definition",
-        description: "One storage definition: type, content, path/server/pool, nodes, shared, prune-backups, `digest`. Needs Datastore.Allocate; else use pve_list_storage.",
+        description: "One storage definition with `digest`. Needs Datastore.Allocate; else use pve_list_storage.",
         category: Category::Storage,
         legs: Legs::SENSITIVE,
         // Full tier: its endpoint needs Datastore.Allocate, which no read-only role may hold.
@@ -88,20 +85,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_node_storage",
         title: "List storages of a node",
-        description: "Storages a node can use with usage: type, content, active, total/used/avail (bytes). Find where a disk, ISO or backup fits.",
+        description: "Storages a node can use: type, content, active, total/used/avail (bytes).",
         category: Category::Storage,
         params: &[
             NODE,
-            Param::query(
-                "content",
-                ParamKind::String,
-                "Content type filter, e.g. \"backup\".",
-            ),
-            Param::query(
-                "enabled",
-                ParamKind::Boolean,
-                "Only storages enabled on this node.",
-            ),
+            Param::query("content", ParamKind::String, "Content type filter."),
+            Param::query("enabled", ParamKind::Boolean, "Only enabled storages."),
         ],
         backend: get("/nodes/{node}/storage"),
         ..ToolSpec::BASE
@@ -150,66 +139,38 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         // nfs/cifs/pbs storage makes every node connect to the named server.
         open_world: true,
         params: &[
-            Param::body(
-                "storage",
-                ParamKind::String,
-                "New storage ID, e.g. \"nas-backup\".",
-            )
-            .pattern(STORAGE_ID_PATTERN, 100)
-            .required(),
-            Param::body("type", ParamKind::String, "Storage type (plugin).")
+            Param::body("storage", ParamKind::String, "New storage ID.")
+                .pattern(STORAGE_ID_PATTERN, 100)
+                .required(),
+            Param::body("type", ParamKind::String, "Storage type.")
                 .one_of(STORAGE_TYPES)
                 .required(),
             COMMON_KEYS[0],
-            Param::body(
-                "path",
-                ParamKind::String,
-                "Directory for dir/btrfs, e.g. \"/mnt/data\".",
-            ),
+            Param::body("path", ParamKind::String, "Directory (dir/btrfs)."),
             COMMON_KEYS[1],
             COMMON_KEYS[2],
             COMMON_KEYS[3],
-            Param::body(
-                "server",
-                ParamKind::String,
-                "Server host or IP (nfs, cifs, pbs).",
-            ),
-            Param::body(
-                "export",
-                ParamKind::String,
-                "NFS export path, e.g. \"/export/pve\".",
-            ),
+            Param::body("server", ParamKind::String, "Server host or IP."),
+            Param::body("export", ParamKind::String, "NFS export path."),
             Param::body("share", ParamKind::String, "CIFS share name."),
-            Param::body(
-                "pool",
-                ParamKind::String,
-                "ZFS pool (zfspool) or Ceph pool (rbd).",
-            ),
-            Param::body(
-                "vgname",
-                ParamKind::String,
-                "LVM volume group (lvm, lvmthin).",
-            ),
-            Param::body(
-                "thinpool",
-                ParamKind::String,
-                "Thin pool in `vgname` (lvmthin).",
-            ),
+            Param::body("pool", ParamKind::String, "ZFS or Ceph pool."),
+            Param::body("vgname", ParamKind::String, "LVM volume group."),
+            Param::body("thinpool", ParamKind::String, "Thin pool in `vgname`."),
             Param::body("datastore", ParamKind::String, "PBS datastore name."),
             Param::body(
                 "username",
                 ParamKind::String,
-                "User for cifs/pbs (pbs: \"user@pbs\" or a token id).",
+                "User (cifs/pbs; pbs: user@pbs or token).",
             ),
             Param::body(
                 "password",
                 ParamKind::String,
-                "Password or token secret (cifs/pbs); never returned.",
+                "Password or token secret (cifs/pbs).",
             ),
             Param::body(
                 "fingerprint",
                 ParamKind::String,
-                "PBS certificate SHA-256 fingerprint, \"AB:CD:...\".",
+                "PBS certificate SHA-256 fingerprint.",
             ),
             COMMON_KEYS[4],
         ],
@@ -219,7 +180,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_update_storage",
         title: "Update storage",
-        description: "Change a storage definition (content, nodes, shared, disable, prune-backups); `delete` removes keys, `digest` guards edits. Returns the summary.",
+        description: "Change a storage definition. Returns the summary.",
         category: Category::Storage,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -234,11 +195,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             COMMON_KEYS[2],
             COMMON_KEYS[3],
             COMMON_KEYS[4],
-            Param::body(
-                "delete",
-                ParamKind::String,
-                "Keys to remove, comma list, e.g. \"nodes\".",
-            ),
+            Param::body("delete", ParamKind::String, "Keys to remove, comma list."),
             Param::body(
                 "digest",
                 ParamKind::String,

@@ -61,16 +61,12 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Follow a task (UPID) until it stops or `timeout` s pass, with progress. Returns status, exitstatus, succeeded, logTail; a failed task is an error. The task runs on.",
         category: Category::Tasks,
         params: &[
-            Param::arg("node", ParamKind::String, "Node name (pve_list_nodes).")
+            Param::arg("node", ParamKind::String, "Node name.")
                 .required()
                 .matching(NODE_PATTERN),
-            Param::arg(
-                "upid",
-                ParamKind::String,
-                "Task ID (UPID); `node` must be the node in it.",
-            )
-            .required()
-            .pattern(UPID_PATTERN, 512),
+            Param::arg("upid", ParamKind::String, "Task UPID (its node as `node`).")
+                .required()
+                .pattern(UPID_PATTERN, 512),
             Param::arg(
                 "timeout",
                 ParamKind::Integer,

@@ -19,7 +19,7 @@ const CLOUDINIT_PARTS: &[&[Param]] = &[
         Param::body(
             "ciupgrade",
             ParamKind::Boolean,
-            "Upgrade packages on first boot (default true).",
+            "Upgrade packages on first boot.",
         ),
         super::params::DIGEST,
     ],
@@ -95,7 +95,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_set_qemu_cloudinit",
         title: "Set VM cloud-init options",
-        description: "Set a VM's cloud-init keys: ciuser, cipassword, sshkeys, ipconfigN, nameserver, searchdomain. Needs a cloud-init drive; applies at next boot. Returns null.",
+        description: "Set a VM's cloud-init keys; needs a cloud-init drive, applies at next boot. Returns null.",
         category: Category::Templates,
         tier: Tier::Full,
         effect: Effect::Write {
@@ -120,7 +120,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         name: "pve_create_qemu_template",
         starts_task: true,
         title: "Convert VM to template (older name)",
-        description: "Same tool as pve_qemu_create_template (older name): stopped VM to template, irreversibly. Returns a task UPID.",
+        description: "Older name of pve_qemu_create_template. Returns a task UPID.",
         category: Category::Templates,
         tier: Tier::Full,
         effect: Effect::Write {

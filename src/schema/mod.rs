@@ -31,7 +31,7 @@ fn echoed_name(key: &str) -> String {
     }
 }
 
-const CONFIRM_DESCRIPTION: &str = "User approved this call.";
+const CONFIRM_DESCRIPTION: &str = "User approved.";
 
 /// Name of the control argument that previews a change instead of making it; never sent.
 pub const DRY_RUN: &str = "dry_run";
@@ -41,7 +41,7 @@ const DRY_RUN_DESCRIPTION: &str = "Preview only.";
 /// Name of the control argument that follows a started Proxmox task to its end; never sent.
 pub const WAIT: &str = "wait";
 
-const WAIT_DESCRIPTION: &str = "Return the task's end result.";
+const WAIT_DESCRIPTION: &str = "Await the result.";
 
 /// Name of the control argument bounding `wait`, in seconds; never sent.
 pub const WAIT_TIMEOUT: &str = "wait_timeout";
