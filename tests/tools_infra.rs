@@ -423,6 +423,30 @@ fn cases() -> Vec<Case> {
             });
         }
     }
+    // The listed metrics tools take the timeframe and consolidation as arguments.
+    for (target, path, mut args) in [
+        ("node", "/nodes/pve01/rrddata", json!({"node": "pve01"})),
+        (
+            "qemu",
+            "/nodes/pve01/qemu/101/rrddata",
+            json!({"node": "pve01", "vmid": 101}),
+        ),
+        (
+            "lxc",
+            "/nodes/pve01/lxc/201/rrddata",
+            json!({"node": "pve01", "vmid": 201}),
+        ),
+    ] {
+        args["timeframe"] = json!("day");
+        args["cf"] = json!("MAX");
+        cases.push(Case {
+            tool: format!("pve_get_{target}_metrics").leak(),
+            args,
+            method: "GET",
+            path,
+            params: &[("timeframe", "day"), ("cf", "MAX")],
+        });
+    }
     cases
 }
 
@@ -497,7 +521,9 @@ async fn every_infra_tool_sends_the_expected_request() {
     );
     for case in &cases {
         let env = expect_request(&mut mcp, &emu, case).await;
-        if case.tool.contains("_metrics_") && case.tool != "pve_get_cluster_metrics_overview" {
+        if (case.tool.contains("_metrics_") || case.tool.ends_with("_metrics"))
+            && case.tool != "pve_get_cluster_metrics_overview"
+        {
             let points = env["data"].as_array().expect("RRD array");
             assert_eq!(points.len(), 70, "{}", case.tool);
             assert!(points[0]["time"].is_u64(), "{}", case.tool);
@@ -514,6 +540,10 @@ async fn confirm_tools_are_refused_without_confirm_and_send_nothing() {
     let mut gated = BTreeSet::new();
     for case in cases() {
         let spec = catalog::find(case.tool).expect("row");
+        // Superseded names (the per-timespan metrics) stay callable but are not listed.
+        if spec.superseded_by.is_some() {
+            continue;
+        }
         let listed = tools
             .iter()
             .find(|t| t["name"] == case.tool)
@@ -579,5 +609,14 @@ fn every_reference_infra_tool_has_a_row() {
     let missing: Vec<&String> = wanted.difference(&ours).collect();
     assert!(missing.is_empty(), "missing rows: {missing:?}");
     let extra: Vec<&String> = ours.difference(&wanted).collect();
-    assert_eq!(extra, ["pve_apply_network_changes"], "new tools");
+    assert_eq!(
+        extra,
+        [
+            "pve_apply_network_changes",
+            "pve_get_lxc_metrics",
+            "pve_get_node_metrics",
+            "pve_get_qemu_metrics"
+        ],
+        "new tools"
+    );
 }
