@@ -56,10 +56,11 @@ pub const CLOUDINIT: &[Param] = &[
     Param::body("searchdomain", ParamKind::String, "DNS search domains."),
 ];
 
-/// A VM name: letters, digits, `.` and `-`, starting and ending with a letter or digit. This
-/// stops the likely mistakes (spaces, `_`); Proxmox's `dns-name` format judges the rest (empty
-/// labels, hyphens next to dots). Like Proxmox, no length cap.
-pub const DNS_NAME_PATTERN: &str = "^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$";
+/// Proxmox's `dns-name` format: dot-separated labels of letters, digits and inner hyphens,
+/// checked here so an invalid name never reaches Proxmox. Like Proxmox, no length cap (a VM
+/// name is not a host name; longer than 63 is accepted).
+pub const DNS_NAME_PATTERN: &str =
+    "^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\\.)*[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?$";
 
 /// Hardware and option keys of a VM configuration.
 pub const HARDWARE: &[Param] = &[
