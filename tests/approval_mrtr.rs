@@ -179,3 +179,40 @@ async fn tampered_replayed_and_swapped_states_are_refused() {
     assert_eq!(changes(&emu).len(), 1);
     client.cancel().await.ok();
 }
+
+/// Issue 23: an answer that arrives after the approval window is the same situation as a
+/// person who did not answer in time on the elicitation path, and gets the same code.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_after_the_window_is_a_timeout_and_sends_nothing() {
+    let emu = emulator().await;
+    let env = with_policy(
+        env_for(&emu),
+        &[
+            ("PVE_ACCESS_TIER", "full"),
+            ("PVE_APPROVAL_TIMEOUT_SECS", "1"),
+        ],
+    );
+    let person = Person {
+        version: ProtocolVersion::V_2026_07_28,
+        ..Person::new(Answer::Accept)
+    };
+    let (client, _home) = connect_stateless(person, &env).await;
+    let CallToolResponse::InputRequired(asked) = once(&client, stop(101)).await else {
+        panic!("a gated call asks first");
+    };
+    let state = asked.request_state.clone().expect("sealed state");
+    tokio::time::sleep(std::time::Duration::from_millis(2_500)).await;
+    let answer = [("approval".to_owned(), accepted())].into_iter().collect();
+    let result = complete(
+        once(
+            &client,
+            stop(101)
+                .with_request_state(state)
+                .with_input_responses(answer),
+        )
+        .await,
+    );
+    assert_eq!(error_code(&result), "CONFIRMATION_TIMEOUT");
+    assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
+    client.cancel().await.ok();
+}

@@ -306,6 +306,20 @@ impl Approver {
             ),
             (Some(sealed), Some(answer)) => {
                 if let Err(why) = self.states.open(sealed, &binding) {
+                    // An answer that came too late is the same situation as a person who did
+                    // not answer in time on the elicitation path: one code for both.
+                    if why == "expired" {
+                        return Verdict::Refused(
+                            ToolFailure::new(
+                                codes::CONFIRMATION_TIMEOUT,
+                                format!(
+                                    "The approval came after its {} s window; nothing was sent to Proxmox.",
+                                    self.timeout.as_secs()
+                                ),
+                            )
+                            .with_hint("Call the tool again without requestState to be asked afresh (PVE_APPROVAL_TIMEOUT_SECS sets the window)."),
+                        );
+                    }
                     return Verdict::Refused(
                         ToolFailure::new(
                             codes::APPROVAL_STATE_INVALID,

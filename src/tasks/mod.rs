@@ -347,8 +347,14 @@ fn id_error(err: IdError) -> McpError {
 }
 
 fn failure_error(failure: ToolFailure) -> McpError {
+    // A well-formed id of a task Proxmox does not know is the caller's error, not ours.
+    let code = if failure.code == "PROXMOX_NOT_FOUND" {
+        ErrorCode::INVALID_PARAMS
+    } else {
+        ErrorCode::INTERNAL_ERROR
+    };
     McpError::new(
-        ErrorCode::INTERNAL_ERROR,
+        code,
         failure.message.clone(),
         Some(json!({"code": failure.code, "hint": failure.hint})),
     )
@@ -392,14 +398,15 @@ pub async fn get(
             TaskPayload::Working,
         )));
     }
-    let message = format!(
-        "Proxmox task stopped: {}",
-        snapshot
-            .state
-            .exitstatus
-            .as_deref()
-            .unwrap_or("unknown status")
-    );
+    let exitstatus = snapshot.state.exitstatus.as_deref().unwrap_or("unknown status");
+    if was_interrupted(exitstatus) {
+        // Stopped by tasks/cancel or pve_stop_task: the task was cancelled, not failed.
+        return Ok(GetTaskResult::new(DetailedTask::new(
+            task.with_status_message(format!("Proxmox task cancelled: {exitstatus}")),
+            TaskPayload::Cancelled,
+        )));
+    }
+    let message = format!("Proxmox task stopped: {exitstatus}");
     let tool = state
         .registry
         .get(&handle.tool)
@@ -421,6 +428,12 @@ pub async fn get(
         task.with_status_message(message),
         TaskPayload::Completed { result },
     )))
+}
+
+/// Whether Proxmox's exit status says the task was stopped from outside (a DELETE of the
+/// task, which Proxmox reports as `interrupted by signal`).
+fn was_interrupted(exitstatus: &str) -> bool {
+    exitstatus.to_ascii_lowercase().contains("interrupted by signal")
 }
 
 /// A task record in the `working` state with this server's TTL and polling interval; the
@@ -541,11 +554,9 @@ pub async fn cancel(
         .await
         .map_err(failure_error)?;
     if !current.running {
-        return Err(McpError::new(
-            ErrorCode::INVALID_PARAMS,
-            "Cannot cancel a task that already stopped.",
-            None,
-        ));
+        // The tasks extension: cancelling a task in a terminal state is acknowledged, and
+        // nothing is sent (there is nothing left to stop).
+        return Ok(());
     }
     let mut arguments = Map::new();
     arguments.insert("node".into(), upid.node.clone().into());
