@@ -398,7 +398,11 @@ pub async fn get(
             TaskPayload::Working,
         )));
     }
-    let exitstatus = snapshot.state.exitstatus.as_deref().unwrap_or("unknown status");
+    let exitstatus = snapshot
+        .state
+        .exitstatus
+        .as_deref()
+        .unwrap_or("unknown status");
     if was_interrupted(exitstatus) {
         // Stopped by tasks/cancel or pve_stop_task: the task was cancelled, not failed.
         return Ok(GetTaskResult::new(DetailedTask::new(
@@ -433,7 +437,9 @@ pub async fn get(
 /// Whether Proxmox's exit status says the task was stopped from outside (a DELETE of the
 /// task, which Proxmox reports as `interrupted by signal`).
 fn was_interrupted(exitstatus: &str) -> bool {
-    exitstatus.to_ascii_lowercase().contains("interrupted by signal")
+    exitstatus
+        .to_ascii_lowercase()
+        .contains("interrupted by signal")
 }
 
 /// A task record in the `working` state with this server's TTL and polling interval; the
