@@ -1,0 +1,157 @@
+//! `tasks/cancel`: stopping the Proxmox task behind an MCP task, with the approval and the
+//! audit lines `pve_stop_task` has.
+//!
+//! Invariant: nothing is sent unless a person (or, where the mode allows, the confirm flag)
+//! approved and the `sending` line was written and synced; a task that already ended is
+//! acknowledged without a request.
+
+use std::time::Instant;
+
+use rmcp::model::{CallToolRequestParams, ErrorCode};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Map, json};
+
+use super::exec_task::ExecHandle;
+use super::id::TaskHandle;
+use super::{STOP_TOOL, failure_error, id_error, pve_io};
+use crate::approval::{Approver, Question, Verdict};
+use crate::envelope::{ToolFailure, not_configured};
+use crate::pve;
+use crate::state::AppState;
+
+/// `tasks/cancel`: stops the Proxmox task after the approval `pve_stop_task` needs — a
+/// person where the client can ask, else `_meta.confirm: true` where the mode allows it.
+/// Audited like `pve_stop_task` (tool `tasks/cancel`, canonical `pve_stop_task`): a refusal
+/// line, or a `sending` line written and synced before the DELETE and then its outcome;
+/// when the audit log cannot be written the cancel is refused and nothing is sent.
+pub async fn cancel(
+    state: &AppState,
+    approver: &Approver,
+    task_id: &str,
+    confirmed: bool,
+    context: &RequestContext<RoleServer>,
+) -> Result<(), McpError> {
+    use crate::audit::call as audit;
+    let started = Instant::now();
+    if ExecHandle::claims(task_id) {
+        ExecHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+        return Err(McpError::new(
+            ErrorCode::INVALID_REQUEST,
+            "A program started through the guest agent cannot be stopped through the Proxmox API; it runs until it exits.",
+            None,
+        ));
+    }
+    let handle = TaskHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+    let client = state
+        .pve
+        .as_ref()
+        .ok_or_else(|| failure_error(not_configured()))?;
+    let Some(stop) = state.registry.get(STOP_TOOL) else {
+        return Err(McpError::new(
+            ErrorCode::INVALID_REQUEST,
+            format!(
+                "Cancelling Proxmox tasks needs {STOP_TOOL}, which the policy in force does not expose."
+            ),
+            None,
+        ));
+    };
+    let upid = &handle.upid;
+    let current = pve_io::read_state(client, upid, &context.ct)
+        .await
+        .map_err(failure_error)?;
+    if !current.running {
+        // The tasks extension: cancelling a task in a terminal state is acknowledged, and
+        // nothing is sent (there is nothing left to stop).
+        return Ok(());
+    }
+    let mut arguments = Map::new();
+    arguments.insert("node".into(), upid.node.clone().into());
+    arguments.insert("upid".into(), upid.to_string().into());
+    let audit_call = |approval| audit::Call {
+        spec: stop.spec,
+        wire_name: CANCEL_METHOD,
+        alias_for: Some(STOP_TOOL),
+        arguments: Some(&arguments),
+        approval,
+    };
+    // A cancel that could not be recorded is refused before anyone is asked (fail closed).
+    audit::ensure_change_recordable(&state.audit, stop.spec, true)
+        .await
+        .map_err(refusal)?;
+    let request = CallToolRequestParams::new(STOP_TOOL).with_arguments(arguments.clone());
+    let question = Question {
+        message: format!(
+            "Stop the running Proxmox task '{}' ({}) on node '{}'? It is interrupted where it is; work it did is not rolled back.",
+            upid.kind,
+            if upid.id.is_empty() { "-" } else { &upid.id },
+            upid.node
+        ),
+        tool: STOP_TOOL,
+        destructive: true,
+    };
+    let approved_by = match approver
+        .decide(context, &request, &question, confirmed)
+        .await
+    {
+        Verdict::Approved(by) => {
+            tracing::info!(approval = by.as_str(), "tasks/cancel approved");
+            by.as_str()
+        }
+        Verdict::Refused(failure) => {
+            let outcome = Err(failure.clone());
+            audit::record_call(&state.audit, &audit_call(None), &outcome, started.elapsed()).await;
+            return Err(refusal(failure));
+        }
+        Verdict::AskClient(_) => {
+            let outcome = Err(ToolFailure::new(
+                crate::envelope::codes::APPROVAL_UNAVAILABLE,
+                "tasks/cancel cannot carry an approval round trip.",
+            ));
+            audit::record_call(&state.audit, &audit_call(None), &outcome, started.elapsed()).await;
+            return Err(McpError::new(
+                ErrorCode::INVALID_REQUEST,
+                format!(
+                    "tasks/cancel cannot carry an approval round trip; call {STOP_TOOL} with this node and upid instead."
+                ),
+                Some(json!({"node": upid.node, "upid": upid.to_string()})),
+            ));
+        }
+    };
+    // Nothing is sent before its `sending` line is written and synced (fail closed).
+    audit::record_intent(&state.audit, &audit_call(Some(approved_by)), true)
+        .await
+        .map_err(refusal)?;
+    let path = format!(
+        "/nodes/{}/tasks/{}",
+        pve::encode_path_segment(&upid.node),
+        pve::encode_path_segment(&upid.to_string())
+    );
+    let request = pve::ApiRequest::new(pve::Method::Delete, path);
+    // Approved above: the stop may have exactly the effects of stopping a task.
+    let clearance = crate::effects::classify_rest("DELETE", &request.path, &[]).effects;
+    let outcome = crate::effects::with_clearance(clearance, client.call(request, &context.ct))
+        .await
+        .result
+        .map(|_| json!({"upid": upid.to_string()}))
+        .map_err(crate::envelope::failure_from);
+    audit::record_call(
+        &state.audit,
+        &audit_call(Some(approved_by)),
+        &outcome,
+        started.elapsed(),
+    )
+    .await;
+    outcome.map(|_| ()).map_err(failure_error)
+}
+
+/// The wire name `tasks/cancel` lines are recorded under.
+const CANCEL_METHOD: &str = "tasks/cancel";
+
+fn refusal(failure: ToolFailure) -> McpError {
+    McpError::new(
+        ErrorCode::INVALID_REQUEST,
+        format!("The task was not cancelled: {}", failure.message),
+        Some(json!({"code": failure.code, "hint": failure.hint})),
+    )
+}
