@@ -274,4 +274,14 @@ mod tests {
         assert_eq!(key, "9.1.2-....etcxy");
         assert!(!key.contains('/'));
     }
+
+    #[test]
+    fn a_chosen_cache_dir_comes_before_the_users_cache() {
+        let dir = std::env::temp_dir().join(format!("nandi-cache-test-{}", std::process::id()));
+        use_cache_dir(&dir);
+        assert_eq!(
+            cache_file("9.1.2-abc"),
+            Some(dir.join("apidata-9.1.2-abc.json"))
+        );
+    }
 }
