@@ -223,6 +223,11 @@ fn wrong_type(rng: &mut StdRng, param: &Param<'_>) -> Value {
     }
     let choices = [json!({"nested": {"object": true}}), deep, json!([1, 2, 3])];
     let mut value = choices.choose(rng).cloned().unwrap_or(Value::Null);
+    // Nested once, the deep value is `["bottom"]`: a valid array of strings (`fields`, a guest
+    // command). Nest it once more so it stays the wrong type (seed 0xf022, case 10223).
+    if value == json!(["bottom"]) {
+        value = json!([value]);
+    }
     if param.kind() == "string" && rng.random_bool(0.3) {
         value = json!(12345);
     }
