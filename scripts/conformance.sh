@@ -3,7 +3,9 @@
 # server over Streamable HTTP: demo emulator, loopback bind, authentication waived
 # (MCP_ALLOW_NO_AUTH=true is only accepted on loopback). Exits non-zero if a required scenario fails.
 #
-# Usage: scripts/conformance.sh [path-to-binary]   (default: target/debug/nandi-proxmox-mcp, built if missing)
+# Usage: scripts/conformance.sh [path-to-binary]
+#   The binary: the argument, else $NANDI_BIN, else target/debug/nandi-proxmox-mcp (built if
+#   missing; a binary named explicitly must exist). .ci/run points it at the release build.
 # Needs: Node 20+ with npx and network access to the npm registry (first run only; cached after).
 # .ci/run runs it after the tests (Node and the npm registry are available there); tests/http.rs
 # covers the same behaviours offline (initialize, tools/list, concurrent SSE streams in one
@@ -12,11 +14,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SUITE_VERSION="${CONFORMANCE_VERSION:-0.1.13}" # newer releases need Node 22
-BIN="${1:-target/debug/nandi-proxmox-mcp}"
+BIN="${1:-${NANDI_BIN:-}}"
 # The scenarios that apply to this server: tools and prompts are declared; resources and logging are not.
 SCENARIOS=(server-initialize ping tools-list server-sse-multiple-streams dns-rebinding-protection prompts-list)
 
-[ -x "$BIN" ] || cargo build --quiet
+if [ -z "$BIN" ]; then
+  BIN=target/debug/nandi-proxmox-mcp
+  [ -x "$BIN" ] || cargo build --quiet
+fi
+[ -x "$BIN" ] || { echo "error: $BIN is not an executable" >&2; exit 1; }
+echo "== binary $BIN"
 OUT="$(mktemp -d)"
 LOG="$OUT/server.log"
 cleanup() { [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null; wait 2>/dev/null || true; }

@@ -25,6 +25,7 @@ use serde_json::json;
 async fn serve(emu: &nandi_proxmox_mcp::emulator::Emulator) -> HttpServer {
     let settings = Settings::from_lookup(|k| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned()))
         .expect("policy");
+    harness::isolate_schema_cache();
     let server = Server::new(AppState {
         registry: Registry::build(&settings),
         settings,

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 async fn serve(emu: &Emulator, stateless: bool) -> HttpServer {
     let settings = Settings::from_lookup(|k| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned()))
         .expect("policy");
+    harness::isolate_schema_cache();
     let server = Server::new(AppState {
         registry: Registry::build(&settings),
         settings,

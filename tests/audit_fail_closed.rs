@@ -379,6 +379,7 @@ async fn a_tmpfs_that_fills_between_changes_refuses_once_a_line_no_longer_fits()
 /// An in-process server with every tool exposed, auditing to `audit`.
 fn tasks_server(emu: &Emulator, audit: &Path) -> Server {
     let settings = mcp_tasks_client::settings(&[]);
+    mcp_tasks_client::isolate_schema_cache();
     Server::new(AppState {
         registry: Registry::build(&settings),
         settings,

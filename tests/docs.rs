@@ -19,8 +19,10 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// `UPDATE_DOCS=1`, outside CI (under `CI=true` stale docs fail instead of being rewritten).
 fn updating() -> bool {
-    std::env::var("UPDATE_DOCS").is_ok_and(|v| v == "1")
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    std::env::var("UPDATE_DOCS").is_ok_and(|v| v == "1") && !ci
 }
 
 /// Every environment variable a user may set, from the code (HOME/USERPROFILE excluded:

@@ -3,12 +3,14 @@
 //!
 //! Invariants checked on every case: no panic anywhere in the process; every call gets a final
 //! result; a refusal that says nothing was sent (`TOOL_INPUT_REJECTED`, `CONFIRMATION_*`,
-//! `APPROVAL_*`) really sent nothing; input the schema forbids is refused; and every request
+//! `APPROVAL_*`) really sent nothing, except the reads it lists in `details.read` (the generic
+//! API call's schema lookup), and no hint claims "Nothing was sent" after a request; input the schema forbids is refused; and every request
 //! that did reach the emulator has a path whose segments are canonically percent-encoded, with
 //! no `.`/`..` segment and no control character, so no argument can change the endpoint.
 //!
 //! `cargo test --test fuzz_tools` runs a small seeded batch; `cargo test --test fuzz_tools --
-//! --ignored` runs 100,000 cases. `FUZZ_SEED` and `FUZZ_CASES` override seed and count.
+//! --ignored` runs 100,000 cases. `FUZZ_SEED` and `FUZZ_CASES` override seed and count; a
+//! failure names the case and the seed, and `.ci/run` runs 10,000 cases with a new seed each run.
 
 mod fuzz_harness;
 
@@ -221,6 +223,11 @@ fn wrong_type(rng: &mut StdRng, param: &Param<'_>) -> Value {
     }
     let choices = [json!({"nested": {"object": true}}), deep, json!([1, 2, 3])];
     let mut value = choices.choose(rng).cloned().unwrap_or(Value::Null);
+    // Nested once, the deep value is `["bottom"]`: a valid array of strings (`fields`, a guest
+    // command). Nest it once more so it stays the wrong type (seed 0xf022, case 10223).
+    if value == json!(["bottom"]) {
+        value = json!([value]);
+    }
     if param.kind() == "string" && rng.random_bool(0.3) {
         value = json!(12345);
     }
@@ -398,12 +405,16 @@ async fn run_cases(cases: u64, seed: u64) {
         "every tool is registered: {}",
         tools.len()
     );
+    eprintln!("fuzz: {cases} cases, seed {seed}");
     let mut rng = StdRng::seed_from_u64(seed);
     let (mut reached, mut refused, mut encoded_segments, mut valid) = (0u64, 0u64, 0usize, 0u64);
     for case in 0..cases {
         let (name, schema) = &tools[(case as usize) % tools.len()];
         let (args, expect) = generate(&mut rng, schema);
-        let context = format!("case {case} (seed {seed}) {name}");
+        let context = format!(
+            "case {case} (seed {seed}; replay: FUZZ_SEED={seed} FUZZ_CASES={} cargo test --test fuzz_tools) {name}",
+            case + 1
+        );
         server.emulator.clear_requests();
         let began = std::time::Instant::now();
         let result =
@@ -418,9 +429,28 @@ async fn run_cases(cases: u64, seed: u64) {
         assert_eq!(result.is_error, Some(envelope["ok"] != true), "{context}");
         let requests = server.emulator.requests();
         if nothing_sent(code) {
-            assert!(requests.is_empty(), "{context}: {code} but {requests:?}");
-            refused += 1;
+            // The only requests a refusal may have made are the reads it owns up to.
+            let read: Vec<&str> = envelope["error"]["details"]["read"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let unlisted: Vec<_> = requests
+                .iter()
+                .filter(|r| !read.contains(&format!("{} {}", r.method, r.path).as_str()))
+                .collect();
+            assert!(
+                unlisted.is_empty(),
+                "{context}: {code} but {unlisted:?} (listed as read: {read:?})"
+            );
+            if requests.is_empty() {
+                refused += 1;
+            }
         }
+        let hint = envelope["error"]["hint"].as_str().unwrap_or("");
+        assert!(
+            requests.is_empty() || !hint.contains("Nothing was sent"),
+            "{context}: the hint says nothing was sent, but {requests:?} were: {hint}"
+        );
         if let Expect::Refused(why) = &expect {
             let short: String = args.to_string().chars().take(300).collect();
             assert_eq!(
@@ -482,4 +512,49 @@ async fn seeded_arguments_for_every_tool() {
 #[ignore = "100,000 cases, minutes: cargo test --test fuzz_tools -- --ignored"]
 async fn one_hundred_thousand_cases() {
     run_cases(setting("FUZZ_CASES", 100_000), setting("FUZZ_SEED", 0xf022)).await;
+}
+
+/// Seed 0xf022, case 3095: `pve_api_call {"path":"/"}` is refused by the cluster's schema
+/// after the lookup read `GET /version` and `apidata.js`; the refusal says what it read, and
+/// only once the schema is in memory does it say nothing was sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_after_the_schema_lookup_says_what_was_read() {
+    let server = fuzz_harness::serve(fuzz_harness::emulator().await, EVERYTHING).await;
+    let refuse = async |expect_read: bool| {
+        server.emulator.clear_requests();
+        let result = fuzz_harness::call(
+            &server.client,
+            "pve_api_call",
+            // The effects gate asks for approval of a GET it cannot classify as a plain read.
+            json!({"path": "/", "confirm": true}),
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("answered");
+        let envelope = fuzz_harness::envelope(&result);
+        let error = &envelope["error"];
+        assert_eq!(error["code"], "TOOL_INPUT_REJECTED", "{envelope}");
+        let hint = error["hint"].as_str().unwrap_or("");
+        let requests: Vec<String> = server
+            .emulator
+            .requests()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.path))
+            .collect();
+        if expect_read {
+            assert_eq!(requests, ["GET /version"], "{envelope}");
+            assert_eq!(
+                error["details"]["read"],
+                json!(["GET /version", "GET /pve-docs/api-viewer/apidata.js"]),
+                "{envelope}"
+            );
+            assert!(!hint.contains("Nothing was sent"), "{hint}");
+            assert!(hint.contains("GET /version"), "{hint}");
+        } else {
+            assert!(requests.is_empty(), "{requests:?}");
+            assert!(hint.contains("Nothing was sent"), "{hint}");
+        }
+    };
+    refuse(true).await;
+    refuse(false).await;
 }

@@ -74,8 +74,10 @@ async fn the_binary_serves_http_with_a_token_file_and_stops_on_sigterm() {
         .unwrap();
     let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
     let mut log = String::new();
+    // One deadline for the whole wait: a chatty process cannot keep the loop alive.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(20), stderr.next_line())
+        let line = tokio::time::timeout_at(deadline, stderr.next_line())
             .await
             .expect("starts within 20 s")
             .unwrap()

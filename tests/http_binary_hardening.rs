@@ -41,8 +41,10 @@ async fn a_flood_of_refusals_is_logged_in_a_few_lines() {
         .spawn()
         .unwrap();
     let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    // One deadline for the whole wait: a chatty process cannot keep the loop alive.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(20), stderr.next_line())
+        let line = tokio::time::timeout_at(deadline, stderr.next_line())
             .await
             .expect("starts within 20 s")
             .unwrap()
@@ -160,8 +162,10 @@ async fn over_stdio_a_repeated_key_is_answered_with_invalid_params() {
     let mut stdin = child.stdin.take().unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut reply_to = async |id: u64| -> serde_json::Value {
+        // One deadline for the whole wait: a chatty process cannot keep the loop alive.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            let line = tokio::time::timeout_at(deadline, lines.next_line())
                 .await
                 .expect("answered within 30 s")
                 .unwrap()

@@ -240,8 +240,10 @@ async fn health_exits_zero_only_when_the_server_answers_200() {
         .spawn()
         .expect("server starts");
     let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    // One deadline for the whole wait: a chatty process cannot keep the loop alive.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let base = loop {
-        let line = tokio::time::timeout(Duration::from_secs(20), stderr.next_line())
+        let line = tokio::time::timeout_at(deadline, stderr.next_line())
             .await
             .expect("listening within 20 s")
             .expect("readable")

@@ -61,8 +61,10 @@ async fn replica(
     }
     let mut child = command.spawn().expect("replica starts");
     let mut stderr = tokio::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+    // One deadline for the whole wait: a chatty process cannot keep the loop alive.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(20), stderr.next_line())
+        let line = tokio::time::timeout_at(deadline, stderr.next_line())
             .await
             .expect("listening within 20 s")
             .expect("stderr readable")

@@ -17,7 +17,9 @@ fn tool_snapshots_match() {
     let registry = Registry::from_specs(catalog::all());
     let tools = registry.tools();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/snapshots");
-    let update = std::env::var("UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1");
+    // An updater never writes under CI: there a stale snapshot must fail, not be accepted.
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    let update = std::env::var("UPDATE_SNAPSHOTS").is_ok_and(|v| v == "1") && !ci;
     let mut failures = Vec::new();
     let mut expected_files = Vec::new();
     for spec in catalog::all() {

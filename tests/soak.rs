@@ -252,8 +252,10 @@ async fn a_thousand_sessions_leave_nothing_behind() {
         .expect("server starts");
     let pid = child.id().expect("pid");
     let mut log = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    // One deadline for the whole wait: a chatty process cannot keep the loop alive.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let url = loop {
-        let line = tokio::time::timeout(Duration::from_secs(30), log.next_line())
+        let line = tokio::time::timeout_at(deadline, log.next_line())
             .await
             .expect("address logged in time")
             .expect("read")

@@ -2,7 +2,9 @@
 //! under `/api2/json`, judged first by structural rules, then by the schema the cluster
 //! itself serves (see `api_call_cache`), then sent once.
 //!
-//! Invariants: nothing is sent unless every check passed; the method comes only from the
+//! Invariants: the call itself is not sent unless every check passed, and a refusal says
+//! exactly what was read to judge it (the schema lookup's `GET /version` and `apidata.js`,
+//! listed in `details.read`; "nothing was sent" only when nothing was); the method comes only from the
 //! row (the read row has no `method` parameter and always sends GET; the write row's
 //! `method` is limited to POST/PUT/DELETE by its enum), so a read-only tier can never write
 //! through this handler; writes are never retried. Approval of writes happens before this
@@ -60,15 +62,17 @@ pub async fn execute(
     let Some(client) = backends.pve else {
         return (Err(not_configured()), 0);
     };
-    let (loaded, _lookups) = api_call_cache::load(client, cancel).await;
+    let (loaded, lookups) = api_call_cache::load(client, cancel).await;
     let (checked, schema_report) = match &loaded {
         Ok(schema) => match against_schema(&schema.schema, &method, &segments, params) {
             Ok(checked) => (checked, checked_report(schema)),
             Err(refusals) => {
-                let failure = refused(spec, &refusals).with_details(json!({
-                    "errors": errors_map(&refusals),
-                    "schema": checked_report(schema),
-                }));
+                let failure =
+                    refused_after_reading(spec, &refusals, &lookups).with_details(json!({
+                        "errors": errors_map(&refusals),
+                        "schema": checked_report(schema),
+                        "read": lookups,
+                    }));
                 return (Err(failure), 0);
             }
         },
@@ -128,6 +132,19 @@ fn refused(spec: &ToolSpec, refusals: &[Refusal]) -> ToolFailure {
     )
     .with_hint("Fix the named parameters; the path is relative to /api2/json and params are key=value items. Nothing was sent to Proxmox.")
     .with_details(json!({ "errors": errors_map(refusals) }))
+}
+
+/// A refusal judged against the schema: the call was not sent, but the lookup may have read
+/// the version and the schema, and the hint says so rather than promise nothing was sent.
+fn refused_after_reading(spec: &ToolSpec, refusals: &[Refusal], read: &[&str]) -> ToolFailure {
+    let failure = refused(spec, refusals);
+    if read.is_empty() {
+        return failure;
+    }
+    failure.with_hint(format!(
+        "Fix the named parameters; the path is relative to /api2/json and params are key=value items. The call itself was not sent; to check it against the cluster's API schema this server read {} (details.read).",
+        read.join(" and ")
+    ))
 }
 
 fn errors_map(refusals: &[Refusal]) -> serde_json::Map<String, Value> {

@@ -5,7 +5,11 @@
 //! fetchable (fetches are serialised, a failure is remembered for a minute so a broken
 //! node is not hammered); the cache file name is built only from characters
 //! `[A-Za-z0-9._-]` of the version answer, so an API answer cannot steer the file path;
-//! a cache file that does not parse is ignored and replaced.
+//! a cache file that does not parse is ignored and replaced; the requests a lookup made are
+//! reported to the caller, so a refusal after the lookup never claims nothing was sent.
+//! The cache directory is `$XDG_CACHE_HOME/nandi-proxmox-mcp`, else `~/.cache/nandi-proxmox-mcp`;
+//! a test process points it at its own temporary directory with [`use_cache_dir`], so tests
+//! never read or write a user's cache.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -27,6 +31,10 @@ const FAILURE_TTL: Duration = Duration::from_secs(60);
 const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 /// Sub-directory of the user cache dir.
 const CACHE_SUBDIR: &str = "nandi-proxmox-mcp";
+/// The schema lookup's first request.
+pub const VERSION_REQUEST: &str = "GET /version";
+/// The schema fetch.
+pub const SCHEMA_REQUEST: &str = "GET /pve-docs/api-viewer/apidata.js";
 
 /// Where a schema came from, reported in the result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,13 +91,25 @@ fn fetch_lock() -> &'static tokio::sync::Mutex<()> {
     LOCK.get_or_init(|| tokio::sync::Mutex::new(()))
 }
 
+fn dir_override() -> &'static Mutex<Option<PathBuf>> {
+    static DIR: OnceLock<Mutex<Option<PathBuf>>> = OnceLock::new();
+    DIR.get_or_init(Mutex::default)
+}
+
+/// Makes this process keep its schema cache files in `dir` (tests: a temporary directory),
+/// ahead of the environment. The in-memory caches are per process and unaffected.
+pub fn use_cache_dir(dir: impl Into<PathBuf>) {
+    *dir_override().lock().unwrap_or_else(|p| p.into_inner()) = Some(dir.into());
+}
+
 /// The schema for the cluster behind `pve`, or why there is none (the call then falls back
-/// to structural checks). The second value is the number of requests made to Proxmox.
+/// to structural checks). The second value lists the requests made to Proxmox for it
+/// ([`VERSION_REQUEST`], [`SCHEMA_REQUEST`]); empty when everything came from memory or file.
 pub async fn load(
     pve: &pve::Client,
     cancel: &CancellationToken,
-) -> (Result<LoadedSchema, String>, u32) {
-    let mut requests = 0;
+) -> (Result<LoadedSchema, String>, Vec<&'static str>) {
+    let mut requests = Vec::new();
     let base = pve.base_url().to_owned();
     let cached_version = with_caches(|c| {
         c.versions
@@ -100,7 +120,7 @@ pub async fn load(
     let (version, key) = match cached_version {
         Some(found) => found,
         None => {
-            requests += 1;
+            requests.push(VERSION_REQUEST);
             let answer = pve.call(
                 ApiRequest::get("/version").retry(RetryPolicy::Reads),
                 cancel,
@@ -141,7 +161,7 @@ pub async fn load(
     if let Some(why) = failed {
         return (Err(format!("{why} (not retried for a minute)")), requests);
     }
-    requests += 1;
+    requests.push(SCHEMA_REQUEST);
     let fetched = pve.fetch_api_viewer_data(FETCH_TIMEOUT, cancel).await;
     let parsed = fetched
         .map_err(|e| format!("fetching /pve-docs/api-viewer/apidata.js failed: {e}"))
@@ -197,15 +217,23 @@ fn version_key(answer: &Value) -> (String, String) {
     (version, key)
 }
 
-/// `$XDG_CACHE_HOME/nandi-proxmox-mcp/apidata-<key>.json` (else `~/.cache/…`).
+/// `<dir>/apidata-<key>.json`, the directory chosen as the module documentation says.
 fn cache_file(key: &str) -> Option<PathBuf> {
+    let chosen = dir_override()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     let absolute = |var: &str| {
         std::env::var_os(var)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
     };
-    let dir = absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".cache")))?;
-    Some(dir.join(CACHE_SUBDIR).join(format!("apidata-{key}.json")))
+    let dir = chosen.or_else(|| {
+        absolute("XDG_CACHE_HOME")
+            .or_else(|| absolute("HOME").map(|h| h.join(".cache")))
+            .map(|d| d.join(CACHE_SUBDIR))
+    })?;
+    Some(dir.join(format!("apidata-{key}.json")))
 }
 
 fn read_cache_file(path: &PathBuf) -> Option<ApiSchema> {
@@ -245,5 +273,15 @@ mod tests {
         assert_eq!(version, "9.1.2");
         assert_eq!(key, "9.1.2-....etcxy");
         assert!(!key.contains('/'));
+    }
+
+    #[test]
+    fn a_chosen_cache_dir_comes_before_the_users_cache() {
+        let dir = std::env::temp_dir().join(format!("nandi-cache-test-{}", std::process::id()));
+        use_cache_dir(&dir);
+        assert_eq!(
+            cache_file("9.1.2-abc"),
+            Some(dir.join("apidata-9.1.2-abc.json"))
+        );
     }
 }

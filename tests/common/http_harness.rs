@@ -41,6 +41,7 @@ pub fn pve_client(emu: &Emulator) -> pve::Client {
 
 pub fn mcp_server(pve: Option<pve::Client>) -> Server {
     let settings = Settings::from_lookup(|_| None).expect("default policy");
+    isolate_schema_cache();
     Server::new(AppState {
         registry: Registry::build(&settings),
         settings,
@@ -193,4 +194,13 @@ pub async fn error_body(response: Response) -> Value {
     assert_eq!(body["jsonrpc"], "2.0");
     assert!(body["error"]["code"].is_i64(), "{body}");
     body
+}
+
+/// Keeps this test process's API-schema cache files in its own directory under `target/tmp`,
+/// so an in-process server never reads or writes the user's `~/.cache/nandi-proxmox-mcp`.
+pub fn isolate_schema_cache() {
+    nandi_proxmox_mcp::composite::api_call_cache::use_cache_dir(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("schema-cache-{}", std::process::id())),
+    );
 }

@@ -162,8 +162,10 @@ impl McpProcess {
         self.next_id += 1;
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
+        // One deadline for the whole wait: a chatty process cannot keep the loop alive.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            let line = tokio::time::timeout_at(deadline, self.lines.next_line())
                 .await
                 .expect("response within 30 s")
                 .expect("read")

@@ -83,6 +83,7 @@ pub async fn serve_with(
     };
     let settings = Settings::from_lookup(lookup).expect("policy settings");
     let registry = Registry::build_for(&settings, Capabilities { ssh: false });
+    isolate_schema_cache();
     let server = Server::new(AppState {
         registry,
         settings,
@@ -152,4 +153,13 @@ pub fn envelope(result: &CallToolResult) -> Value {
     let parsed: Value = serde_json::from_str(&text).expect("text is JSON");
     assert_eq!(parsed, structured, "text and structuredContent differ");
     structured
+}
+
+/// Keeps this test process's API-schema cache files in its own directory under `target/tmp`,
+/// so an in-process server never reads or writes the user's `~/.cache/nandi-proxmox-mcp`.
+pub fn isolate_schema_cache() {
+    nandi_proxmox_mcp::composite::api_call_cache::use_cache_dir(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("schema-cache-{}", std::process::id())),
+    );
 }

@@ -130,6 +130,7 @@ pub fn pve_client(emu: &Emulator) -> pve::Client {
 /// An in-process server for `emu` with every tool exposed plus `vars`.
 pub fn server(emu: &Emulator, vars: &[(&str, &str)]) -> Server {
     let settings = settings(vars);
+    isolate_schema_cache();
     Server::new(AppState {
         registry: Registry::build(&settings),
         settings,
@@ -247,4 +248,13 @@ pub fn percentages(progress: &[ProgressNotificationParam]) -> Vec<f64> {
         .filter(|p| p.total == Some(100.0))
         .map(|p| p.progress)
         .collect()
+}
+
+/// Keeps this test process's API-schema cache files in its own directory under `target/tmp`,
+/// so an in-process server never reads or writes the user's `~/.cache/nandi-proxmox-mcp`.
+pub fn isolate_schema_cache() {
+    nandi_proxmox_mcp::composite::api_call_cache::use_cache_dir(
+        std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("schema-cache-{}", std::process::id())),
+    );
 }
