@@ -33,7 +33,7 @@ FROM binary-${BINARY_FROM} AS binary
 
 # --- the image --------------------------------------------------------------------------------
 FROM gcr.io/distroless/static-debian12:nonroot
-ARG VERSION=0.4.0
+ARG VERSION=0.5.0
 LABEL io.modelcontextprotocol.server.name="io.github.NANDI-Services/nandi-proxmox-mcp" \
       org.opencontainers.image.title="nandi-proxmox-mcp" \
       org.opencontainers.image.description="MCP server for Proxmox VE" \
