@@ -182,6 +182,6 @@ fn the_two_template_tools_send_the_same_request() {
     assert!(
         spec("pve_create_qemu_template")
             .description
-            .starts_with("Same tool as pve_qemu_create_template")
+            .starts_with("Older name of pve_qemu_create_template")
     );
 }
