@@ -247,3 +247,34 @@ async fn a_config_update_question_shows_each_key_old_and_new() {
     assert!(changes(&emu).is_empty());
     client.cancel().await.ok();
 }
+
+/// A change whose audit log cannot even be opened is refused before anyone is asked: the person
+/// is not bothered with a question whose answer could not be acted on. (A log that opens but
+/// cannot take a line, such as `/dev/full`, is refused after the answer, before anything is
+/// sent — tests/audit_fail_closed.rs.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrecordable_change_is_refused_before_the_person_is_asked() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(
+        person.clone(),
+        &env(
+            &emu,
+            &[
+                ("PVE_ACCESS_TIER", "full"),
+                ("PVE_AUDIT_LOG", "/dev/null/not-a-dir/audit.jsonl"),
+            ],
+        ),
+    )
+    .await;
+    let result = call(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
+    assert_eq!(code(&result), "AUDIT_LOG_UNAVAILABLE", "{result:?}");
+    assert!(person.questions().is_empty(), "{:?}", person.questions());
+    assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
+    client.cancel().await.ok();
+}
