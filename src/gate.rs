@@ -60,6 +60,12 @@ impl Gate {
 /// Evaluates the gate for validated arguments; `None` when the call is a plain read that no
 /// row rule gates.
 pub fn evaluate(spec: &'static ToolSpec, args: &ValidArgs) -> Option<Gate> {
+    // A tool none of whose possible requests does more than read (the classifier's static
+    // answer, `catalog::effects`) needs no plan: most calls are such reads, and the REST
+    // client and SSH entry still classify what is actually sent.
+    if !spec.can_be_gated() {
+        return None;
+    }
     let fired: Vec<&'static ArgRule> = spec
         .gated_when
         .iter()
