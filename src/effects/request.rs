@@ -153,6 +153,17 @@ fn hand_rules(endpoint: &Endpoint, params: &[(String, String)], out: &mut Classi
     let truthy = |name: &str| value(name).is_some_and(|v| v == "1" || v == "true");
     let path = endpoint.path.as_str();
     let method = endpoint.method.as_str();
+    // Open to every user by the schema's check, with the real rule only in prose ("You need
+    // read access for the volume", "VM.Backup on the guest"): files and configs out of a
+    // backup are guest data, so a sensitive read.
+    if method == "GET"
+        && (path.contains("/file-restore/") || path.ends_with("/vzdump/extractconfig"))
+    {
+        out.add(
+            Effect::SensitiveRead,
+            format!("{method} {path} reads files or a configuration out of a guest's backup"),
+        );
+    }
     if method == "POST" && path == "/nodes/{node}/vzdump" {
         if !matches!(value("remove"), Some("0" | "false")) {
             out.add(
@@ -334,6 +345,17 @@ mod tests {
             &p(&[("file", "/etc/shadow")]),
         );
         assert!(shadow.effects.contains(Effect::SensitiveRead));
+        for path in [
+            "/nodes/pve01/storage/pbs/file-restore/download",
+            "/nodes/pve01/storage/pbs/file-restore/list",
+            "/nodes/pve01/vzdump/extractconfig",
+        ] {
+            let got = classify_rest("GET", path, &p(&[("volume", "pbs:backup/vm/101/x")]));
+            assert!(
+                got.effects.contains(Effect::SensitiveRead),
+                "{path}: {got:?}"
+            );
+        }
         assert!(
             classify_rest("GET", "/nodes/pve01/qemu/101/status/current", &[])
                 .effects
