@@ -148,8 +148,15 @@ fn main() {
     let sshd = find_sshd();
     watch(&pve_api, &shared);
     watch(&reference, &shared);
-    if let Some(path) = &sshd {
-        println!("cargo::rerun-if-changed={}", path.display());
+    match &sshd {
+        Some(path) => println!("cargo::rerun-if-changed={}", path.display()),
+        // Installing openssh-server adds a file to one of these folders, which reruns this
+        // script, so the SSH checks stop being ignored without a `touch build.rs`.
+        None => ["/usr/sbin", "/usr/local/sbin", "/sbin"]
+            .iter()
+            .map(Path::new)
+            .filter(|dir| dir.is_dir())
+            .for_each(|dir| println!("cargo::rerun-if-changed={}", dir.display())),
     }
     for (fixture, present) in [
         (PVE_API, pve_api.is_file()),

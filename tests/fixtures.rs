@@ -142,3 +142,49 @@ fn every_fixture_test_is_ignored_by_cfg_never_skipped_at_run_time() {
         "found only {fixture_tests} fixture tests"
     );
 }
+
+/// The public workflow builds `../shared/spec/reference-tools.json` from the copy kept in
+/// `tests/data`; the copy must stay the table the project's own CI judges by.
+#[test]
+#[cfg_attr(no_reference_tools, ignore = "needs ../shared/spec beside the project")]
+fn the_kept_reference_table_is_the_shared_one() {
+    let kept = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reference-tools.json"),
+    )
+    .expect("tests/data/reference-tools.json");
+    let shared = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/reference-tools.json"),
+    )
+    .expect("../shared/spec/reference-tools.json");
+    let kept: serde_json::Value = serde_json::from_slice(&kept).expect("JSON");
+    let shared: serde_json::Value = serde_json::from_slice(&shared).expect("JSON");
+    assert!(
+        kept == shared,
+        "tests/data/reference-tools.json differs from ../shared/spec/reference-tools.json: copy it again"
+    );
+}
+
+/// The public workflow makes `../shared/pve-api` from Proxmox's pve-docs package with
+/// `scripts/pve-schema.py`; the script must turn the shared tree into the shared flat file and
+/// pin the shared tree's hash, or what public CI checks would not be what this CI checks.
+#[test]
+#[cfg_attr(
+    any(no_pve_api, no_python),
+    ignore = "needs ../shared/pve-api and python3"
+)]
+fn the_schema_script_reproduces_the_shared_schema() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new("python3")
+        .arg(root.join("scripts/pve-schema.py"))
+        .arg("check")
+        .arg(root.join("../shared/pve-api"))
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("flat file matches"));
+}
