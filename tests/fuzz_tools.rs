@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use fuzz_harness::{EVERYTHING, PANICS};
 use nandi_proxmox_mcp::pve::encode_path_segment;
+use nandi_proxmox_mcp::schema;
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
@@ -398,7 +399,12 @@ async fn run_cases(cases: u64, seed: u64) {
     let tools: Vec<(String, Map<String, Value>)> = server
         .tools
         .iter()
-        .map(|t| (t.name.to_string(), (*t.input_schema).clone()))
+        .map(|t| {
+            // The whole contract (patterns, lengths), not the lean listing: the fuzz must know
+            // which values the server is bound to refuse.
+            let spec = nandi_proxmox_mcp::catalog::find(&t.name).expect("a listed tool has a row");
+            (t.name.to_string(), schema::input_schema_with_rules(spec))
+        })
         .collect();
     assert!(
         tools.len() > 100,

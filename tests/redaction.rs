@@ -88,7 +88,12 @@ fn plausible(name: &str, schema: &Value) -> Value {
 /// Required and secret-named parameters filled in; `confirm` left out on purpose, so the
 /// gated tools are refused (and audited) rather than run.
 fn plausible_args(tool: &Value) -> Value {
-    let schema = &tool["inputSchema"];
+    // The whole contract (ranges, patterns), as the listing leaves the value rules out.
+    let name = tool["name"].as_str().unwrap_or_default();
+    let schema = &match nandi_proxmox_mcp::catalog::find(name) {
+        Some(spec) => Value::Object(nandi_proxmox_mcp::schema::input_schema_with_rules(spec)),
+        None => tool["inputSchema"].clone(),
+    };
     let required: Vec<&str> = schema["required"]
         .as_array()
         .into_iter()

@@ -36,17 +36,13 @@ const CONFIRM_DESCRIPTION: &str = "User approved.";
 /// Name of the control argument that previews a change instead of making it; never sent.
 pub const DRY_RUN: &str = "dry_run";
 
-const DRY_RUN_DESCRIPTION: &str = "Preview only.";
-
 /// Name of the control argument that follows a started Proxmox task to its end; never sent.
 pub const WAIT: &str = "wait";
-
-const WAIT_DESCRIPTION: &str = "Await the result.";
 
 /// Name of the control argument bounding `wait`, in seconds; never sent.
 pub const WAIT_TIMEOUT: &str = "wait_timeout";
 
-const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds (default 300).";
+const WAIT_TIMEOUT_DESCRIPTION: &str = "Seconds to wait.";
 
 /// Largest `wait_timeout` (seconds).
 pub const MAX_WAIT_SECS: u64 = 86_400;
@@ -95,7 +91,10 @@ pub struct Shape {
 
 /// The rules of the control and shaping arguments, said once for every tool (meant for the
 /// server instructions), so each schema carries a few-word description of them.
-pub const CONTROL_NOTE: &str = "Arguments outside a tool's schema are refused. Lists that grow \
+pub const CONTROL_NOTE: &str = "Arguments outside a tool's schema are refused; values are \
+checked here against Proxmox's own formats and ranges (names, IDs, lengths), and a refusal \
+names the rule. \
+wait_timeout bounds wait=true (seconds, default 300, at most 86400). Lists that grow \
 with the cluster take fields (keys to keep per item), limit and offset (paging), applied to the \
 answer and never sent to Proxmox; an answer cut at the output cap says which offset comes next.";
 
@@ -168,17 +167,33 @@ fn read_shaping(name: &str, value: &Value, shape: &mut Shape) -> Result<(), Stri
     }
 }
 
-/// Builds the JSON Schema of a tool's arguments.
+/// Builds the JSON Schema of a tool's arguments, as the model sees it: types, descriptions,
+/// enums, defaults and what is required. The value rules (`pattern`, `maxLength`, `minimum`,
+/// `maximum`) are enforced by [`validate`] and left out; [`input_schema_with_rules`] has them.
 pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
+    build_input_schema(spec, false)
+}
+
+/// [`input_schema`] plus every value rule [`validate`] enforces (`pattern`, `maxLength`,
+/// `minimum`, `maximum`):
+/// the whole contract, for tools that check or generate arguments (fuzzing, documentation).
+pub fn input_schema_with_rules(spec: &ToolSpec) -> Map<String, Value> {
+    build_input_schema(spec, true)
+}
+
+fn build_input_schema(spec: &ToolSpec, rules: bool) -> Map<String, Value> {
     let mut properties = Map::new();
     let mut families = Map::new();
     for param in spec.params.iter().filter(|p| !p.fixed) {
         match param.index {
             Some((lo, hi)) => {
-                families.insert(family_pattern(param.name, lo, hi), property_schema(param));
+                families.insert(
+                    family_pattern(param.name, lo, hi),
+                    property_schema(param, rules),
+                );
             }
             None => {
-                properties.insert(param.name.to_owned(), property_schema(param));
+                properties.insert(param.name.to_owned(), property_schema(param, rules));
             }
         }
     }
@@ -189,19 +204,13 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
         );
     }
     if !spec.effect.is_read() {
-        properties.insert(
-            DRY_RUN.to_owned(),
-            json!({"type": "boolean", "description": DRY_RUN_DESCRIPTION}),
-        );
+        properties.insert(DRY_RUN.to_owned(), json!({"type": "boolean"}));
     }
     if spec.starts_task {
-        properties.insert(
-            WAIT.to_owned(),
-            json!({"type": "boolean", "description": WAIT_DESCRIPTION}),
-        );
+        properties.insert(WAIT.to_owned(), json!({"type": "boolean"}));
         properties.insert(
             WAIT_TIMEOUT.to_owned(),
-            json!({"type": "integer", "minimum": 1, "maximum": MAX_WAIT_SECS, "description": WAIT_TIMEOUT_DESCRIPTION}),
+            json!({"type": "integer", "description": WAIT_TIMEOUT_DESCRIPTION}),
         );
     }
     for name in shaping_arguments(spec) {
@@ -227,7 +236,7 @@ pub fn input_schema(spec: &ToolSpec) -> Map<String, Value> {
     schema
 }
 
-fn property_schema(param: &Param) -> Value {
+fn property_schema(param: &Param, rules: bool) -> Value {
     let mut prop = Map::new();
     prop.insert("type".into(), param.kind.json_type().into());
     if param.kind == ParamKind::StringArray {
@@ -238,17 +247,23 @@ fn property_schema(param: &Param) -> Value {
     if let Some(default) = param.default {
         prop.insert("default".into(), default_value(param, default));
     }
-    if let Some(min) = param.minimum {
-        prop.insert("minimum".into(), min.into());
-    }
-    if let Some(max) = param.maximum {
-        prop.insert("maximum".into(), max.into());
-    }
-    if let Some(max_len) = param.max_length {
-        prop.insert("maxLength".into(), max_len.into());
-    }
-    if let Some(pattern) = param.pattern {
-        prop.insert("pattern".into(), pattern.into());
+    // The value rules (`pattern`, `maxLength`, `minimum`, `maximum`) stay on the server for
+    // the model: `validate` enforces them and names the rule in a refusal, while listing them
+    // cost ~16 KB of the full listing (regular expressions, the VMID range on 65 tools) and
+    // told the model nothing its description does not.
+    if rules {
+        if let Some(min) = param.minimum {
+            prop.insert("minimum".into(), min.into());
+        }
+        if let Some(max) = param.maximum {
+            prop.insert("maximum".into(), max.into());
+        }
+        if let Some(max_len) = param.max_length {
+            prop.insert("maxLength".into(), max_len.into());
+        }
+        if let Some(pattern) = param.pattern {
+            prop.insert("pattern".into(), pattern.into());
+        }
     }
     if !param.one_of.is_empty() {
         prop.insert("enum".into(), param.one_of.iter().copied().collect());

@@ -11,14 +11,30 @@ fn args(v: Value) -> Map<String, Value> {
 }
 
 #[test]
-fn schema_is_plain_object_with_described_properties() {
+fn schema_is_plain_object_with_described_properties_and_no_value_rules() {
     for spec in catalog::all() {
         let schema = input_schema(spec);
         assert_eq!(schema["type"], "object");
         for key in ["anyOf", "oneOf", "allOf"] {
             assert!(!schema.contains_key(key), "{}", spec.name);
         }
+        let families = schema.get("patternProperties").and_then(Value::as_object);
+        let props = schema["properties"].as_object().unwrap().iter();
+        for (name, prop) in props.chain(families.into_iter().flatten()) {
+            for rule in ["pattern", "maxLength", "minimum", "maximum"] {
+                assert!(
+                    prop.get(rule).is_none(),
+                    "{}.{name}: value rules stay on the server",
+                    spec.name
+                );
+            }
+        }
         for (name, prop) in schema["properties"].as_object().unwrap() {
+            // The two flags whose names say it all are explained once, in the instructions.
+            if name == DRY_RUN || name == WAIT {
+                assert_eq!(prop, &json!({"type": "boolean"}), "{}.{name}", spec.name);
+                continue;
+            }
             let desc = prop["description"].as_str().unwrap_or("");
             assert!(desc.len() >= 10, "{}.{name} lacks a description", spec.name);
         }
@@ -96,4 +112,23 @@ fn enum_and_confirm_type_checked() {
 fn booleans_go_on_the_wire_as_perl_integers() {
     assert_eq!(ArgValue::Bool(true).to_wire(), "1");
     assert_eq!(ArgValue::Bool(false).to_wire(), "0");
+}
+
+#[test]
+fn the_schema_with_rules_carries_what_validate_enforces() {
+    let lean = input_schema(spec("pve_get_node_status"));
+    let whole = input_schema_with_rules(spec("pve_get_node_status"));
+    assert!(lean["properties"]["node"].get("pattern").is_none());
+    let pattern = whole["properties"]["node"]["pattern"].as_str().unwrap();
+    assert_eq!(Some(pattern), spec("pve_get_node_status").params[0].pattern);
+    let refused = validate(
+        spec("pve_get_node_status"),
+        Some(&args(json!({"node": "../etc"}))),
+    )
+    .unwrap_err();
+    assert!(
+        refused.errors["node"].contains(pattern),
+        "{:?}",
+        refused.errors
+    );
 }
