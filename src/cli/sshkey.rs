@@ -1,4 +1,5 @@
-//! In-process ed25519 key generation in OpenSSH's own file formats (no `ssh-keygen` needed).
+//! In-process ed25519 key generation in OpenSSH's own file formats (no `ssh-keygen` needed),
+//! encoded by the `ssh-key` crate that russh already uses to read keys.
 //!
 //! Invariants: the private key file is created with mode 0600 and never overwritten; the public
 //! key is written beside it as `<path>.pub`; the private key bytes exist only in memory buffers
@@ -7,12 +8,10 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use ring::rand::{SecureRandom, SystemRandom};
-use ring::signature::{Ed25519KeyPair, KeyPair};
-
-const KEY_TYPE: &str = "ssh-ed25519";
+use russh::keys::PrivateKey;
+use russh::keys::ssh_key::LineEnding;
+use russh::keys::ssh_key::private::{Ed25519Keypair, KeypairData};
 
 /// A generated key pair's public half.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,70 +24,31 @@ pub struct GeneratedKey {
     pub public_line: String,
 }
 
-fn put_string(buf: &mut Vec<u8>, bytes: &[u8]) {
-    let len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
-    buf.extend_from_slice(&len.to_be_bytes());
-    buf.extend_from_slice(bytes);
-}
-
-fn public_blob(public: &[u8]) -> Vec<u8> {
-    let mut blob = Vec::new();
-    put_string(&mut blob, KEY_TYPE.as_bytes());
-    put_string(&mut blob, public);
-    blob
-}
-
-/// The `openssh-key-v1` private key file (unencrypted) for `seed`/`public`.
-fn private_pem(seed: &[u8; 32], public: &[u8], comment: &str, check: u32) -> String {
-    let mut private = Vec::new();
-    private.extend_from_slice(&check.to_be_bytes());
-    private.extend_from_slice(&check.to_be_bytes());
-    put_string(&mut private, KEY_TYPE.as_bytes());
-    put_string(&mut private, public);
-    let mut secret = Vec::with_capacity(64);
-    secret.extend_from_slice(seed);
-    secret.extend_from_slice(public);
-    put_string(&mut private, &secret);
-    put_string(&mut private, comment.as_bytes());
-    let mut pad = 1u8;
-    while private.len() % 8 != 0 {
-        private.push(pad);
-        pad += 1;
-    }
-    let mut body = b"openssh-key-v1\0".to_vec();
-    put_string(&mut body, b"none");
-    put_string(&mut body, b"none");
-    put_string(&mut body, b"");
-    body.extend_from_slice(&1u32.to_be_bytes());
-    put_string(&mut body, &public_blob(public));
-    put_string(&mut body, &private);
-    let encoded = STANDARD.encode(&body);
-    let mut pem = String::from("-----BEGIN OPENSSH PRIVATE KEY-----\n");
-    for chunk in encoded.as_bytes().chunks(70) {
-        pem.push_str(&String::from_utf8_lossy(chunk));
-        pem.push('\n');
-    }
-    pem.push_str("-----END OPENSSH PRIVATE KEY-----\n");
-    pem
+/// The key pair for a fresh random seed, encoded by the `ssh-key` crate (the one russh reads
+/// keys with): the unencrypted `openssh-key-v1` private file and the public line.
+fn encode(seed: &[u8; 32], comment: &str) -> Result<(zeroize::Zeroizing<String>, String), String> {
+    let key = PrivateKey::new(
+        KeypairData::Ed25519(Ed25519Keypair::from_seed(seed)),
+        comment,
+    )
+    .map_err(|e| format!("could not build the ed25519 key: {e}"))?;
+    let pem = key
+        .to_openssh(LineEnding::LF)
+        .map_err(|e| format!("could not encode the private key: {e}"))?;
+    let public_line = key
+        .public_key()
+        .to_openssh()
+        .map_err(|e| format!("could not encode the public key: {e}"))?;
+    Ok((pem, public_line))
 }
 
 /// Generates an ed25519 key at `path` (0600) and `<path>.pub`. Fails if `path` exists.
 pub fn generate(path: &Path, comment: &str) -> Result<GeneratedKey, String> {
-    let rng = SystemRandom::new();
-    let mut seed = [0u8; 32];
-    rng.fill(&mut seed)
+    let mut seed = zeroize::Zeroizing::new([0u8; 32]);
+    SystemRandom::new()
+        .fill(seed.as_mut())
         .map_err(|_| "the system random generator failed".to_owned())?;
-    let mut check = [0u8; 4];
-    rng.fill(&mut check)
-        .map_err(|_| "the system random generator failed".to_owned())?;
-    let pair = Ed25519KeyPair::from_seed_unchecked(&seed)
-        .map_err(|_| "could not derive the ed25519 key".to_owned())?;
-    let public = pair.public_key().as_ref().to_vec();
-    let pem = private_pem(&seed, &public, comment, u32::from_be_bytes(check));
-    let public_line = format!(
-        "{KEY_TYPE} {} {comment}",
-        STANDARD.encode(public_blob(&public))
-    );
+    let (pem, public_line) = encode(&seed, comment)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         create_private_dir(dir)?;
     }
@@ -168,5 +128,42 @@ mod tests {
             assert_eq!(mode, 0o600);
         }
         assert!(generate(&path, "x").is_err(), "never overwrites");
+        let private = russh::keys::decode_secret_key(&pem, None).unwrap();
+        let public = std::fs::read_to_string(pub_path(&path)).unwrap();
+        assert_eq!(public.trim_end(), key.public_line);
+        assert_eq!(
+            private.public_key().to_openssh().unwrap(),
+            key.public_line,
+            "the private file holds the public half"
+        );
+        assert!(key.public_line.ends_with(" nandi-proxmox-mcp"));
+    }
+
+    /// OpenSSH itself reads the files: `ssh-keygen -y` derives the same public line.
+    #[test]
+    #[cfg_attr(no_sshd, ignore = "needs OpenSSH (apt-get install openssh-server)")]
+    fn openssh_reads_the_generated_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("id_test");
+        let key = generate(&path, "nandi-proxmox-mcp").unwrap();
+        let out = std::process::Command::new("ssh-keygen")
+            .arg("-y")
+            .arg("-f")
+            .arg(&path)
+            .output()
+            .expect("ssh-keygen runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let derived = String::from_utf8(out.stdout).unwrap();
+        let fields = |line: &str| {
+            line.split_whitespace()
+                .take(2)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        assert_eq!(fields(&derived), fields(&key.public_line));
     }
 }
