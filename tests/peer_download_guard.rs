@@ -179,3 +179,14 @@ fn the_allow_list_lets_listed_hosts_and_networks_through() {
     let lan = check_syntax("http://mirror.lan/x.iso", &allow).unwrap();
     assert!(!lan.needs_resolution);
 }
+
+#[test]
+fn allow_list_networks_take_v6_brackets_and_refuse_impossible_prefixes() {
+    let allow = AllowList::parse(["[fd00::]/8", "192.168.0.0/33", "172.16.0.0/12"]);
+    assert!(check_syntax("http://[fd12::1]/x.iso", &allow).is_ok());
+    assert!(check_syntax("http://[fe80::1]/x.iso", &allow).is_err());
+    assert!(check_syntax("http://172.31.255.1/x.iso", &allow).is_ok());
+    assert!(check_syntax("http://10.0.0.1/x.iso", &allow).is_err());
+    // A /33 is no IPv4 network: the entry does not open 192.168.0.0/16 or anything else.
+    assert!(check_syntax("http://192.168.0.1/x.iso", &allow).is_err());
+}

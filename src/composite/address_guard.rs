@@ -11,6 +11,8 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
+use ipnet::IpNet;
+
 /// Host names refused whatever they resolve to (cloud metadata services and loopback names).
 const BLOCKED_NAMES: &[&str] = &[
     "localhost",
@@ -64,7 +66,7 @@ pub enum GuardError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowList {
     hosts: Vec<String>,
-    networks: Vec<(IpAddr, u8)>,
+    networks: Vec<IpNet>,
 }
 
 impl AllowList {
@@ -91,35 +93,20 @@ impl AllowList {
     }
 
     fn allows_address(&self, address: IpAddr) -> bool {
-        self.networks
-            .iter()
-            .any(|(net, prefix)| in_network(address, *net, *prefix))
+        self.networks.iter().any(|net| net.contains(&address))
     }
 }
 
-/// `a.b.c.d/n`, `v6/n` or a bare address (a full-length prefix).
-fn parse_network(entry: &str) -> Option<(IpAddr, u8)> {
+/// `a.b.c.d/n`, `v6/n` or a bare address (a full-length prefix), brackets allowed around v6.
+fn parse_network(entry: &str) -> Option<IpNet> {
     let (addr, prefix) = match entry.split_once('/') {
-        Some((a, p)) => (a, Some(p.parse::<u8>().ok()?)),
+        Some((a, p)) => (a, Some(p)),
         None => (entry, None),
     };
     let addr: IpAddr = addr.trim_matches(['[', ']']).parse().ok()?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let prefix = prefix.unwrap_or(max);
-    (prefix <= max).then_some((addr, prefix))
-}
-
-fn in_network(address: IpAddr, net: IpAddr, prefix: u8) -> bool {
-    match (address, net) {
-        (IpAddr::V4(a), IpAddr::V4(n)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-            u32::from(a) & mask == u32::from(n) & mask
-        }
-        (IpAddr::V6(a), IpAddr::V6(n)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-            u128::from(a) & mask == u128::from(n) & mask
-        }
-        _ => false,
+    match prefix {
+        None => Some(IpNet::from(addr)),
+        Some(p) => IpNet::new(addr, p.parse().ok()?).ok(),
     }
 }
 
