@@ -100,22 +100,37 @@ pub(super) async fn finish(
     } else {
         Some(probe_connection(&proxmox).await)
     };
+    let same_host = match &args.name {
+        Some(_) => None,
+        None => instance::existing_for_host(&c.paths, c.scope, &proxmox.host, proxmox.port),
+    };
     let name = match (
         &args.name,
+        same_host.clone(),
         probed.as_ref().and_then(|p| p.cluster_name.clone()),
     ) {
-        (Some(n), _) => instances::sanitize_name(n),
-        (None, Some(cluster)) => instances::sanitize_name(&cluster),
-        (None, None) => DEFAULT_INSTANCE_NAME.to_owned(),
+        (Some(n), _, _) => instances::sanitize_name(n),
+        (None, Some(existing), _) => existing,
+        (None, None, Some(cluster)) => instances::sanitize_name(&cluster),
+        (None, None, None) => DEFAULT_INSTANCE_NAME.to_owned(),
     };
     let path = instances::instance_path(&c.paths, c.scope, &name)
         .map_err(|e| config_err(e.to_string()))?;
     let mut report = Report::default();
+    let existed = path.is_file();
     instance::write(&path, &answers)?;
-    report.push(Item::green(
-        "instance",
-        format!("`{name}` written to {} (mode 0600)", path.display()),
-    ));
+    let detail = match (&same_host, existed) {
+        (Some(_), _) => format!(
+            "`{name}` updated in {} (mode 0600): it already pointed at {}:{}; pass --name to \
+             add another instance for the same host",
+            path.display(),
+            proxmox.host,
+            proxmox.port
+        ),
+        (None, true) => format!("`{name}` updated in {} (mode 0600)", path.display()),
+        (None, false) => format!("`{name}` written to {} (mode 0600)", path.display()),
+    };
+    report.push(Item::green("instance", detail));
     if c.scope == Scope::Project {
         match files::ensure_gitignore(&c.paths.cwd, &format!("{CONFIG_DIR_NAME}/")) {
             Ok(true) => report.push(Item::green(

@@ -1,8 +1,11 @@
-//! Writing the instance file: merge into an existing file, validate, write 0600.
+//! Writing the instance file: find the instance a re-run updates, merge into an existing file,
+//! validate, write 0600.
 //!
-//! Invariant: the keys `setup` owns (connection and TLS) are replaced as a group — so a stale
+//! Invariants: the keys `setup` owns (connection and TLS) are replaced as a group — so a stale
 //! `tlsFingerprint` cannot contradict a new `--allow-insecure-tls` — while every other key a person
-//! added (`sshNodes`, `sshStrategy`, `sshKnownHostsPath`, …) is kept unless SSH flags were given.
+//! added (`sshNodes`, `sshStrategy`, `sshKnownHostsPath`, …) is kept unless SSH flags were given;
+//! without `--name`, a re-run for a host that already has an instance in the scope updates that
+//! instance instead of adding a second one for the same host.
 
 use std::path::Path;
 
@@ -11,7 +14,8 @@ use serde_json::{Map, Value, json};
 use super::Answers;
 use crate::cli::CliError;
 use crate::cli::files;
-use crate::config::{self, ProxmoxConfig};
+use crate::config::instances::{self, Scope};
+use crate::config::{self, Paths, ProxmoxConfig};
 
 /// Keys `setup` always writes; an old value of any of them is dropped first.
 const CORE_KEYS: [&str; 9] = [
@@ -48,6 +52,38 @@ pub(crate) fn validate_core(core: &Map<String, Value>) -> Result<ProxmoxConfig, 
         .map_err(|e| CliError::Config(e.to_string()))?
         .proxmox
         .ok_or_else(|| CliError::Config("no Proxmox connection in the setup input".into()))
+}
+
+/// The instance of `scope` whose file already points at `host:port` (the first, in listing
+/// order), so a re-run — after a TLS failure, say — updates it rather than adding a twin named
+/// after the cluster. Files that cannot be read are not candidates; the legacy `config.json`
+/// is left alone.
+pub(crate) fn existing_for_host(
+    paths: &Paths,
+    scope: Scope,
+    host: &str,
+    port: u16,
+) -> Option<String> {
+    let host = host.trim();
+    instances::list_instances(paths)
+        .into_iter()
+        .filter(|i| i.scope == scope && !i.is_legacy())
+        .find(|i| {
+            files::read_json_object(&i.path).is_ok_and(|file| {
+                let same_host = file
+                    .get("proxmoxHost")
+                    .and_then(Value::as_str)
+                    .is_some_and(|h| h.trim().eq_ignore_ascii_case(host));
+                let file_port = match file.get("proxmoxPort") {
+                    None => Some(8006),
+                    Some(Value::Number(n)) => n.as_u64(),
+                    Some(Value::String(s)) => s.trim().parse().ok(),
+                    Some(_) => None,
+                };
+                same_host && file_port == Some(u64::from(port))
+            })
+        })
+        .map(|i| i.name)
 }
 
 /// The merged file content (existing keys kept, owned keys replaced).
