@@ -1,5 +1,6 @@
 //! What a newcomer meets on the command line: one story about how many tools are exposed,
-//! an aligned `tools` table, no stray TLS error line during `setup`, secret files that are
+//! an aligned `tools` table, no stray TLS error line during `setup`, a re-run after a TLS
+//! failure that fixes the first instance instead of adding a second, secret files that are
 //! about to be committed, and VS Code's commented `mcp.json`.
 
 mod common;
@@ -247,4 +248,82 @@ async fn vscode_jsonc_keeps_its_comments() {
         text_of(&out)
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), inside);
+}
+
+/// The `fix:` line of a report, after the line that starts with `[RED] <check>`.
+fn fix_after(stdout: &str, check: &str) -> Option<String> {
+    let mut lines = stdout.lines();
+    lines.find(|l| l.starts_with(&format!("[RED] {check}")))?;
+    lines
+        .next()
+        .and_then(|l| l.trim_start().strip_prefix("fix: "))
+        .map(str::to_owned)
+}
+
+/// "Newcomer with a real cluster": setup against a self-signed node fails TLS and says to pin
+/// the fingerprint; the person re-runs the same command with `--tls-fingerprint` as the fix
+/// line says. The re-run updates the instance the first run wrote (same host) — it does not
+/// add a second one named after the cluster — and plain `doctor` is GREEN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_failure_then_the_pinned_rerun_leaves_one_instance_and_a_green_doctor() {
+    let emu = common::emulator().await;
+    let fingerprint = emu.cert_fingerprint().expect("https");
+    let flags: Vec<String> = setup_flags(&emu)
+        .into_iter()
+        .filter(|f| f != "--tls-fingerprint" && *f != fingerprint)
+        .collect();
+    let first: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let d = CliDirs::new();
+    let out = d.run(&first, &[], Some(SECRET)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let stdout = stdout_of(&out);
+    let fix = fix_after(&stdout, "listNodes: TLS failed").expect("a fix line");
+    let pin = format!("--tls-fingerprint {fingerprint}");
+    assert!(fix.contains(&pin), "{stdout}");
+    assert_eq!(
+        stdout.matches(fingerprint.as_str()).count(),
+        1,
+        "the fingerprint is printed once: {stdout}"
+    );
+    let instances = d.cwd.path().join(".nandi-proxmox-mcp");
+    assert!(instances.join("proxmox.json").is_file(), "{stdout}");
+    // Doctor says the same: RED, with the pin as the fix of both the call and the tls check.
+    let out = d.run(&["doctor"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let report = stdout_of(&out);
+    let tls_fix = fix_after(&report, "tls").expect("the RED tls line has a fix");
+    assert!(tls_fix.contains(&pin), "{report}");
+    assert!(tls_fix.contains("tlsCaFile"), "{report}");
+
+    // The re-run, exactly as the fix line says.
+    let mut second = first.clone();
+    second.extend(["--tls-fingerprint", fingerprint.as_str()]);
+    let out = d.run(&second, &[], Some(SECRET)).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let stdout = stdout_of(&out);
+    assert!(
+        stdout.contains("[GREEN] instance: `proxmox` updated"),
+        "{stdout}"
+    );
+    let files: Vec<String> = std::fs::read_dir(&instances)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, ["proxmox.json"], "one instance for one host");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(instances.join("proxmox.json")).unwrap())
+            .unwrap();
+    assert_eq!(file["tlsFingerprint"], fingerprint.as_str());
+    let mcp: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.cwd.path().join(".mcp.json")).unwrap())
+            .unwrap();
+    let servers: Vec<&String> = mcp["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(servers, ["proxmox"], "one client entry: {mcp}");
+
+    let out = d.run(&["doctor"], &[], None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let report = stdout_of(&out);
+    assert!(!report.contains("[RED]"), "{report}");
+    assert!(report.contains("[GREEN] tls"), "{report}");
+    assert!(report.contains("[GREEN] mcpConfig:claude-code"), "{report}");
 }
