@@ -137,10 +137,11 @@ pub async fn diagnose(check: &str, p: &ProxmoxConfig, err: &PveError) -> Item {
 /// How to trust a self-signed node: pin the fingerprint it presents, or install its CA.
 pub fn pin_fix(fingerprint: &str) -> String {
     format!(
-        "compare the fingerprint with `pvenode cert info` on the node (or its Certificates \
-         panel), then pin it: add `--tls-fingerprint {fingerprint}` to the setup command \
-         (tlsFingerprint in the instance file); or install the node's CA: `--tls-ca-file \
-         pve-root-ca.pem` (tlsCaFile), a copy of /etc/pve/pve-root-ca.pem from the node"
+        "pin the node's certificate: add `--tls-fingerprint {fingerprint}` to the setup \
+         command (tlsFingerprint in the instance file) once that fingerprint matches `pvenode \
+         cert info` on the node (or its Certificates panel); or install the node's CA: \
+         `--tls-ca-file pve-root-ca.pem` (tlsCaFile), a copy of /etc/pve/pve-root-ca.pem from \
+         the node"
     )
 }
 

@@ -168,7 +168,7 @@ pub(super) async fn tls(proxmox: &config::ProxmoxConfig, client: &pve::Client) -
                     .map_or(msg.as_str(), |(cause, _)| cause);
                 Item::red(
                     "tls",
-                    format!("{mode} does not accept the node's certificate ({cause}); {expiry}"),
+                    format!("the {mode} does not accept the node's certificate: {cause}; {expiry}"),
                     Some(probe::pin_fix(&cert.fingerprint)),
                 )
             }

@@ -10,7 +10,7 @@ use crate::cli::clients::{self, ClientId};
 use crate::cli::report::{Item, Report, use_colour};
 use crate::cli::{CliError, files, harden, probe};
 use crate::config::instances::{self, CONFIG_DIR_NAME, DEFAULT_INSTANCE_NAME};
-use crate::config::{ProxmoxConfig, Scope};
+use crate::config::{ProxmoxConfig, Scope, TlsSetting};
 use crate::pve;
 
 /// Probe result used for naming and for the report.
@@ -87,11 +87,29 @@ async fn probe_connection(proxmox: &ProxmoxConfig) -> ProbeOutcome {
     }
 }
 
+/// The summary line about certificate checks; OFF is said in plain words, never implied.
+fn certificate_line(tls: &TlsSetting) -> String {
+    match tls {
+        TlsSetting::Verify => "Certificate checks: on (the system's CA store)".to_owned(),
+        TlsSetting::CaFile(path) => format!("Certificate checks: on (CA file {})", path.display()),
+        TlsSetting::Fingerprint(_) => {
+            "Certificate checks: on (pinned SHA-256 fingerprint)".to_owned()
+        }
+        TlsSetting::Insecure => "Certificate checks: OFF. This instance does not verify the \
+             Proxmox certificate (allowInsecureTls): anything between here and the node can pose \
+             as the node and read the API token. Pin the certificate instead: run setup again \
+             with --tls-fingerprint (`nandi-proxmox-mcp doctor` prints the fingerprint)."
+            .to_owned(),
+    }
+}
+
+/// Names the instance, writes every file, prints the report and the summary.
 pub(super) async fn finish(
     args: &SetupArgs,
     c: &Common,
     answers: Answers,
     tier: Tier,
+    tier_chosen: bool,
 ) -> Result<(), CliError> {
     // Validate the connection keys on their own first, so bad flags fail before any probe.
     let proxmox = instance::validate_core(&answers.core)?;
@@ -192,7 +210,7 @@ pub(super) async fn finish(
         c.scope,
         path.display()
     );
-    if c.tier_given {
+    if tier_chosen {
         println!("Access tier: {}", tier.as_str());
     } else {
         println!(
@@ -200,6 +218,7 @@ pub(super) async fn finish(
             tier.as_str()
         );
     }
+    println!("{}", certificate_line(&proxmox.tls));
     println!("Next: restart your MCP client, then run `nandi-proxmox-mcp doctor --name {name}`.");
     if red {
         return Err(CliError::Red(
