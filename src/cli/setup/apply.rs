@@ -185,15 +185,7 @@ pub(super) async fn finish(
     }
     if c.clients.contains(&ClientId::ClaudeCode) {
         match harden::apply(&c.paths, c.scope, &name, tier) {
-            Ok(result) => report.push(Item::green(
-                "humanGate",
-                format!(
-                    "{} ask rule(s) added to {} ({} total)",
-                    result.added,
-                    result.path.display(),
-                    result.total
-                ),
-            )),
+            Ok(result) => report.push(Item::green("humanGate", result.summary(tier))),
             // Only a warning, as in the reference: the server works without the rules.
             Err(e) => report.push(Item::skip("humanGate", format!("not written: {e}"))),
         }
