@@ -56,8 +56,9 @@ pub(crate) fn validate_core(core: &Map<String, Value>) -> Result<ProxmoxConfig, 
 
 /// The instance of `scope` whose file already points at `host:port` (the first, in listing
 /// order), so a re-run — after a TLS failure, say — updates it rather than adding a twin named
-/// after the cluster. Files that cannot be read are not candidates; the legacy `config.json`
-/// is left alone.
+/// after the cluster. Files that cannot be read are not candidates, nor is a project file whose
+/// content is not trusted (a cloned repository's file must not be adopted just because it
+/// names the same host); the legacy `config.json` is left alone.
 pub(crate) fn existing_for_host(
     paths: &Paths,
     scope: Scope,
@@ -68,6 +69,7 @@ pub(crate) fn existing_for_host(
     instances::list_instances(paths)
         .into_iter()
         .filter(|i| i.scope == scope && !i.is_legacy())
+        .filter(|i| i.scope == Scope::User || trusted(paths, &i.path))
         .find(|i| {
             files::read_json_object(&i.path).is_ok_and(|file| {
                 let same_host = file
@@ -84,6 +86,12 @@ pub(crate) fn existing_for_host(
             })
         })
         .map(|i| i.name)
+}
+
+/// Whether the trust store holds this project file's current content.
+fn trusted(paths: &Paths, path: &Path) -> bool {
+    config::trust_status(&config::ProcessEnv, paths, path)
+        .is_ok_and(|(_, _, state)| state == config::trust::TrustState::Trusted)
 }
 
 /// The merged file content (existing keys kept, owned keys replaced).
@@ -156,5 +164,42 @@ mod tests {
         assert!(!merged.contains_key("tlsFingerprint"));
         assert_eq!(merged["sshStrategy"], "hop");
         assert_eq!(merged["sshNodes"]["pve2"]["host"], "10.0.0.2");
+    }
+
+    #[test]
+    fn a_rerun_finds_the_instance_of_the_same_host_and_port_only() {
+        let cwd = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            cwd: cwd.path().to_path_buf(),
+            home: Some(home.path().to_path_buf()),
+        };
+        // User-scope files are the user's own; project files would also need trust.
+        let dir = home.path().join(instances::CONFIG_DIR_NAME);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("proxmox.json"), r#"{"proxmoxHost": "PVE.lan"}"#).unwrap();
+        std::fs::write(
+            dir.join("other.json"),
+            r#"{"proxmoxHost": "pve.lan", "proxmoxPort": 8443}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.join("broken.json"), "{ not json").unwrap();
+        let found = |host, port| existing_for_host(&paths, Scope::User, host, port);
+        assert_eq!(found(" pve.lan ", 8006).as_deref(), Some("proxmox"));
+        assert_eq!(found("pve.lan", 8443).as_deref(), Some("other"));
+        assert_eq!(found("pve2.lan", 8006), None);
+        assert_eq!(
+            existing_for_host(&paths, Scope::Project, "pve.lan", 8006),
+            None,
+            "another scope's files are not candidates"
+        );
+        // A project file nobody trusted is not adopted.
+        let project = cwd.path().join(instances::CONFIG_DIR_NAME);
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("cloned.json"), r#"{"proxmoxHost": "pve.lan"}"#).unwrap();
+        assert_eq!(
+            existing_for_host(&paths, Scope::Project, "pve.lan", 8006),
+            None
+        );
     }
 }
