@@ -208,6 +208,17 @@ async fn bootstrap_new_ssh_key_generates_at_setups_default_path() {
     let text = stdout(&out);
     assert!(text.contains(&format!("'{}'", public.trim())), "{text}");
     assert!(!text.contains("PRIVATE KEY"));
+    // The first line says what this run does to this machine: it writes the key pair.
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        first.contains(&format!(
+            "contacts nothing; writes a new SSH key pair {} and {}",
+            key.display(),
+            key.with_extension("pub").display()
+        )),
+        "{first}"
+    );
+    assert!(!first.contains("prints only"), "{first}");
     // OpenSSH itself accepts the key and derives the same public key from it (when installed).
     if let Ok(derived) = std::process::Command::new("ssh-keygen")
         .arg("-y")
@@ -221,9 +232,17 @@ async fn bootstrap_new_ssh_key_generates_at_setups_default_path() {
         let theirs: Vec<&str> = derived.split_whitespace().take(2).collect();
         assert_eq!(mine, theirs);
     }
-    // Second run reuses the key.
+    // Second run reuses the key, and writes nothing.
     let again = d.run(&["bootstrap", "--new-ssh-key"], &[], None).await;
     assert!(stdout(&again).contains("Reusing the existing key"));
+    assert!(
+        stdout(&again)
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("contacts nothing, writes nothing")),
+        "{}",
+        stdout(&again)
+    );
     // A private key passed as --ssh-key is refused.
     let out = d
         .run(

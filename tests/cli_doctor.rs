@@ -1,9 +1,9 @@
 //! `doctor` against the emulator: green, red on a bad token or missing privileges, unknown
-//! checks refused, environment configuration, exit codes.
+//! checks refused, environment configuration, several instances checked one by one, exit codes.
 
 mod common;
 
-use common::{CliDirs, text_of};
+use common::{CliDirs, setup_flags, text_of};
 use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use serde_json::Value;
 
@@ -181,4 +181,86 @@ async fn pin_mismatch_and_refused_connections_are_diagnosed() {
         "{text}"
     );
     assert!(text.contains("pveproxy"), "{text}");
+}
+
+/// Two instances for one cluster (`--name` picks each) and no `--name` for doctor: discovery
+/// cannot choose, so doctor checks each in its own section, says which flag picks one, and
+/// exits non-zero because one of them is RED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_instances_are_checked_one_by_one() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let flags = setup_flags(&emu);
+    for (name, secret) in [
+        ("good", "emulator-secret-token\n"),
+        ("stale", "an-old-revoked-secret\n"),
+    ] {
+        let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+        args.extend(["--name", name, "--clients", "claude-code"]);
+        let out = d.run(&args, &[], Some(secret)).await;
+        assert!(
+            out.status.code().is_some(),
+            "{name} setup ran: {}",
+            text_of(&out)
+        );
+    }
+    let out = d
+        .run(&["doctor", "--check", "mcp-config,nodes"], &[], None)
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("2 Proxmox instances are configured (good, stale)"),
+        "{text}"
+    );
+    assert!(text.contains("doctor --name NAME"), "{text}");
+    assert!(!text.contains("NANDI_PROXMOX_CONFIG to the file"), "{text}");
+    let good = text
+        .find("instance `good` (project)")
+        .expect("a section for good");
+    let stale = text
+        .find("instance `stale` (project)")
+        .expect("a section for stale");
+    assert!(good < stale, "{text}");
+    let (good_part, stale_part) = text.split_at(stale);
+    assert!(good_part[good..].contains("[GREEN] listNodes"), "{text}");
+    assert!(
+        good_part[good..].contains("[GREEN] mcpConfig:claude-code"),
+        "{text}"
+    );
+    assert!(
+        stale_part.contains("[RED] listNodes: authentication failed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Something is RED in instance `stale`"),
+        "{text}"
+    );
+    assert!(!text.contains("an-old-revoked-secret"), "{text}");
+
+    let out = d
+        .run(&["doctor", "--check", "nodes", "--json"], &[], None)
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["status"], "RED");
+    let sections = report["instances"]
+        .as_array()
+        .expect("one report per instance");
+    let status: Vec<(&str, &str)> = sections
+        .iter()
+        .map(|s| {
+            (
+                s["instance"].as_str().unwrap(),
+                s["status"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(status, [("good", "GREEN"), ("stale", "RED")], "{report:#}");
+
+    // `--name` picks one: the good one alone is GREEN.
+    let out = d
+        .run(&["doctor", "--name", "good", "--check", "nodes"], &[], None)
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
 }

@@ -1,6 +1,8 @@
 //! What a newcomer meets on the command line: one story about how many tools are exposed,
-//! an aligned `tools` table, no stray TLS error line during `setup`, secret files that are
-//! about to be committed, and VS Code's commented `mcp.json`.
+//! an aligned `tools` table, no stray TLS error line during `setup`, a re-run after a TLS
+//! failure that fixes the first instance instead of adding a second, a wizard that never turns
+//! certificate checks off without a typed confirmation, secret files that are about to be
+//! committed, and VS Code's commented `mcp.json`.
 
 mod common;
 
@@ -247,4 +249,253 @@ async fn vscode_jsonc_keeps_its_comments() {
         text_of(&out)
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), inside);
+}
+
+/// The `fix:` line of a report, after the line that starts with `[RED] <check>`.
+fn fix_after(stdout: &str, check: &str) -> Option<String> {
+    let mut lines = stdout.lines();
+    lines.find(|l| l.starts_with(&format!("[RED] {check}")))?;
+    lines
+        .next()
+        .and_then(|l| l.trim_start().strip_prefix("fix: "))
+        .map(str::to_owned)
+}
+
+/// "Newcomer with a real cluster": setup against a self-signed node fails TLS and says to pin
+/// the fingerprint; the person re-runs the same command with `--tls-fingerprint` as the fix
+/// line says. The re-run updates the instance the first run wrote (same host) — it does not
+/// add a second one named after the cluster — and plain `doctor` is GREEN.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls_failure_then_the_pinned_rerun_leaves_one_instance_and_a_green_doctor() {
+    let emu = common::emulator().await;
+    let fingerprint = emu.cert_fingerprint().expect("https");
+    let flags: Vec<String> = setup_flags(&emu)
+        .into_iter()
+        .filter(|f| f != "--tls-fingerprint" && *f != fingerprint)
+        .collect();
+    let first: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let d = CliDirs::new();
+    let out = d.run(&first, &[], Some(SECRET)).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let stdout = stdout_of(&out);
+    let fix = fix_after(&stdout, "listNodes: TLS failed").expect("a fix line");
+    let pin = format!("--tls-fingerprint {fingerprint}");
+    assert!(fix.contains(&pin), "{stdout}");
+    assert_eq!(
+        stdout.matches(fingerprint.as_str()).count(),
+        1,
+        "the fingerprint is printed once: {stdout}"
+    );
+    let instances = d.cwd.path().join(".nandi-proxmox-mcp");
+    assert!(instances.join("proxmox.json").is_file(), "{stdout}");
+    // Doctor says the same: RED, with the pin as the fix of both the call and the tls check.
+    let out = d.run(&["doctor"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let report = stdout_of(&out);
+    let tls_fix = fix_after(&report, "tls").expect("the RED tls line has a fix");
+    assert!(tls_fix.contains(&pin), "{report}");
+    assert!(tls_fix.contains("tlsCaFile"), "{report}");
+
+    // The re-run, exactly as the fix line says.
+    let mut second = first.clone();
+    second.extend(["--tls-fingerprint", fingerprint.as_str()]);
+    let out = d.run(&second, &[], Some(SECRET)).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let stdout = stdout_of(&out);
+    assert!(
+        stdout.contains("[GREEN] instance: `proxmox` updated"),
+        "{stdout}"
+    );
+    let files: Vec<String> = std::fs::read_dir(&instances)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, ["proxmox.json"], "one instance for one host");
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(instances.join("proxmox.json")).unwrap())
+            .unwrap();
+    assert_eq!(file["tlsFingerprint"], fingerprint.as_str());
+    let mcp: Value =
+        serde_json::from_str(&std::fs::read_to_string(d.cwd.path().join(".mcp.json")).unwrap())
+            .unwrap();
+    let servers: Vec<&String> = mcp["mcpServers"].as_object().unwrap().keys().collect();
+    assert_eq!(servers, ["proxmox"], "one client entry: {mcp}");
+
+    let out = d.run(&["doctor"], &[], None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let report = stdout_of(&out);
+    assert!(!report.contains("[RED]"), "{report}");
+    assert!(report.contains("[GREEN] tls"), "{report}");
+    assert!(report.contains("[GREEN] mcpConfig:claude-code"), "{report}");
+}
+
+/// The wizard's answers up to the certificate question (tier typed as given), then `tail`.
+fn wizard_input(host: &str, port: u16, tier: &str, tail: &str) -> String {
+    format!("y\n{tier}\n{host}\n{port}\nsvc_mcp\npve\nemu\nemulator-secret-token\n{tail}")
+}
+
+/// Issue "Newcomer with a real cluster", item 2: declining the pin, or a certificate that cannot
+/// be read, does not quietly write `allowInsecureTls: true`. Only the typed word turns checks
+/// off; Enter (the default) or a casual `y` stops setup with a fix line and writes nothing;
+/// when checks are off, the summary says so in plain words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wizard_turns_certificate_checks_off_only_when_told_in_words() {
+    let emu = common::emulator().await;
+    let fingerprint = emu.cert_fingerprint().expect("https");
+    let host = emu.host().to_owned();
+    // Self-signed: yes; pin: no; then Enter, or a casual yes.
+    for refusal in ["\n", "y\n"] {
+        let d = CliDirs::new();
+        let input = wizard_input(&host, emu.port(), "1", &format!("y\nn\n{refusal}"));
+        let out = d
+            .run(&["setup", "--clients", "claude-code"], &[], Some(&input))
+            .await;
+        assert_eq!(out.status.code(), Some(1), "{refusal:?}: {}", text_of(&out));
+        let stdout = stdout_of(&out);
+        assert!(
+            stdout.contains("Type `insecure` to turn certificate checks OFF"),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains(&format!("fix: run setup again and pin the certificate (answer yes, or pass `--tls-fingerprint {fingerprint}`)")),
+            "{stdout}"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("certificate checks stay on"),
+            "{}",
+            text_of(&out)
+        );
+        assert_eq!(
+            std::fs::read_dir(d.cwd.path()).unwrap().count(),
+            0,
+            "nothing written: {stdout}"
+        );
+    }
+    // A certificate that cannot be read (nothing listens): the same question, the same stop.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let d = CliDirs::new();
+    let input = wizard_input("127.0.0.1", port, "1", "y\n\n");
+    let out = d
+        .run(&["setup", "--clients", "claude-code"], &[], Some(&input))
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let stdout = stdout_of(&out);
+    assert!(
+        stdout.contains("Could not read the certificate"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "fix: check that 127.0.0.1:{port} is the node's API"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::read_dir(d.cwd.path()).unwrap().count(), 0);
+
+    // Typed: checks are off, and the summary says so. The tier typed as `1` is a choice,
+    // not "the default".
+    let d = CliDirs::new();
+    let input = wizard_input(&host, emu.port(), "1", "y\nn\ninsecure\nn\n");
+    let out = d
+        .run(&["setup", "--clients", "claude-code"], &[], Some(&input))
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let stdout = stdout_of(&out);
+    let file: Value = serde_json::from_str(
+        &std::fs::read_to_string(d.cwd.path().join(".nandi-proxmox-mcp/emu-cluster.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(file["allowInsecureTls"], true);
+    assert!(stdout.contains("Certificate checks: OFF."), "{stdout}");
+    assert!(stdout.contains("read the API token"), "{stdout}");
+    assert!(stdout.contains("Access tier: read-only\n"), "{stdout}");
+    assert!(!stdout.contains("the default;"), "{stdout}");
+
+    // Pinned, tier left at its default: the summary says checks are on, and "the default".
+    let d = CliDirs::new();
+    let input = wizard_input(&host, emu.port(), "", "y\ny\nn\n");
+    let out = d
+        .run(&["setup", "--clients", "claude-code"], &[], Some(&input))
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let stdout = stdout_of(&out);
+    assert!(
+        stdout.contains("Certificate checks: on (pinned SHA-256 fingerprint)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Access tier: read-only (the default;"),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches(fingerprint.as_str()).count(),
+        1,
+        "the fingerprint is shown once, when the pin is offered: {stdout}"
+    );
+}
+
+/// The scripted flag is an explicit choice, but the summary still says checks are OFF.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripted_insecure_tls_is_named_in_the_summary() {
+    let d = CliDirs::new();
+    let out = d
+        .run(
+            &[
+                "setup",
+                "--proxmox-host",
+                "pve.example",
+                "--proxmox-user",
+                "mcp",
+                "--token-name",
+                "nandi",
+                "--token-secret-stdin",
+                "--allow-insecure-tls",
+                "--skip-connectivity",
+                "--clients",
+                "cursor",
+            ],
+            &[],
+            Some(SECRET),
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        stdout_of(&out).contains("Certificate checks: OFF."),
+        "{}",
+        text_of(&out)
+    );
+}
+
+/// A pasted full token id (or a blank) in `--token-name` is refused before anything is
+/// written, in plain words — not as "the API token token name …" from the HTTP client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_token_name_is_refused_up_front() {
+    let d = CliDirs::new();
+    for bad in ["mcp@pve!nandi", "my token"] {
+        let out = d
+            .run(
+                &[
+                    "setup",
+                    "--proxmox-host",
+                    "127.0.0.1",
+                    "--proxmox-user",
+                    "mcp",
+                    "--token-name",
+                    bad,
+                    "--token-secret-stdin",
+                    "--clients",
+                    "cursor",
+                ],
+                &[],
+                Some(SECRET),
+            )
+            .await;
+        assert_eq!(out.status.code(), Some(2), "{bad}: {}", text_of(&out));
+        let all = text_of(&out);
+        assert!(all.contains("--token-name: the token name"), "{all}");
+        assert!(!all.contains("token token"), "{all}");
+        assert_eq!(std::fs::read_dir(d.cwd.path()).unwrap().count(), 0);
+    }
 }

@@ -1,5 +1,6 @@
 //! `bootstrap`: print the `pveum` commands that create the API user, a role for the chosen tier
-//! and a token — contacting nothing.
+//! and a token — contacting nothing; with `--new-ssh-key` it also writes a key pair (and says
+//! where, in its first line).
 //!
 //! Invariants: the role of a tier holds exactly the privileges that tier's tools need (the union
 //! of [`crate::catalog::privileges::TOOL_PRIVILEGES`] rows, generated from the official API schema and
@@ -203,17 +204,32 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
     let privs: Vec<&str> = privileges_for(tier).into_iter().collect();
 
     let mut key_line = None;
-    println!(
-        "nandi-proxmox-mcp bootstrap — tier {} (prints only; contacts nothing)",
-        tier.as_str()
-    );
-    if args.new_ssh_key {
+    let new_key = if args.new_ssh_key {
         let path = match &args.ssh_key {
             Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
             None => home_dir(&ProcessEnv)
                 .ok_or_else(|| CliError::Config("HOME is not set; pass --ssh-key PATH".into()))?
                 .join(DEFAULT_SSH_KEY),
         };
+        Some(path)
+    } else {
+        None
+    };
+    // Say what this run does to this machine: nothing is contacted; only a new key pair is
+    // written.
+    let effect = match &new_key {
+        Some(path) if !path.exists() => format!(
+            "contacts nothing; writes a new SSH key pair {} and {}, then prints",
+            path.display(),
+            sshkey::pub_path(path).display()
+        ),
+        _ => "prints only; contacts nothing, writes nothing".to_owned(),
+    };
+    println!(
+        "nandi-proxmox-mcp bootstrap — tier {} ({effect})",
+        tier.as_str()
+    );
+    if let Some(path) = new_key {
         if path.exists() {
             let public = sshkey::pub_path(&path);
             if !public.exists() {

@@ -47,6 +47,34 @@ pub struct HardenResult {
     pub added_rules: Vec<String>,
     /// Rules in `permissions.ask` afterwards.
     pub total: usize,
+    /// Whether the settings file was written now (only when a rule was added).
+    pub written: bool,
+}
+
+impl HardenResult {
+    /// One line about the settings file that names it only when it exists: written now,
+    /// already holding every rule, or — no rule needed at `tier` — not created at all.
+    pub fn summary(&self, tier: Tier) -> String {
+        if self.written {
+            format!(
+                "{} ask rule(s) added to {} ({} total)",
+                self.added,
+                self.path.display(),
+                self.total
+            )
+        } else if self.path.exists() {
+            format!(
+                "{} already asks for every gated tool ({} rule(s))",
+                self.path.display(),
+                self.total
+            )
+        } else {
+            format!(
+                "no tool at tier {} needs a person's approval; no settings file written",
+                tier.as_str()
+            )
+        }
+    }
 }
 
 /// Every tool name that needs a person and that a server at `tier` lists: each tool of
@@ -147,7 +175,8 @@ fn merge_rules(path: &std::path::Path, rules: &[String]) -> Result<HardenResult,
     }
     let added = added_rules.len();
     let total = ask.len();
-    if added > 0 {
+    let written = added > 0;
+    if written {
         files::write_atomic(path, &files::pretty(&Value::Object(root)), false)?;
     }
     Ok(HardenResult {
@@ -155,6 +184,7 @@ fn merge_rules(path: &std::path::Path, rules: &[String]) -> Result<HardenResult,
         added,
         added_rules,
         total,
+        written,
     })
 }
 
@@ -194,6 +224,7 @@ pub fn run(args: HardenArgs) -> Result<(), CliError> {
     };
     println!("Requiring human approval for the confirm-gated tools each instance can list.");
     let mut failed = false;
+    let mut wrote_any = false;
     for (key, scope) in targets {
         let tier = match tier_flag {
             Some(tier) => Ok((tier, "--access-tier")),
@@ -217,24 +248,28 @@ pub fn run(args: HardenArgs) -> Result<(), CliError> {
             gated_tool_names(tier).len()
         );
         match apply(&paths, scope, &key, tier) {
-            Ok(r) => {
+            Ok(r) if r.written => {
+                wrote_any = true;
                 println!("  {}", r.path.display());
-                if r.added == 0 {
-                    println!("  already covered ({} rules)", r.total);
-                } else {
-                    println!("  {} rule(s) added ({} total):", r.added, r.total);
-                    for rule in &r.added_rules {
-                        println!("    {rule}");
-                    }
+                println!("  {} rule(s) added ({} total):", r.added, r.total);
+                for rule in &r.added_rules {
+                    println!("    {rule}");
                 }
             }
+            Ok(r) if r.path.exists() => {
+                println!("  {}", r.path.display());
+                println!("  already covered ({} rules)", r.total);
+            }
+            Ok(r) => println!("  {}", r.summary(tier)),
             Err(e) => {
                 println!("  FAILED: {e}");
                 failed = true;
             }
         }
     }
-    println!("\nRestart your Claude Code session so the rules take effect.");
+    if wrote_any {
+        println!("\nRestart your Claude Code session so the rules take effect.");
+    }
     if failed {
         return Err(CliError::Red(
             "harden could not update every settings file".into(),
@@ -267,6 +302,23 @@ mod tests {
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
         assert_eq!(v["env"]["A"], "1");
         assert_eq!(v["permissions"]["allow"][0], "Bash(ls)");
+    }
+
+    #[test]
+    fn no_rule_means_no_file_and_no_mention_of_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join(".claude/settings.json");
+        let none = merge_rules(&p, &[]).unwrap();
+        assert!(!none.written && !p.exists());
+        let line = none.summary(Tier::ReadOnly);
+        assert!(!line.contains("settings.json"), "{line}");
+        assert!(line.contains("no settings file written"), "{line}");
+        let some = merge_rules(&p, &rules_for("lab", Tier::ReadOnly)).unwrap();
+        assert!(some.written && p.is_file());
+        assert!(some.summary(Tier::ReadOnly).contains("added to"));
+        let again = merge_rules(&p, &rules_for("lab", Tier::ReadOnly)).unwrap();
+        assert!(!again.written);
+        assert!(again.summary(Tier::ReadOnly).contains("already asks"));
     }
 
     #[test]

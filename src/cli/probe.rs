@@ -75,20 +75,28 @@ pub async fn diagnose(check: &str, p: &ProxmoxConfig, err: &PveError) -> Item {
             ),
         ),
         _ => match err {
-            PveError::Tls(msg) => {
-                let fix = match certificate(&p.host, p.port).await {
-                    Ok(cert) => format!(
-                        "the server presented a certificate with SHA-256 fingerprint {}; check \
-                         it on the node (`pvenode cert info`, or the Certificates panel) and \
-                         pin it with `--tls-fingerprint {}` (tlsFingerprint in the instance \
-                         file), or give the CA with `--tls-ca-file /etc/pve/pve-root-ca.pem` \
-                         copied from the node",
-                        cert.fingerprint, cert.fingerprint
-                    ),
-                    Err(e) => format!("could not read the certificate either ({e})"),
-                };
-                (format!("TLS failed: {msg}"), fix)
-            }
+            PveError::Tls(msg) => match certificate(&p.host, p.port).await {
+                Ok(cert) => {
+                    // The client's message ends with the presented fingerprint; the fix line
+                    // carries it (once), inside the flag to copy.
+                    let cause = msg
+                        .split_once("; the server presented a certificate")
+                        .map_or(msg.as_str(), |(cause, _)| cause);
+                    let fix = match &p.tls {
+                        TlsSetting::Fingerprint(pinned)
+                            if !pinned.eq_ignore_ascii_case(&cert.fingerprint) =>
+                        {
+                            pin_changed_fix(&cert.fingerprint)
+                        }
+                        _ => pin_fix(&cert.fingerprint),
+                    };
+                    (format!("TLS failed: {cause}"), fix)
+                }
+                Err(e) => (
+                    format!("TLS failed: {msg}"),
+                    unreadable_certificate_fix(p, &e),
+                ),
+            },
             PveError::Dns => (
                 format!("the host name `{}` could not be resolved", p.host),
                 "check its spelling and your DNS or VPN, or use the node's IP address".into(),
@@ -124,6 +132,37 @@ pub async fn diagnose(check: &str, p: &ProxmoxConfig, err: &PveError) -> Item {
         },
     };
     Item::red(check, detail, Some(fix))
+}
+
+/// How to trust a self-signed node: pin the fingerprint it presents, or install its CA.
+pub fn pin_fix(fingerprint: &str) -> String {
+    format!(
+        "pin the node's certificate: add `--tls-fingerprint {fingerprint}` to the setup \
+         command (tlsFingerprint in the instance file) once that fingerprint matches `pvenode \
+         cert info` on the node (or its Certificates panel); or install the node's CA: \
+         `--tls-ca-file pve-root-ca.pem` (tlsCaFile), a copy of /etc/pve/pve-root-ca.pem from \
+         the node"
+    )
+}
+
+/// A pinned certificate that changed: re-pin only after checking on the node.
+pub fn pin_changed_fix(fingerprint: &str) -> String {
+    format!(
+        "if the node's certificate was renewed on purpose (check with `pvenode cert info` on the \
+         node), pin the new one: `--tls-fingerprint {fingerprint}` (tlsFingerprint in the \
+         instance file); if not, something between here and the node answers in its place — do \
+         not pin it"
+    )
+}
+
+/// The certificate could not even be read: the address is wrong or it is not the API.
+pub fn unreadable_certificate_fix(p: &ProxmoxConfig, err: &str) -> String {
+    format!(
+        "could not read the certificate either ({err}): check that {}:{} is the node's API \
+         (pveproxy, HTTPS); once it answers, pin its certificate with `--tls-fingerprint` \
+         (tlsFingerprint) or install its CA with `--tls-ca-file` (tlsCaFile)",
+        p.host, p.port
+    )
 }
 
 /// What the server's certificate says.

@@ -115,7 +115,10 @@ pub(super) async fn permissions(
     )
 }
 
-pub(super) async fn tls(proxmox: &config::ProxmoxConfig) -> Item {
+/// `tls`: how the certificate is checked, what it is, when it expires — and, for the CA modes,
+/// whether the configured check accepts it (a self-signed node fails there, and the fix names
+/// the fingerprint to pin).
+pub(super) async fn tls(proxmox: &config::ProxmoxConfig, client: &pve::Client) -> Item {
     let mode = match &proxmox.tls {
         TlsSetting::Verify => "system CA store".to_owned(),
         TlsSetting::CaFile(p) => format!("CA file {}", p.display()),
@@ -128,7 +131,7 @@ pub(super) async fn tls(proxmox: &config::ProxmoxConfig) -> Item {
             return Item::red(
                 "tls",
                 format!("{mode}; could not read the certificate: {e}"),
-                None,
+                Some(probe::unreadable_certificate_fix(proxmox, &e)),
             );
         }
     };
@@ -152,13 +155,27 @@ pub(super) async fn tls(proxmox: &config::ProxmoxConfig) -> Item {
         TlsSetting::Fingerprint(fp) if !fp.eq_ignore_ascii_case(&cert.fingerprint) => Item::red(
             "tls",
             format!("pinned {fp} but the server presents {}", cert.fingerprint),
-            Some("if the node's certificate was renewed on purpose, pin the new fingerprint (check it with `pvenode cert info` on the node)".into()),
+            Some(probe::pin_changed_fix(&cert.fingerprint)),
         ),
         TlsSetting::Insecure => Item::green("tls", detail).with_fix(format!(
             "pin the certificate instead of turning checks off: tlsFingerprint = {}",
             cert.fingerprint
         )),
-        _ => Item::green("tls", detail),
+        TlsSetting::Verify | TlsSetting::CaFile(_) => match probe::get(client, "/version").await {
+            Err(pve::PveError::Tls(msg)) => {
+                let cause = msg
+                    .split_once("; the server presented a certificate")
+                    .map_or(msg.as_str(), |(cause, _)| cause);
+                Item::red(
+                    "tls",
+                    format!("the {mode} does not accept the node's certificate: {cause}; {expiry}"),
+                    Some(probe::pin_fix(&cert.fingerprint)),
+                )
+            }
+            // Past the handshake: whatever the API answered, the certificate was accepted.
+            _ => Item::green("tls", detail),
+        },
+        TlsSetting::Fingerprint(_) => Item::green("tls", detail),
     }
 }
 

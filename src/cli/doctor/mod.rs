@@ -1,23 +1,24 @@
 //! `doctor`: check an installation end to end and say how to fix what is wrong.
 //!
 //! Invariants: unknown check names are an error (nothing is contacted); the client entry is
-//! validated under the instance's real server key; checks that cannot apply are SKIP, never a
-//! false RED; the exit status is non-zero when anything is RED; no output contains the secret.
+//! validated under the instance's real server key; when discovery finds several instances and
+//! no `--name` picks one, each is checked in its own section; checks that cannot apply are SKIP,
+//! never a false RED; the exit status is non-zero when anything is RED, in any section; no
+//! output contains the secret.
 
 mod checks;
+mod clients;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 
 use clap::Args;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use super::clients::{self, ClientId, ServerEntry};
+use super::clients::ClientId;
 use super::report::{Item, Report, use_colour};
 use super::{CliError, probe};
-use crate::catalog::{Module, Tier};
 use crate::config::instances;
-use crate::config::{self, CONFIG_ENV_VAR, Config, ConfigSource, Paths, ProcessEnv, Scope};
+use crate::config::{self, Config, ConfigError, ConfigSource, Instance, Paths, ProcessEnv};
 use crate::pve;
 
 /// Every check, in the order they run.
@@ -45,7 +46,8 @@ pub struct DoctorArgs {
     /// Clients whose configuration to validate, comma-separated [default: every client file found].
     #[arg(long, value_name = "LIST")]
     pub clients: Option<String>,
-    /// Instance to check (see `list`); default: the configuration `run` would load.
+    /// Instance to check (see `list`); default: the configuration `run` would load, or every
+    /// instance when several are configured.
     #[arg(long)]
     pub name: Option<String>,
     /// Print the report as JSON.
@@ -79,74 +81,206 @@ fn parse_checks(raw: Option<&str>) -> Result<BTreeSet<&'static str>, CliError> {
     Ok(out)
 }
 
+/// One instance's checks: the instance checked (`None` for the single configuration `run`
+/// would load) and its report.
+struct Section {
+    instance: Option<Instance>,
+    report: Report,
+}
+
+/// What `doctor` found to check.
+enum Loaded {
+    /// One configuration (and its client server key, when it comes from an instance file).
+    One(Box<Config>, Option<String>),
+    /// Nothing to check; the report says why.
+    Nothing,
+    /// Discovery found several instances; each is checked on its own.
+    Several(Vec<Instance>),
+}
+
 /// Runs `doctor`.
 pub async fn run(args: DoctorArgs) -> Result<(), CliError> {
     let checks = parse_checks(args.check.as_deref())?;
     let wanted_clients = match &args.clients {
-        Some(raw) => Some(clients::parse_clients(raw).map_err(CliError::Config)?),
+        Some(raw) => Some(super::clients::parse_clients(raw).map_err(CliError::Config)?),
         None => None,
     };
     let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
+    let wanted = wanted_clients.as_deref();
     let mut report = Report::default();
-    let loaded = load_config(&args, &paths, &mut report);
-    if let Some((config, key)) = loaded {
-        let policy_env = if checks.contains("mcp-config") {
-            check_clients(
-                &paths,
-                key.as_deref(),
-                &config,
-                wanted_clients.as_deref(),
-                &mut report,
-            )
-        } else {
-            None
-        };
-        check_cluster(&args, &checks, &config, policy_env, &mut report).await;
-    }
+    let sections = match load_config(&args, &paths, &mut report) {
+        Loaded::One(config, key) => {
+            check_loaded(&args, &checks, &paths, wanted, &config, key, &mut report).await;
+            vec![Section {
+                instance: None,
+                report,
+            }]
+        }
+        Loaded::Nothing => vec![Section {
+            instance: None,
+            report,
+        }],
+        Loaded::Several(found) => {
+            let mut sections = Vec::new();
+            for inst in found {
+                let mut report = Report::default();
+                if let Some((config, key)) = load_named(&inst, &paths, &mut report) {
+                    check_loaded(&args, &checks, &paths, wanted, &config, key, &mut report).await;
+                }
+                sections.push(Section {
+                    instance: Some(inst),
+                    report,
+                });
+            }
+            sections
+        }
+    };
+    let red: Vec<&Section> = sections.iter().filter(|s| s.report.is_red()).collect();
     if args.json {
-        let text = serde_json::to_string_pretty(&report.to_json())
+        let text = serde_json::to_string_pretty(&sections_json(&sections))
             .map_err(|e| CliError::Runtime(e.to_string()))?;
         println!("{text}");
     } else {
-        print!(
-            "{}",
-            report.render("nandi-proxmox-mcp doctor", use_colour())
-        );
-        if report.is_red() {
-            println!(
-                "\nSomething is RED: follow the fix lines (docs/TROUBLESHOOTING.md has more)."
-            );
-        } else {
+        print_sections(&sections);
+        if red.is_empty() {
             println!("\nAll good. Restart your MCP client if you changed its configuration.");
+        } else {
+            println!(
+                "\nSomething is RED{}: follow the fix lines (docs/TROUBLESHOOTING.md has more).",
+                red_names(&red)
+            );
         }
     }
-    if report.is_red() {
-        return Err(CliError::Red("doctor found RED items".into()));
+    if !red.is_empty() {
+        return Err(CliError::Red(format!(
+            "doctor found RED items{}",
+            red_names(&red)
+        )));
     }
     Ok(())
 }
 
-/// Loads the configuration; `None` (with a RED item) when there is none to check.
-fn load_config(
+/// ` in instance `a`, `b`` when sections are per instance; empty otherwise.
+fn red_names(red: &[&Section]) -> String {
+    let names: Vec<String> = red
+        .iter()
+        .filter_map(|s| s.instance.as_ref().map(|i| format!("`{}`", i.name)))
+        .collect();
+    match names.len() {
+        0 => String::new(),
+        1 => format!(" in instance {}", names.join("")),
+        _ => format!(" in instances {}", names.join(", ")),
+    }
+}
+
+fn section_title(inst: &Instance) -> String {
+    format!(
+        "nandi-proxmox-mcp doctor — instance `{}` ({})",
+        inst.name, inst.scope
+    )
+}
+
+fn print_sections(sections: &[Section]) {
+    let several = sections.len() > 1 || sections.iter().any(|s| s.instance.is_some());
+    if several {
+        let names: Vec<&str> = sections
+            .iter()
+            .filter_map(|s| s.instance.as_ref().map(|i| i.name.as_str()))
+            .collect();
+        println!(
+            "{} Proxmox instances are configured ({}): checking each one. `nandi-proxmox-mcp \
+             doctor --name NAME` checks only NAME; each MCP client entry names its own file, so \
+             the server knows which one to use.",
+            names.len(),
+            names.join(", ")
+        );
+    }
+    for section in sections {
+        let title = match &section.instance {
+            Some(inst) => section_title(inst),
+            None => "nandi-proxmox-mcp doctor".to_owned(),
+        };
+        print!("{}", section.report.render(&title, use_colour()));
+    }
+}
+
+/// The `--json` form: one report as before, or `{status, instances: [{instance, scope, path,
+/// status, items}]}` when several instances were checked.
+fn sections_json(sections: &[Section]) -> Value {
+    match sections {
+        [
+            Section {
+                instance: None,
+                report,
+            },
+        ] => report.to_json(),
+        _ => {
+            let red = sections.iter().any(|s| s.report.is_red());
+            let instances: Vec<Value> = sections
+                .iter()
+                .map(|s| {
+                    let mut v = s.report.to_json();
+                    if let (Some(inst), Value::Object(map)) = (&s.instance, &mut v) {
+                        map.insert("instance".into(), json!(inst.name));
+                        map.insert("scope".into(), json!(inst.scope.to_string()));
+                        map.insert("path".into(), json!(inst.path.display().to_string()));
+                    }
+                    v
+                })
+                .collect();
+            json!({"status": if red { "RED" } else { "GREEN" }, "instances": instances})
+        }
+    }
+}
+
+/// Every check `checks` selects, for one loaded configuration.
+async fn check_loaded(
     args: &DoctorArgs,
+    checks: &BTreeSet<&'static str>,
+    paths: &Paths,
+    wanted: Option<&[ClientId]>,
+    config: &Config,
+    key: Option<String>,
+    report: &mut Report,
+) {
+    let policy_env = if checks.contains("mcp-config") {
+        clients::check_clients(paths, key.as_deref(), config, wanted, report)
+    } else {
+        None
+    };
+    check_cluster(args, checks, config, policy_env, report).await;
+}
+
+/// Loads one named instance, with a GREEN or RED `instance` item.
+fn load_named(
+    inst: &Instance,
     paths: &Paths,
     report: &mut Report,
 ) -> Option<(Config, Option<String>)> {
+    match config::load_instance(inst, &ProcessEnv, paths) {
+        Ok(c) => {
+            report.push(Item::green(
+                "instance",
+                format!("{} ({}, {})", inst.name, inst.scope, inst.path.display()),
+            ));
+            Some((c, Some(inst.server_key.clone())))
+        }
+        Err(e) => {
+            report.push(Item::red("instance", e.to_string(), None));
+            None
+        }
+    }
+}
+
+/// Loads the configuration to check: the `--name`d instance, else what `run` would load, else
+/// every discovered instance when discovery cannot choose one.
+fn load_config(args: &DoctorArgs, paths: &Paths, report: &mut Report) -> Loaded {
     if let Some(raw) = &args.name {
         let name = instances::sanitize_name(raw);
         return match instances::resolve_instance(paths, &name) {
-            Ok(inst) => match config::load_instance(&inst, &ProcessEnv, paths) {
-                Ok(c) => {
-                    report.push(Item::green(
-                        "instance",
-                        format!("{} ({}, {})", inst.name, inst.scope, inst.path.display()),
-                    ));
-                    Some((c, Some(inst.server_key)))
-                }
-                Err(e) => {
-                    report.push(Item::red("instance", e.to_string(), None));
-                    None
-                }
+            Ok(inst) => match load_named(&inst, paths, report) {
+                Some((c, key)) => Loaded::One(Box::new(c), key),
+                None => Loaded::Nothing,
             },
             Err(e) => {
                 report.push(Item::red(
@@ -154,7 +288,7 @@ fn load_config(
                     e.to_string(),
                     Some("`nandi-proxmox-mcp list` shows the configured instances".into()),
                 ));
-                None
+                Loaded::Nothing
             }
         };
     }
@@ -185,7 +319,7 @@ fn load_config(
                 ),
             };
             report.push(Item::red("config", detail, Some(fix)));
-            None
+            Loaded::Nothing
         }
         Ok(c) => {
             let key = match &c.source {
@@ -193,11 +327,12 @@ fn load_config(
                 _ => None,
             };
             report.push(Item::green("config", source_detail(&c, paths)));
-            Some((c, key))
+            Loaded::One(Box::new(c), key)
         }
+        Err(ConfigError::AmbiguousInstances { found }) => Loaded::Several(found),
         Err(e) => {
             report.push(Item::red("config", e.to_string(), None));
-            None
+            Loaded::Nothing
         }
     }
 }
@@ -220,176 +355,6 @@ fn source_detail(config: &Config, paths: &Paths) -> String {
         "{source} (a complete PROXMOX_* environment wins over discovery; ignored: {})",
         ignored.join(", ")
     )
-}
-
-/// Validates the client entries; returns the env of the first valid entry (its tier/module).
-fn check_clients(
-    paths: &Paths,
-    key: Option<&str>,
-    config: &Config,
-    wanted: Option<&[ClientId]>,
-    report: &mut Report,
-) -> Option<BTreeMap<String, String>> {
-    let Some(key) = key else {
-        report.push(Item::skip(
-            "mcpConfig",
-            "the configuration comes from environment variables, so no client entry is tied to it; pass --name to check one",
-        ));
-        return None;
-    };
-    let mut files: Vec<(ClientId, PathBuf)> = Vec::new();
-    for client in wanted.unwrap_or(&ClientId::ALL) {
-        for scope in [Scope::Project, Scope::User] {
-            if let Ok(p) = client.config_path(paths, scope)
-                && !files.iter().any(|(_, q)| q == &p)
-            {
-                files.push((*client, p));
-            }
-        }
-    }
-    let mut found_any = false;
-    let mut first_env = None;
-    for client in wanted.unwrap_or(&ClientId::ALL) {
-        let check = format!("mcpConfig:{}", client.as_str());
-        let mut found_here = false;
-        let mut looked = Vec::new();
-        for (_, path) in files.iter().filter(|(c, p)| c == client && p.exists()) {
-            looked.push(path.display().to_string());
-            match clients::read_entry(*client, path, key) {
-                Ok(Some(entry)) => {
-                    found_here = true;
-                    let item = validate_entry(&check, path, &entry, config);
-                    if item.status != super::report::Status::Red && first_env.is_none() {
-                        first_env = Some(entry.env.clone());
-                    }
-                    report.push(item);
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    found_here = true;
-                    report.push(Item::red(&check, format!("{}: {e}", path.display()), None));
-                }
-            }
-        }
-        found_any |= found_here;
-        // An explicitly requested client must have the entry somewhere.
-        if wanted.is_some() && !found_here {
-            let detail = if looked.is_empty() {
-                format!("no {} configuration file exists", client.label())
-            } else {
-                format!("no entry `{key}` in {}", looked.join(", "))
-            };
-            report.push(Item::red(
-                &check,
-                detail,
-                Some(format!(
-                    "nandi-proxmox-mcp setup --name {key} --clients {}",
-                    client.as_str()
-                )),
-            ));
-        }
-    }
-    if !found_any && wanted.is_none() {
-        report.push(Item::red(
-            "mcpConfig",
-            format!("no MCP client configuration has an entry `{key}`"),
-            Some(format!("nandi-proxmox-mcp setup --name {key} --clients claude-code (or vscode, cursor, codex, claude-desktop)")),
-        ));
-    }
-    first_env
-}
-
-fn validate_entry(
-    check: &str,
-    path: &std::path::Path,
-    entry: &ServerEntry,
-    config: &Config,
-) -> Item {
-    let where_ = path.display();
-    let legacy_npx = entry.command == "npx" && entry.args.iter().any(|a| a == "nandi-proxmox-mcp");
-    let command_ok = legacy_npx
-        || if std::path::Path::new(&entry.command).is_absolute() {
-            clients::is_executable(std::path::Path::new(&entry.command))
-        } else {
-            clients::find_on_path(&entry.command).is_some()
-        };
-    if !command_ok {
-        return Item::red(
-            check,
-            format!(
-                "{where_}: command `{}` is not an executable file or not on PATH",
-                entry.command
-            ),
-            Some("re-run `nandi-proxmox-mcp setup` with the installed binary".into()),
-        );
-    }
-    if entry.args.last().map(String::as_str) != Some("run") {
-        return Item::red(
-            check,
-            format!("{where_}: args must end with `run` (got {:?})", entry.args),
-            Some("re-run setup".into()),
-        );
-    }
-    for (var, ok) in [
-        (
-            "PVE_ACCESS_TIER",
-            entry
-                .env
-                .get("PVE_ACCESS_TIER")
-                .is_none_or(|v| Tier::parse(v).is_some()),
-        ),
-        (
-            "PVE_MODULE_MODE",
-            entry
-                .env
-                .get("PVE_MODULE_MODE")
-                .is_none_or(|v| Module::parse(v).is_some()),
-        ),
-    ] {
-        if !ok {
-            return Item::red(
-                check,
-                format!("{where_}: {var} has an invalid value"),
-                Some("valid tiers: read-only, read-execute, full; modes: core, advanced".into()),
-            );
-        }
-    }
-    let Some(file) = entry.env.get(CONFIG_ENV_VAR) else {
-        return Item::red(
-            check,
-            format!("{where_}: env.{CONFIG_ENV_VAR} is missing"),
-            Some("re-run setup".into()),
-        );
-    };
-    if let Err(e) = config::load_file(std::path::Path::new(file)) {
-        return Item::red(
-            check,
-            format!("{where_}: {CONFIG_ENV_VAR} does not load: {e}"),
-            None,
-        );
-    }
-    if let ConfigSource::File { path: loaded, .. } = &config.source {
-        let same = std::fs::canonicalize(file).ok() == std::fs::canonicalize(loaded).ok();
-        if !same {
-            return Item::red(
-                check,
-                format!(
-                    "{where_}: the entry points at {file}, not at {}",
-                    loaded.display()
-                ),
-                Some("re-run setup for this instance".into()),
-            );
-        }
-    }
-    let mut detail = format!(
-        "{where_}: launches `{} {}`",
-        entry.command,
-        entry.args.join(" ")
-    );
-    if legacy_npx {
-        detail.push_str(" (legacy npx launcher; re-run setup to launch this binary directly)");
-    }
-    Item::green(check, detail)
 }
 
 async fn check_cluster(
@@ -467,7 +432,7 @@ async fn check_cluster(
         }
     }
     if checks.contains("tls") {
-        report.push(checks::tls(proxmox).await);
+        report.push(checks::tls(proxmox, &client).await);
     }
     if checks.contains("remote-op") {
         checks::remote(args.ctid, config, &client, report).await;

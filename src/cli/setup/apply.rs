@@ -10,7 +10,7 @@ use crate::cli::clients::{self, ClientId};
 use crate::cli::report::{Item, Report, use_colour};
 use crate::cli::{CliError, files, harden, probe};
 use crate::config::instances::{self, CONFIG_DIR_NAME, DEFAULT_INSTANCE_NAME};
-use crate::config::{ProxmoxConfig, Scope};
+use crate::config::{ProxmoxConfig, Scope, TlsSetting};
 use crate::pve;
 
 /// Probe result used for naming and for the report.
@@ -87,11 +87,29 @@ async fn probe_connection(proxmox: &ProxmoxConfig) -> ProbeOutcome {
     }
 }
 
+/// The summary line about certificate checks; OFF is said in plain words, never implied.
+fn certificate_line(tls: &TlsSetting) -> String {
+    match tls {
+        TlsSetting::Verify => "Certificate checks: on (the system's CA store)".to_owned(),
+        TlsSetting::CaFile(path) => format!("Certificate checks: on (CA file {})", path.display()),
+        TlsSetting::Fingerprint(_) => {
+            "Certificate checks: on (pinned SHA-256 fingerprint)".to_owned()
+        }
+        TlsSetting::Insecure => "Certificate checks: OFF. This instance does not verify the \
+             Proxmox certificate (allowInsecureTls): anything between here and the node can pose \
+             as the node and read the API token. Pin the certificate instead: run setup again \
+             with --tls-fingerprint (`nandi-proxmox-mcp doctor` prints the fingerprint)."
+            .to_owned(),
+    }
+}
+
+/// Names the instance, writes every file, prints the report and the summary.
 pub(super) async fn finish(
     args: &SetupArgs,
     c: &Common,
     answers: Answers,
     tier: Tier,
+    tier_chosen: bool,
 ) -> Result<(), CliError> {
     // Validate the connection keys on their own first, so bad flags fail before any probe.
     let proxmox = instance::validate_core(&answers.core)?;
@@ -100,22 +118,37 @@ pub(super) async fn finish(
     } else {
         Some(probe_connection(&proxmox).await)
     };
+    let same_host = match &args.name {
+        Some(_) => None,
+        None => instance::existing_for_host(&c.paths, c.scope, &proxmox.host, proxmox.port),
+    };
     let name = match (
         &args.name,
+        same_host.clone(),
         probed.as_ref().and_then(|p| p.cluster_name.clone()),
     ) {
-        (Some(n), _) => instances::sanitize_name(n),
-        (None, Some(cluster)) => instances::sanitize_name(&cluster),
-        (None, None) => DEFAULT_INSTANCE_NAME.to_owned(),
+        (Some(n), _, _) => instances::sanitize_name(n),
+        (None, Some(existing), _) => existing,
+        (None, None, Some(cluster)) => instances::sanitize_name(&cluster),
+        (None, None, None) => DEFAULT_INSTANCE_NAME.to_owned(),
     };
     let path = instances::instance_path(&c.paths, c.scope, &name)
         .map_err(|e| config_err(e.to_string()))?;
     let mut report = Report::default();
+    let existed = path.is_file();
     instance::write(&path, &answers)?;
-    report.push(Item::green(
-        "instance",
-        format!("`{name}` written to {} (mode 0600)", path.display()),
-    ));
+    let detail = match (&same_host, existed) {
+        (Some(_), _) => format!(
+            "`{name}` updated in {} (mode 0600): it already pointed at {}:{}; pass --name to \
+             add another instance for the same host",
+            path.display(),
+            proxmox.host,
+            proxmox.port
+        ),
+        (None, true) => format!("`{name}` updated in {} (mode 0600)", path.display()),
+        (None, false) => format!("`{name}` written to {} (mode 0600)", path.display()),
+    };
+    report.push(Item::green("instance", detail));
     if c.scope == Scope::Project {
         match files::ensure_gitignore(&c.paths.cwd, &format!("{CONFIG_DIR_NAME}/")) {
             Ok(true) => report.push(Item::green(
@@ -152,15 +185,7 @@ pub(super) async fn finish(
     }
     if c.clients.contains(&ClientId::ClaudeCode) {
         match harden::apply(&c.paths, c.scope, &name, tier) {
-            Ok(result) => report.push(Item::green(
-                "humanGate",
-                format!(
-                    "{} ask rule(s) added to {} ({} total)",
-                    result.added,
-                    result.path.display(),
-                    result.total
-                ),
-            )),
+            Ok(result) => report.push(Item::green("humanGate", result.summary(tier))),
             // Only a warning, as in the reference: the server works without the rules.
             Err(e) => report.push(Item::skip("humanGate", format!("not written: {e}"))),
         }
@@ -177,7 +202,7 @@ pub(super) async fn finish(
         c.scope,
         path.display()
     );
-    if c.tier_given {
+    if tier_chosen {
         println!("Access tier: {}", tier.as_str());
     } else {
         println!(
@@ -185,6 +210,7 @@ pub(super) async fn finish(
             tier.as_str()
         );
     }
+    println!("{}", certificate_line(&proxmox.tls));
     println!("Next: restart your MCP client, then run `nandi-proxmox-mcp doctor --name {name}`.");
     if red {
         return Err(CliError::Red(

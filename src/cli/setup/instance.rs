@@ -1,8 +1,11 @@
-//! Writing the instance file: merge into an existing file, validate, write 0600.
+//! Writing the instance file: find the instance a re-run updates, merge into an existing file,
+//! validate, write 0600.
 //!
-//! Invariant: the keys `setup` owns (connection and TLS) are replaced as a group — so a stale
+//! Invariants: the keys `setup` owns (connection and TLS) are replaced as a group — so a stale
 //! `tlsFingerprint` cannot contradict a new `--allow-insecure-tls` — while every other key a person
-//! added (`sshNodes`, `sshStrategy`, `sshKnownHostsPath`, …) is kept unless SSH flags were given.
+//! added (`sshNodes`, `sshStrategy`, `sshKnownHostsPath`, …) is kept unless SSH flags were given;
+//! without `--name`, a re-run for a host that already has an instance in the scope updates that
+//! instance instead of adding a second one for the same host.
 
 use std::path::Path;
 
@@ -11,7 +14,8 @@ use serde_json::{Map, Value, json};
 use super::Answers;
 use crate::cli::CliError;
 use crate::cli::files;
-use crate::config::{self, ProxmoxConfig};
+use crate::config::instances::{self, Scope};
+use crate::config::{self, Paths, ProxmoxConfig};
 
 /// Keys `setup` always writes; an old value of any of them is dropped first.
 const CORE_KEYS: [&str; 9] = [
@@ -48,6 +52,46 @@ pub(crate) fn validate_core(core: &Map<String, Value>) -> Result<ProxmoxConfig, 
         .map_err(|e| CliError::Config(e.to_string()))?
         .proxmox
         .ok_or_else(|| CliError::Config("no Proxmox connection in the setup input".into()))
+}
+
+/// The instance of `scope` whose file already points at `host:port` (the first, in listing
+/// order), so a re-run — after a TLS failure, say — updates it rather than adding a twin named
+/// after the cluster. Files that cannot be read are not candidates, nor is a project file whose
+/// content is not trusted (a cloned repository's file must not be adopted just because it
+/// names the same host); the legacy `config.json` is left alone.
+pub(crate) fn existing_for_host(
+    paths: &Paths,
+    scope: Scope,
+    host: &str,
+    port: u16,
+) -> Option<String> {
+    let host = host.trim();
+    instances::list_instances(paths)
+        .into_iter()
+        .filter(|i| i.scope == scope && !i.is_legacy())
+        .filter(|i| i.scope == Scope::User || trusted(paths, &i.path))
+        .find(|i| {
+            files::read_json_object(&i.path).is_ok_and(|file| {
+                let same_host = file
+                    .get("proxmoxHost")
+                    .and_then(Value::as_str)
+                    .is_some_and(|h| h.trim().eq_ignore_ascii_case(host));
+                let file_port = match file.get("proxmoxPort") {
+                    None => Some(8006),
+                    Some(Value::Number(n)) => n.as_u64(),
+                    Some(Value::String(s)) => s.trim().parse().ok(),
+                    Some(_) => None,
+                };
+                same_host && file_port == Some(u64::from(port))
+            })
+        })
+        .map(|i| i.name)
+}
+
+/// Whether the trust store holds this project file's current content.
+fn trusted(paths: &Paths, path: &Path) -> bool {
+    config::trust_status(&config::ProcessEnv, paths, path)
+        .is_ok_and(|(_, _, state)| state == config::trust::TrustState::Trusted)
 }
 
 /// The merged file content (existing keys kept, owned keys replaced).
@@ -120,5 +164,42 @@ mod tests {
         assert!(!merged.contains_key("tlsFingerprint"));
         assert_eq!(merged["sshStrategy"], "hop");
         assert_eq!(merged["sshNodes"]["pve2"]["host"], "10.0.0.2");
+    }
+
+    #[test]
+    fn a_rerun_finds_the_instance_of_the_same_host_and_port_only() {
+        let cwd = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let paths = Paths {
+            cwd: cwd.path().to_path_buf(),
+            home: Some(home.path().to_path_buf()),
+        };
+        // User-scope files are the user's own; project files would also need trust.
+        let dir = home.path().join(instances::CONFIG_DIR_NAME);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("proxmox.json"), r#"{"proxmoxHost": "PVE.lan"}"#).unwrap();
+        std::fs::write(
+            dir.join("other.json"),
+            r#"{"proxmoxHost": "pve.lan", "proxmoxPort": 8443}"#,
+        )
+        .unwrap();
+        std::fs::write(dir.join("broken.json"), "{ not json").unwrap();
+        let found = |host, port| existing_for_host(&paths, Scope::User, host, port);
+        assert_eq!(found(" pve.lan ", 8006).as_deref(), Some("proxmox"));
+        assert_eq!(found("pve.lan", 8443).as_deref(), Some("other"));
+        assert_eq!(found("pve2.lan", 8006), None);
+        assert_eq!(
+            existing_for_host(&paths, Scope::Project, "pve.lan", 8006),
+            None,
+            "another scope's files are not candidates"
+        );
+        // A project file nobody trusted is not adopted.
+        let project = cwd.path().join(instances::CONFIG_DIR_NAME);
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("cloned.json"), r#"{"proxmoxHost": "pve.lan"}"#).unwrap();
+        assert_eq!(
+            existing_for_host(&paths, Scope::Project, "pve.lan", 8006),
+            None
+        );
     }
 }

@@ -193,15 +193,15 @@ pub async fn run(args: SetupArgs) -> Result<(), CliError> {
         || args.token_secret.is_some()
         || args.token_secret_file.is_some()
         || args.token_secret_stdin;
-    let (answers, tier) = if scripted {
-        (scripted_answers(&args, &c)?, c.tier)
+    let (answers, tier, tier_chosen) = if scripted {
+        (scripted_answers(&args, &c)?, c.tier, c.tier_given)
     } else {
         match wizard::run(&args, &c).await? {
             Some(done) => done,
             None => return Err(CliError::Runtime("setup aborted: no API token yet".into())),
         }
     };
-    apply::finish(&args, &c, answers, tier).await
+    apply::finish(&args, &c, answers, tier, tier_chosen).await
 }
 
 /// Warns when the token secret's file would show up in `git status`: setup has stored the
@@ -262,6 +262,15 @@ fn scripted_answers(args: &SetupArgs, c: &Common) -> Result<Answers, CliError> {
             "give the token secret one way only (--token-secret-file, --token-secret-stdin or --token-secret)",
         ));
     }
+    for (flag, what, value) in [
+        ("--proxmox-user", "user", &args.proxmox_user),
+        ("--proxmox-realm", "realm", &args.proxmox_realm),
+        ("--token-name", "token name", &args.token_name),
+    ] {
+        if let Some(v) = value {
+            check_api_id(what, v).map_err(|e| config_err(format!("{flag}: {e}")))?;
+        }
+    }
     let secret = read_secret(args)?;
     let core = core_keys(
         args.proxmox_host.as_deref().unwrap_or_default(),
@@ -276,6 +285,26 @@ fn scripted_answers(args: &SetupArgs, c: &Common) -> Result<Answers, CliError> {
         core,
         ssh: ssh_choice(args, &c.paths)?,
     })
+}
+
+/// Checks one part of the token id `user@realm!name` before anything is written: Proxmox
+/// cannot accept blanks, `@`, `!` or `=` inside a part, and a pasted full id gets a hint.
+pub(crate) fn check_api_id(what: &str, value: &str) -> Result<(), String> {
+    let v = value.trim();
+    let bad = v
+        .chars()
+        .find(|c| c.is_whitespace() || c.is_control() || matches!(c, '@' | '!' | '='));
+    let Some(c) = bad else {
+        return Ok(());
+    };
+    let hint = match (what, c) {
+        ("token name", '!' | '@') => "; give only the part after `!` (for mcp@pve!nandi: nandi)",
+        ("user", '@' | '!') => {
+            "; give the user without realm and the realm on its own (for mcp@pve: user mcp, realm pve)"
+        }
+        _ => "",
+    };
+    Err(format!("the {what} {v:?} cannot contain {c:?}{hint}"))
 }
 
 fn read_secret(args: &SetupArgs) -> Result<String, CliError> {
@@ -443,4 +472,25 @@ fn print_config(args: &SetupArgs, c: &Common) -> Result<(), CliError> {
         println!("{k}={v}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_api_id;
+
+    #[test]
+    fn token_id_parts_are_checked_with_a_hint_for_a_pasted_full_id() {
+        assert!(check_api_id("token name", "nandi").is_ok());
+        assert!(check_api_id("user", "svc_mcp").is_ok());
+        let full = check_api_id("token name", "mcp@pve!nandi").unwrap_err();
+        assert!(full.contains("part after `!`"), "{full}");
+        assert!(!full.contains("token token"), "{full}");
+        let blank = check_api_id("token name", "my token").unwrap_err();
+        assert_eq!(blank, "the token name \"my token\" cannot contain ' '");
+        assert!(
+            check_api_id("user", "mcp@pve")
+                .unwrap_err()
+                .contains("realm pve")
+        );
+    }
 }

@@ -20,6 +20,17 @@ struct Prompter {
 
 impl Prompter {
     fn ask(&mut self, question: &str, default: Option<&str>) -> Result<String, CliError> {
+        let answer = self.ask_raw(question, default)?;
+        Ok(if answer.is_empty() {
+            default.unwrap_or_default().to_owned()
+        } else {
+            answer
+        })
+    }
+
+    /// Shows `default` in brackets but returns the answer as typed (empty for Enter), so the
+    /// caller can tell a choice from a default.
+    fn ask_raw(&mut self, question: &str, default: Option<&str>) -> Result<String, CliError> {
         match default {
             Some(d) => print!("{question} [{d}]: "),
             None => print!("{question}: "),
@@ -37,12 +48,7 @@ impl Prompter {
                     .into(),
             ));
         }
-        let answer = line.trim().to_owned();
-        Ok(if answer.is_empty() {
-            default.unwrap_or_default().to_owned()
-        } else {
-            answer
-        })
+        Ok(line.trim().to_owned())
     }
 
     fn required(&mut self, question: &str, default: Option<&str>) -> Result<String, CliError> {
@@ -52,6 +58,17 @@ impl Prompter {
                 return Ok(a);
             }
             println!("  an answer is required");
+        }
+    }
+
+    /// A part of the token id, asked again until Proxmox could accept it.
+    fn api_id(&mut self, question: &str, default: &str, what: &str) -> Result<String, CliError> {
+        loop {
+            let a = self.required(question, Some(default))?;
+            match super::check_api_id(what, &a) {
+                Ok(()) => return Ok(a),
+                Err(e) => println!("  {e}"),
+            }
         }
     }
 
@@ -91,6 +108,68 @@ impl Prompter {
     }
 }
 
+/// The word a person types to turn certificate checks off; nothing shorter or vaguer (a `y`,
+/// an Enter) does it.
+pub(crate) const INSECURE_WORD: &str = "insecure";
+
+/// Whether `answer` confirms turning certificate checks off: exactly [`INSECURE_WORD`]
+/// (any case, surrounding blanks ignored).
+pub(crate) fn insecure_confirmed(answer: &str) -> bool {
+    answer.trim().eq_ignore_ascii_case(INSECURE_WORD)
+}
+
+/// The certificate question: verify (default), pin the fingerprint the node presents, or —
+/// only when the person types [`INSECURE_WORD`] — no checks. Anything else stops setup
+/// before anything is written, with the way to pin or install the CA.
+async fn tls_question(p: &mut Prompter, host: &str, port: u16) -> Result<TlsChoice, CliError> {
+    if !p.yes("Does the node use its own self-signed certificate?", false)? {
+        return Ok(TlsChoice::Verify);
+    }
+    let fingerprint = match probe::certificate(host, port).await {
+        Ok(cert) => {
+            println!(
+                "  The node presents a certificate with SHA-256 fingerprint\n  {}\n  Compare it with `pvenode cert info` on the node (or its Certificates panel).",
+                cert.fingerprint
+            );
+            if p.yes("Pin this fingerprint?", true)? {
+                return Ok(TlsChoice::Fingerprint(cert.fingerprint));
+            }
+            Some(cert.fingerprint)
+        }
+        Err(e) => {
+            println!("  Could not read the certificate ({e}).");
+            None
+        }
+    };
+    println!(
+        "  Without a pin or a CA file the only way left is to turn certificate checks OFF:\n  \
+         anything between here and the node could then pose as the node and read the API token."
+    );
+    let answer = p.ask_raw(
+        &format!("  Type `{INSECURE_WORD}` to turn certificate checks OFF, or press Enter to stop"),
+        Some("stop"),
+    )?;
+    if insecure_confirmed(&answer) {
+        println!("  Certificate checks will be OFF for this instance.");
+        return Ok(TlsChoice::Insecure);
+    }
+    let fix = match &fingerprint {
+        Some(fp) => format!(
+            "run setup again and pin the certificate (answer yes, or pass `--tls-fingerprint {fp}`), \
+             or install the node's CA with `--tls-ca-file pve-root-ca.pem` (a copy of \
+             /etc/pve/pve-root-ca.pem from the node)"
+        ),
+        None => format!(
+            "check that {host}:{port} is the node's API (pveproxy, HTTPS), then run setup again \
+             and pin its certificate (`--tls-fingerprint`), or install its CA (`--tls-ca-file`)"
+        ),
+    };
+    println!("  fix: {fix}");
+    Err(CliError::Runtime(
+        "setup stopped: certificate checks stay on, and nothing was written".into(),
+    ))
+}
+
 /// `y…`, `s`, `si…`, `sí…` (English and Spanish) mean yes.
 pub(crate) fn is_yes(answer: &str) -> bool {
     let a = answer.trim().to_lowercase();
@@ -98,7 +177,12 @@ pub(crate) fn is_yes(answer: &str) -> bool {
 }
 
 /// Runs the wizard; `Ok(None)` when the user has no token yet (bootstrap advice printed).
-pub(crate) async fn run(args: &SetupArgs, c: &Common) -> Result<Option<(Answers, Tier)>, CliError> {
+/// The flag says whether the person chose the tier (a typed answer or `--access-tier`)
+/// rather than taking the default.
+pub(crate) async fn run(
+    args: &SetupArgs,
+    c: &Common,
+) -> Result<Option<(Answers, Tier, bool)>, CliError> {
     let tty = std::io::stdin().is_terminal();
     let mut p = Prompter {
         input: Box::new(std::io::BufReader::new(std::io::stdin())),
@@ -116,51 +200,34 @@ pub(crate) async fn run(args: &SetupArgs, c: &Common) -> Result<Option<(Answers,
         );
         return Ok(None);
     }
-    let tier = if c.tier_given {
-        c.tier
+    let (tier, tier_chosen) = if c.tier_given {
+        (c.tier, true)
     } else {
         println!(
             "Access tier:\n  1) read-only (look, never change)\n  2) read-execute (also start/stop/migrate)\n  3) full (everything, destructive tools ask for confirmation)"
         );
         loop {
-            match p.ask("Choose 1-3", Some("1"))?.as_str() {
-                "1" => break Tier::ReadOnly,
-                "2" => break Tier::ReadExecute,
-                "3" => break Tier::Full,
-                other => match Tier::parse(other) {
-                    Some(t) => break t,
-                    None => println!("  choose 1, 2 or 3"),
-                },
+            let typed = p.ask_raw("Choose 1-3", Some("1"))?;
+            let tier = match typed.as_str() {
+                "" | "1" => Some(Tier::ReadOnly),
+                "2" => Some(Tier::ReadExecute),
+                "3" => Some(Tier::Full),
+                other => Tier::parse(other),
+            };
+            match tier {
+                // Only an empty answer takes the default; a typed `1` is a choice.
+                Some(t) => break (t, !typed.is_empty()),
+                None => println!("  choose 1, 2 or 3"),
             }
         }
     };
     let host = p.required("Proxmox host (name or IP)", None)?;
     let port = p.port("API port", 8006)?;
-    let user = p.required("API user (without realm)", Some("mcp"))?;
-    let realm = p.required("Realm", Some("pve"))?;
-    let token_name = p.required("Token name", Some("nandi"))?;
+    let user = p.api_id("API user (without realm)", "mcp", "user")?;
+    let realm = p.api_id("Realm", "pve", "realm")?;
+    let token_name = p.api_id("Token name (the part after `!`)", "nandi", "token name")?;
     let mut secret = p.secret("Token secret")?;
-    let tls = if p.yes("Does the node use its own self-signed certificate?", false)? {
-        match probe::certificate(&host, port).await {
-            Ok(cert) => {
-                println!(
-                    "  The node presents a certificate with SHA-256 fingerprint\n  {}\n  Compare it with `pvenode cert info` on the node (or its Certificates panel).",
-                    cert.fingerprint
-                );
-                if p.yes("Pin this fingerprint?", true)? {
-                    TlsChoice::Fingerprint(cert.fingerprint)
-                } else {
-                    TlsChoice::Insecure
-                }
-            }
-            Err(e) => {
-                println!("  could not read the certificate ({e}); certificate checks will be off");
-                TlsChoice::Insecure
-            }
-        }
-    } else {
-        TlsChoice::Verify
-    };
+    let tls = tls_question(&mut p, &host, port).await?;
     let ssh = if p.yes(
         "Do you need to run commands inside containers (SSH)?",
         false,
@@ -197,14 +264,14 @@ pub(crate) async fn run(args: &SetupArgs, c: &Common) -> Result<Option<(Answers,
         );
         let proxmox = super::instance::validate_core(&core)?;
         if args.skip_connectivity {
-            return Ok(Some((Answers { core, ssh }, tier)));
+            return Ok(Some((Answers { core, ssh }, tier, tier_chosen)));
         }
         let client = pve::Client::new(&probe::connection(&proxmox))
             .map_err(|e| CliError::Config(e.to_string()))?;
         match probe::get(&client, "/nodes").await {
             Ok(_) => {
                 println!("  Connection OK.");
-                return Ok(Some((Answers { core, ssh }, tier)));
+                return Ok(Some((Answers { core, ssh }, tier, tier_chosen)));
             }
             Err(e) => {
                 let item = probe::diagnose("listNodes", &proxmox, &e).await;
@@ -215,7 +282,7 @@ pub(crate) async fn run(args: &SetupArgs, c: &Common) -> Result<Option<(Answers,
                 println!("  1) retry  2) re-enter the secret  3) save anyway  4) abort");
                 match p.ask("Choose 1-4", Some("1"))?.as_str() {
                     "2" => secret = p.secret("Token secret")?,
-                    "3" => return Ok(Some((Answers { core, ssh }, tier))),
+                    "3" => return Ok(Some((Answers { core, ssh }, tier, tier_chosen))),
                     "4" => {
                         return Err(CliError::Runtime(
                             "setup aborted; nothing was written".into(),
@@ -230,7 +297,27 @@ pub(crate) async fn run(args: &SetupArgs, c: &Common) -> Result<Option<(Answers,
 
 #[cfg(test)]
 mod tests {
-    use super::is_yes;
+    use super::{insecure_confirmed, is_yes};
+
+    #[test]
+    fn only_the_word_turns_certificate_checks_off() {
+        for yes in ["insecure", " INSECURE ", "Insecure"] {
+            assert!(insecure_confirmed(yes), "{yes}");
+        }
+        for no in [
+            "",
+            "y",
+            "yes",
+            "s",
+            "sí",
+            "stop",
+            "insecur",
+            "not insecure",
+            "off",
+        ] {
+            assert!(!insecure_confirmed(no), "{no}");
+        }
+    }
 
     #[test]
     fn yes_in_english_and_spanish() {

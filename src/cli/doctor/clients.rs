@@ -1,0 +1,183 @@
+//! The `mcp-config` check of `doctor`: every MCP client entry for the instance's server key.
+//!
+//! Invariants: an entry is validated under the instance's real server key and must launch an
+//! executable with `run`, valid policy variables and the very file `doctor` loaded; a client the
+//! user asked for by name must hold the entry; nothing here contacts Proxmox.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::super::clients::{self, ClientId, ServerEntry};
+use super::super::report::{Item, Report, Status};
+use crate::catalog::{Module, Tier};
+use crate::config::{self, CONFIG_ENV_VAR, Config, ConfigSource, Paths, Scope};
+
+/// Validates the client entries; returns the env of the first valid entry (its tier/module).
+pub(super) fn check_clients(
+    paths: &Paths,
+    key: Option<&str>,
+    config: &Config,
+    wanted: Option<&[ClientId]>,
+    report: &mut Report,
+) -> Option<BTreeMap<String, String>> {
+    let Some(key) = key else {
+        report.push(Item::skip(
+            "mcpConfig",
+            "the configuration comes from environment variables, so no client entry is tied to it; pass --name to check one",
+        ));
+        return None;
+    };
+    let mut files: Vec<(ClientId, PathBuf)> = Vec::new();
+    for client in wanted.unwrap_or(&ClientId::ALL) {
+        for scope in [Scope::Project, Scope::User] {
+            if let Ok(p) = client.config_path(paths, scope)
+                && !files.iter().any(|(_, q)| q == &p)
+            {
+                files.push((*client, p));
+            }
+        }
+    }
+    let mut found_any = false;
+    let mut first_env = None;
+    for client in wanted.unwrap_or(&ClientId::ALL) {
+        let check = format!("mcpConfig:{}", client.as_str());
+        let mut found_here = false;
+        let mut looked = Vec::new();
+        for (_, path) in files.iter().filter(|(c, p)| c == client && p.exists()) {
+            looked.push(path.display().to_string());
+            match clients::read_entry(*client, path, key) {
+                Ok(Some(entry)) => {
+                    found_here = true;
+                    let item = validate_entry(&check, path, &entry, config);
+                    if item.status != Status::Red && first_env.is_none() {
+                        first_env = Some(entry.env.clone());
+                    }
+                    report.push(item);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    found_here = true;
+                    report.push(Item::red(&check, format!("{}: {e}", path.display()), None));
+                }
+            }
+        }
+        found_any |= found_here;
+        // An explicitly requested client must have the entry somewhere.
+        if wanted.is_some() && !found_here {
+            let detail = if looked.is_empty() {
+                format!("no {} configuration file exists", client.label())
+            } else {
+                format!("no entry `{key}` in {}", looked.join(", "))
+            };
+            report.push(Item::red(
+                &check,
+                detail,
+                Some(format!(
+                    "nandi-proxmox-mcp setup --name {key} --clients {}",
+                    client.as_str()
+                )),
+            ));
+        }
+    }
+    if !found_any && wanted.is_none() {
+        report.push(Item::red(
+            "mcpConfig",
+            format!("no MCP client configuration has an entry `{key}`"),
+            Some(format!("nandi-proxmox-mcp setup --name {key} --clients claude-code (or vscode, cursor, codex, claude-desktop)")),
+        ));
+    }
+    first_env
+}
+
+fn validate_entry(
+    check: &str,
+    path: &std::path::Path,
+    entry: &ServerEntry,
+    config: &Config,
+) -> Item {
+    let where_ = path.display();
+    let legacy_npx = entry.command == "npx" && entry.args.iter().any(|a| a == "nandi-proxmox-mcp");
+    let command_ok = legacy_npx
+        || if std::path::Path::new(&entry.command).is_absolute() {
+            clients::is_executable(std::path::Path::new(&entry.command))
+        } else {
+            clients::find_on_path(&entry.command).is_some()
+        };
+    if !command_ok {
+        return Item::red(
+            check,
+            format!(
+                "{where_}: command `{}` is not an executable file or not on PATH",
+                entry.command
+            ),
+            Some("re-run `nandi-proxmox-mcp setup` with the installed binary".into()),
+        );
+    }
+    if entry.args.last().map(String::as_str) != Some("run") {
+        return Item::red(
+            check,
+            format!("{where_}: args must end with `run` (got {:?})", entry.args),
+            Some("re-run setup".into()),
+        );
+    }
+    for (var, ok) in [
+        (
+            "PVE_ACCESS_TIER",
+            entry
+                .env
+                .get("PVE_ACCESS_TIER")
+                .is_none_or(|v| Tier::parse(v).is_some()),
+        ),
+        (
+            "PVE_MODULE_MODE",
+            entry
+                .env
+                .get("PVE_MODULE_MODE")
+                .is_none_or(|v| Module::parse(v).is_some()),
+        ),
+    ] {
+        if !ok {
+            return Item::red(
+                check,
+                format!("{where_}: {var} has an invalid value"),
+                Some("valid tiers: read-only, read-execute, full; modes: core, advanced".into()),
+            );
+        }
+    }
+    let Some(file) = entry.env.get(CONFIG_ENV_VAR) else {
+        return Item::red(
+            check,
+            format!("{where_}: env.{CONFIG_ENV_VAR} is missing"),
+            Some("re-run setup".into()),
+        );
+    };
+    if let Err(e) = config::load_file(std::path::Path::new(file)) {
+        return Item::red(
+            check,
+            format!("{where_}: {CONFIG_ENV_VAR} does not load: {e}"),
+            None,
+        );
+    }
+    if let ConfigSource::File { path: loaded, .. } = &config.source {
+        let same = std::fs::canonicalize(file).ok() == std::fs::canonicalize(loaded).ok();
+        if !same {
+            return Item::red(
+                check,
+                format!(
+                    "{where_}: the entry points at {file}, not at {}",
+                    loaded.display()
+                ),
+                Some("re-run setup for this instance".into()),
+            );
+        }
+    }
+    let mut detail = format!(
+        "{where_}: launches `{} {}`",
+        entry.command,
+        entry.args.join(" ")
+    );
+    if legacy_npx {
+        detail.push_str(" (legacy npx launcher; re-run setup to launch this binary directly)");
+    }
+    Item::green(check, detail)
+}
