@@ -67,11 +67,29 @@ async fn a_guest_program_is_a_task_that_ends_with_its_output() {
     assert_eq!(details["exitcode"], 3, "{result}");
     assert_eq!(details["stderr"], "boom\n");
 
-    // Ids are checked: a forged node or pid is refused before any request.
-    for forged in ["agentexec.pve/01.101.1.1", "agentexec.pve01.101.x.1"] {
+    // Ids are checked: a forged node or pid is refused before any request, and so is a
+    // well-formed id this server did not seal (unsealed, or another program's pid) — reading a
+    // program's output follows a person's approval of that program, never a guess.
+    let before = emu.requests().len();
+    let (body, _seal) = task_id.rsplit_once('.').expect("sealed id");
+    let created_secs = body.rsplit('.').next().expect("created");
+    let other_pid = format!("agentexec.pve01.101.1.{created_secs}");
+    let resealed_elsewhere = format!("{other_pid}.{}", "0".repeat(64));
+    for forged in [
+        "agentexec.pve/01.101.1.1",
+        "agentexec.pve01.101.x.1",
+        body,
+        other_pid.as_str(),
+        resealed_elsewhere.as_str(),
+    ] {
         let got = client.peer().get_task(GetTaskParams::new(forged)).await;
-        assert!(got.is_err(), "{forged}: {got:?}");
+        let err = got.expect_err(forged);
+        let rmcp::ServiceError::McpError(data) = &err else {
+            panic!("{forged}: {err:?}")
+        };
+        assert_eq!(data.code.0, -32602, "{forged}: {err:?}");
     }
+    assert_eq!(emu.requests().len(), before, "a forged id reached Proxmox");
     client.cancel().await.ok();
 }
 

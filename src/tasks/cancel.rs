@@ -35,7 +35,12 @@ pub async fn cancel(
     use crate::audit::call as audit;
     let started = Instant::now();
     if ExecHandle::claims(task_id) {
-        ExecHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+        ExecHandle::decode(
+            task_id,
+            state.settings.task_ttl,
+            &super::exec_seal_key(state),
+        )
+        .map_err(id_error)?;
         return Err(McpError::new(
             ErrorCode::INVALID_REQUEST,
             "A program started through the guest agent cannot be stopped through the Proxmox API; it runs until it exits.",

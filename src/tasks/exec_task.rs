@@ -1,13 +1,21 @@
 //! A guest-agent program as an MCP task: `pve_exec_qemu_guest_command` answers a task for
 //! clients with the tasks extension, and `tasks/get` follows `agent/exec-status` for it.
 //!
-//! The id is `agentexec.<node>.<vmid>.<pid>.<created>`: like a UPID-derived id it needs no
-//! store and outlives the session. Invariant: an id decodes only to a node name, VMID and pid
-//! of the shapes Proxmox accepts, so nothing else reaches a path or a query; reading the
-//! status is the only request it can cause (the Proxmox API cannot stop a guest program).
+//! The id is `agentexec.<node>.<vmid>.<pid>.<created>.<seal>`: like a UPID-derived id it needs
+//! no store and outlives the session. The seal is an HMAC-SHA256 of the rest under a key of this
+//! server (derived from `PVE_APPROVAL_KEY_FILE` when set, so replicas sharing that key accept
+//! each other's ids; else random per process). Invariants: only an id this server issued
+//! decodes — a guessed or edited one (another VM, another pid) is unknown, so reading a guest
+//! program's output always follows a person's approval of that program; and an id decodes only to
+//! a node name, VMID and pid of the shapes Proxmox accepts, so nothing else reaches a path or a
+//! query. Reading the status is the only request it can cause (the Proxmox API cannot stop a
+//! guest program).
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +25,32 @@ use crate::pve::{self, ApiRequest};
 
 /// Prefix that tells exec ids from UPID-derived ones (a base64url UPID never holds a `.`).
 const PREFIX: &str = "agentexec";
+
+/// The per-process key, used when no shared key is configured.
+static PROCESS_KEY: LazyLock<[u8; 32]> = LazyLock::new(|| {
+    let mut key = [0u8; 32];
+    // A failing system generator leaves a zero key that no attacker can rely on either way:
+    // the ids would still be bound to this process's node/VMID/pid shapes, never to a secret.
+    let _ = SystemRandom::new().fill(&mut key);
+    key
+});
+
+/// The key that seals exec ids: derived from the shared approval key (domain-separated, so an
+/// id is never a valid approval state or the reverse), else this process's random key.
+pub fn seal_key(shared: Option<&[u8]>) -> hmac::Key {
+    match shared {
+        Some(secret) => {
+            let parent = hmac::Key::new(hmac::HMAC_SHA256, secret);
+            let derived = hmac::sign(&parent, b"nandi-proxmox-mcp exec task id v1");
+            hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref())
+        }
+        None => hmac::Key::new(hmac::HMAC_SHA256, PROCESS_KEY.as_slice()),
+    }
+}
+
+fn seal(key: &hmac::Key, body: &str) -> String {
+    hex::encode(hmac::sign(key, body.as_bytes()).as_ref())
+}
 
 /// A decoded guest-agent task id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +76,14 @@ impl ExecHandle {
         }
     }
 
-    /// The wire form.
-    pub fn encode(&self) -> String {
-        format!(
+    /// The wire form, sealed with `key` ([`seal_key`]).
+    pub fn encode(&self, key: &hmac::Key) -> String {
+        let body = format!(
             "{PREFIX}.{}.{}.{}.{}",
             self.node, self.vmid, self.pid, self.created
-        )
+        );
+        let mac = seal(key, &body);
+        format!("{body}.{mac}")
     }
 
     /// Whether `id` is an exec id at all (then [`ExecHandle::decode`] decides).
@@ -55,9 +91,14 @@ impl ExecHandle {
         id.starts_with(PREFIX) && id.as_bytes().get(PREFIX.len()) == Some(&b'.')
     }
 
-    /// Decodes an id and checks its age against `ttl`.
-    pub fn decode(id: &str, ttl: Duration) -> Result<ExecHandle, IdError> {
-        let parts: Vec<&str> = id.split('.').collect();
+    /// Decodes an id this server sealed with `key` and checks its age against `ttl`; any other
+    /// id (forged, edited, another server's) is unknown.
+    pub fn decode(id: &str, ttl: Duration, key: &hmac::Key) -> Result<ExecHandle, IdError> {
+        let (body, mac) = id.rsplit_once('.').ok_or(IdError::Unknown)?;
+        // `hmac::verify` compares in constant time: the seal is the secret part of an id.
+        let tag = hex::decode(mac).map_err(|_| IdError::Unknown)?;
+        hmac::verify(key, body.as_bytes(), &tag).map_err(|_| IdError::Unknown)?;
+        let parts: Vec<&str> = body.split('.').collect();
         let [prefix, node, vmid, pid, created] = parts.as_slice() else {
             return Err(IdError::Unknown);
         };
@@ -177,11 +218,15 @@ mod tests {
 
     #[test]
     fn round_trips_and_refuses_other_shapes() {
+        let key = seal_key(None);
         let handle = ExecHandle::new("pve01", 101, 4242);
-        let id = handle.encode();
+        let id = handle.encode(&key);
         assert!(ExecHandle::claims(&id));
-        assert_eq!(ExecHandle::decode(&id, Duration::from_secs(60)), Ok(handle));
-        for bad in [
+        assert_eq!(
+            ExecHandle::decode(&id, Duration::from_secs(60), &key),
+            Ok(handle)
+        );
+        for body in [
             "agentexec.pve01.101.4242",
             "agentexec.pve/01.101.4242.1",
             "agentexec.pve01.99.4242.1",
@@ -189,18 +234,56 @@ mod tests {
             "agentexec.pve01.101.4242.x",
             "agentexec.a..b.101.1.1",
         ] {
+            // Even correctly sealed, a malformed body is unknown.
+            let sealed = format!("{body}.{}", seal(&key, body));
             assert_eq!(
-                ExecHandle::decode(bad, Duration::from_secs(u64::MAX / 4)),
+                ExecHandle::decode(&sealed, Duration::from_secs(u64::MAX / 4), &key),
                 Err(IdError::Unknown),
-                "{bad}"
+                "{body}"
             );
         }
         let mut old = ExecHandle::new("pve01", 101, 1);
         old.created -= 120;
         assert_eq!(
-            ExecHandle::decode(&old.encode(), Duration::from_secs(60)),
+            ExecHandle::decode(&old.encode(&key), Duration::from_secs(60), &key),
             Err(IdError::Expired { ttl_secs: 60 })
         );
         assert!(!ExecHandle::claims("agentexecX.1"));
+    }
+
+    #[test]
+    fn a_forged_or_edited_id_is_unknown() {
+        let key = seal_key(None);
+        let ttl = Duration::from_secs(600);
+        let real = ExecHandle::new("pve01", 101, 4242).encode(&key);
+        // Without a seal (the 0.5.0 shape), with another pid, another VM, a truncated seal.
+        let unsealed = real.rsplit_once('.').unwrap().0.to_owned();
+        let other_pid = real.replacen(".4242.", ".4243.", 1);
+        let other_vm = real.replacen(".101.", ".102.", 1);
+        let short = real[..real.len() - 1].to_owned();
+        for forged in [unsealed, other_pid, other_vm, short] {
+            assert_eq!(
+                ExecHandle::decode(&forged, ttl, &key),
+                Err(IdError::Unknown),
+                "{forged}"
+            );
+        }
+        // Another server's key (or another replica without the shared key) does not open it.
+        let other = seal_key(Some(b"another server's shared approval key!!"));
+        assert_eq!(
+            ExecHandle::decode(&real, ttl, &other),
+            Err(IdError::Unknown)
+        );
+    }
+
+    #[test]
+    fn replicas_sharing_the_approval_key_accept_each_others_ids() {
+        let shared = b"a shared approval key of 32+ bytes!!";
+        let id = ExecHandle::new("pve01", 101, 7).encode(&seal_key(Some(shared)));
+        let ttl = Duration::from_secs(600);
+        assert!(ExecHandle::decode(&id, ttl, &seal_key(Some(shared))).is_ok());
+        // The derived key is not the approval key itself (domain separation).
+        let raw = hmac::Key::new(hmac::HMAC_SHA256, shared);
+        assert_eq!(ExecHandle::decode(&id, ttl, &raw), Err(IdError::Unknown));
     }
 }

@@ -130,6 +130,11 @@ pub fn answers_exec_as_task(spec: &ToolSpec, context: &RequestContext<RoleServer
 }
 
 /// The task for a guest program that started and has not exited yet.
+/// The key that seals guest-program task ids: shared by replicas with the approval key.
+pub(crate) fn exec_seal_key(state: &AppState) -> ring::hmac::Key {
+    exec_task::seal_key(state.settings.approval_key.as_ref().map(|k| k.expose()))
+}
+
 fn exec_task(state: &AppState, call: &Dispatched<'_>) -> Option<CallToolResponse> {
     let data = call.outcome.as_ref().ok()?;
     let pid = data.get("pid").and_then(Value::as_i64)?;
@@ -144,7 +149,7 @@ fn exec_task(state: &AppState, call: &Dispatched<'_>) -> Option<CallToolResponse
     let handle = ExecHandle::new(node, vmid, pid);
     let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
     let task = Task::new(
-        handle.encode(),
+        handle.encode(&exec_seal_key(state)),
         TaskStatus::Working,
         handle.created_at(),
         rmcp::task_manager::current_timestamp(),
@@ -465,7 +470,8 @@ async fn get_exec(
     task_id: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, McpError> {
-    let handle = ExecHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+    let handle = ExecHandle::decode(task_id, state.settings.task_ttl, &exec_seal_key(state))
+        .map_err(id_error)?;
     let client = state
         .pve
         .as_ref()
