@@ -45,7 +45,10 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use instances::{Instance, Scope};
 pub use keys::render_instance_file;
-pub use trust_ops::{revoke_file, trust_file, trust_status, trust_store, untrusted_project_files};
+pub use trust_ops::{
+    revoke_file, trust_file, trust_status, trust_store, trusted_project_object,
+    untrusted_project_files,
+};
 
 /// Environment variable that names the instance file to use (bypasses discovery).
 pub const CONFIG_ENV_VAR: &str = "NANDI_PROXMOX_CONFIG";
