@@ -282,4 +282,18 @@ async fn several_instances_are_checked_one_by_one() {
         .run(&["doctor", "--name", "good", "--check", "nodes"], &[], None)
         .await;
     assert!(out.status.success(), "{}", text_of(&out));
+
+    // `run` cannot choose: it says how to pick one (the variable; --name where a command has it).
+    let out = d.run(&["run"], &[], None).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "several Proxmox instances are configured",
+        "set NANDI_PROXMOX_CONFIG to the file",
+        "`run` takes no --name",
+        "--name NAME to `doctor` or `harden`",
+        "nandi-proxmox-mcp doctor --name good",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
 }
