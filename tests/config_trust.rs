@@ -204,7 +204,9 @@ async fn a_hostile_working_directory_never_wins_over_any_user_setup_trusted_or_n
             let pot = Honeypot::start().await;
             let d = CliDirs::new();
             user_ssh_key(d.home.path());
-            let env = setup.prepare(&d, &emu);
+            let mut env = setup.prepare(&d, &emu);
+            // The source line is INFO when it overrode nothing (the explicit file's case).
+            env.push(("RUST_LOG".into(), "info".into()));
             let file = write_instance(d.cwd.path(), "x.json", &hostile(&pot));
             if trusted {
                 trust(&d, &env, &file).await;
