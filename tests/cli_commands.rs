@@ -24,10 +24,11 @@ async fn bootstrap_prints_a_least_privilege_role_per_tier() {
         let privs: Vec<&str> = privileges_for(tier).into_iter().collect();
         let role = role_name(tier);
         assert!(
-            text.contains(&format!(
-                "pveum role add {role} --privs \"{}\"",
-                privs.join(",")
-            )),
+            text.contains(&format!("for p in {}; do", privs.join(" "))),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("pveum role add {role} --privs \"$privs\"")),
             "{text}"
         );
         assert!(text.contains(&format!(
@@ -54,6 +55,103 @@ async fn bootstrap_prints_a_least_privilege_role_per_tier() {
     assert_eq!(out.status.code(), Some(2));
     let out = d.run(&["bootstrap", "--user", "-x"], &[], None).await;
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// Runs bootstrap's pasted script with a stand-in `pveum` whose roles list `node_privs` (what the
+/// node's Proxmox VE version knows); returns the script's output and the `pveum` calls made.
+#[cfg(unix)]
+fn run_bootstrap_script(script: &str, node_privs: &str) -> (std::process::Output, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let roles = dir.path().join("roles.json");
+    std::fs::write(
+        &roles,
+        format!(r#"[{{"privs":"{node_privs}","roleid":"Administrator","special":1}}]"#),
+    )
+    .unwrap();
+    let log = dir.path().join("calls.log");
+    let pveum = dir.path().join("pveum");
+    std::fs::write(
+        &pveum,
+        format!(
+            "#!/bin/sh\ncase \"$1 $2\" in\n  'role list') cat '{}' ;;\n  'user list') echo '[]' ;;\n  \
+             *) echo \"$*\" >> '{}' ;;\nesac\n",
+            roles.display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&pveum, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", script])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    (out, calls)
+}
+
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_script_leaves_out_privileges_an_older_proxmox_lacks() {
+    let d = CliDirs::new();
+    let text = stdout(&d.run(&["bootstrap"], &[], None).await);
+    let script = text
+        .split("--- copy from here ---\n")
+        .nth(1)
+        .and_then(|rest| rest.split("--- to here ---").next())
+        .unwrap_or_else(|| panic!("no script: {text}"));
+    let read_only: Vec<&str> = privileges_for(Tier::ReadOnly).into_iter().collect();
+    assert!(read_only.contains(&"VM.GuestAgent.Audit"));
+    // PVE 9: every privilege exists; the role holds them all and nothing is noted.
+    let pve9 = read_only.join(",") + ",VM.GuestAgent.Unrestricted";
+    let (out, calls) = run_bootstrap_script(script, &pve9);
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(
+        calls.contains(&format!(
+            "role add NandiMcpReadOnly --privs {}",
+            read_only.join(",")
+        )),
+        "{calls}"
+    );
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("note:"));
+    // PVE 8: no VM.GuestAgent.*; the script still completes, without it, and says so.
+    let pve8: Vec<&str> = read_only
+        .iter()
+        .copied()
+        .filter(|p| !p.starts_with("VM.GuestAgent."))
+        .chain(["VM.Monitor"])
+        .collect();
+    let (out, calls) = run_bootstrap_script(script, &pve8.join(","));
+    assert!(out.status.success(), "{}", text_of(&out));
+    let granted = format!(
+        "role add NandiMcpReadOnly --privs {}",
+        pve8[..pve8.len() - 1].join(",")
+    );
+    assert!(calls.contains(&format!("{granted}\n")), "{calls}");
+    assert!(
+        !calls.contains("VM.Monitor"),
+        "never added on its own: {calls}"
+    );
+    assert!(
+        calls.contains("user token add mcp@pve nandi --privsep 0"),
+        "{calls}"
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains("note: this Proxmox VE has no VM.GuestAgent.Audit"),
+        "{said}"
+    );
+    assert!(said.contains("--privs VM.Monitor --append 1"), "{said}");
+    // A privilege list that cannot be read stops the script before any role is written.
+    let (out, calls) = run_bootstrap_script(script, "");
+    assert!(!out.status.success(), "{}", text_of(&out));
+    assert!(!calls.contains("role add"), "{calls}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

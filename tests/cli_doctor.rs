@@ -78,6 +78,25 @@ async fn bad_token_is_red_and_exits_nonzero() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_token_name_is_named_plainly_by_doctor_and_run() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let env = common::with_policy(common::env_for(&emu), &[("PROXMOX_TOKEN_NAME", "my token")]);
+    let said = "the API token's name \"my token\" contains whitespace";
+    let out = d.run(&["doctor"], &env_of(&env), None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(said),
+        "{}",
+        text_of(&out)
+    );
+    let out = d.run(&["run"], &env_of(&env), None).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(said), "{}", text_of(&out));
+    assert!(!err.contains("token token"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn missing_privileges_name_the_tools_that_will_fail() {
     let emu = Emulator::start(EmulatorOptions {
         privileges: Some(vec!["Sys.Audit".into()]),
@@ -263,4 +282,18 @@ async fn several_instances_are_checked_one_by_one() {
         .run(&["doctor", "--name", "good", "--check", "nodes"], &[], None)
         .await;
     assert!(out.status.success(), "{}", text_of(&out));
+
+    // `run` cannot choose: it says how to pick one (the variable; --name where a command has it).
+    let out = d.run(&["run"], &[], None).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for needle in [
+        "several Proxmox instances are configured",
+        "set NANDI_PROXMOX_CONFIG to the file",
+        "`run` takes no --name",
+        "--name NAME to `doctor` or `harden`",
+        "nandi-proxmox-mcp doctor --name good",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
 }

@@ -216,6 +216,11 @@ async fn merges_keep_other_entries_and_refuse_malformed_files() {
     file["sshStrategy"] = json!("hop");
     file["sshNodes"] = json!({"pve02": {"host": "10.1.1.2"}});
     std::fs::write(&instance, serde_json::to_string_pretty(&file).unwrap()).unwrap();
+    // An edited project file is trusted again before setup merges into it (as discovery needs).
+    let out = d
+        .run(&["trust", instance.to_str().unwrap()], &[], None)
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
     let mut mcp = mcp;
     mcp["mcpServers"]["proxmox"]["timeout"] = json!(30);
     std::fs::write(cwd.join(".mcp.json"), mcp.to_string()).unwrap();

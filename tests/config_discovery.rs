@@ -1,8 +1,8 @@
 //! A hostile project directory, driven through the built binary: a `.nandi-proxmox-mcp/` folder
 //! in the working directory (as a cloned repository could carry) must not take over a complete
 //! `PROXMOX_*` environment, and never gets an SSH key it did not name itself; a home-folder file
-//! is refused when others could have written it. The source in use is printed at WARN and shown
-//! by `doctor`. (tests/config_trust.rs covers trusting project files.)
+//! is refused when others could have written it. The source in use is printed (at INFO, or at
+//! WARN when it overrode something) and shown by `doctor`. (tests/config_trust.rs covers trusting project files.)
 #![cfg(unix)]
 
 mod common;
@@ -159,7 +159,9 @@ async fn a_discovered_file_without_a_key_never_uses_the_users_ssh_keys() {
     // An SSH-only environment that names a key must not lend it to the file either.
     let env = [("PROXMOX_SSH_KEY_PATH", "~/.ssh/id_ed25519")];
     // RED overall only because no MCP client entry names `lab`; the checks below matter.
-    let out = d.run(&["doctor", "--json"], &env, None).await;
+    let out = d
+        .run(&["doctor", "--json"], &[env[0], ("RUST_LOG", "info")], None)
+        .await;
     let report: Value =
         serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text_of(&out)));
     let config = item(&report, "config")["detail"]
@@ -177,5 +179,38 @@ async fn a_discovered_file_without_a_key_never_uses_the_users_ssh_keys() {
     assert!(
         warn.contains("discovered") && warn.contains(r#"ssh="off""#),
         "{warn}"
+    );
+    // A routine source (nothing overridden) is INFO, so `RUST_LOG=warn` leaves it out.
+    assert!(warn.contains(" INFO ") && !warn.contains("WARN"), "{warn}");
+    let out = d.run(&["doctor", "--json"], &env, None).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("Proxmox configuration source"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_instance_a_client_entry_names_starts_without_a_warning() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let lab = project_file(d.cwd.path(), "lab.json", &emulator_file(&emu), 0o600, 0o700);
+    // What a `setup`-written client entry does: name the file, with the default log filter.
+    let lab = lab.to_str().unwrap();
+    let env = [
+        ("NANDI_PROXMOX_CONFIG", lab),
+        ("RUST_LOG", "warn,nandi_proxmox_mcp=info"),
+    ];
+    let out = d.run(&["run"], &env, None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let source = stderr
+        .lines()
+        .find(|l| l.contains("Proxmox configuration source"))
+        .unwrap_or_else(|| panic!("no source line in stderr: {stderr}"));
+    assert!(
+        source.contains(" INFO ") && source.contains(lab),
+        "{source}"
+    );
+    assert!(
+        !stderr.contains("WARN"),
+        "a routine start warns about nothing: {stderr}"
     );
 }

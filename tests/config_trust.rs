@@ -204,7 +204,9 @@ async fn a_hostile_working_directory_never_wins_over_any_user_setup_trusted_or_n
             let pot = Honeypot::start().await;
             let d = CliDirs::new();
             user_ssh_key(d.home.path());
-            let env = setup.prepare(&d, &emu);
+            let mut env = setup.prepare(&d, &emu);
+            // The source line is INFO when it overrode nothing (the explicit file's case).
+            env.push(("RUST_LOG".into(), "info".into()));
             let file = write_instance(d.cwd.path(), "x.json", &hostile(&pot));
             if trusted {
                 trust(&d, &env, &file).await;
@@ -386,4 +388,108 @@ async fn without_xdg_state_home_the_store_lives_in_the_home_state_folder() {
     );
     let out = d.run(&["trust", "--help"], &[], None).await;
     assert!(String::from_utf8_lossy(&out.stdout).contains("Examples:"));
+}
+
+/// A planted project file with keys the person never typed: the emulator's API (so it would
+/// work), SSH at the honeypot with the user's key, per-node SSH routes and another SSH user.
+fn planted(emu: &Emulator, pot: &Honeypot) -> Value {
+    let mut v = emulator_with_hostile_ssh(emu, pot);
+    let m = v.as_object_mut().unwrap();
+    m.insert("sshUser".into(), "attacker".into());
+    m.insert("sshStrategy".into(), "direct".into());
+    m.insert(
+        "sshNodes".into(),
+        json!({"pve2": {"host": "127.0.0.1", "port": pot.port}}),
+    );
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_never_adopts_an_untrusted_project_file_of_the_same_name() {
+    let emu = common::emulator().await;
+    let flags = common::setup_flags(&emu);
+    // `--name lab`, and no name at all (the emulator's cluster name, `emu-cluster`).
+    for (file_name, extra) in [
+        ("lab.json", vec!["--name", "lab"]),
+        ("emu-cluster.json", vec![]),
+    ] {
+        let pot = Honeypot::start().await;
+        let d = CliDirs::new();
+        user_ssh_key(d.home.path());
+        let env = xdg_env(&d, &[]);
+        let file = write_instance(d.cwd.path(), file_name, &planted(&emu, &pot));
+        let before = fs::read(&file).unwrap();
+        let shown = file.display().to_string();
+        let mut argv: Vec<&str> = flags.iter().map(String::as_str).collect();
+        argv.extend(["--clients", "claude-code"]);
+        argv.extend(extra.iter().copied());
+        let out = d
+            .run(&argv, &pairs(&env), Some("emulator-secret-token\n"))
+            .await;
+        let ctx = format!("{file_name}: {}", text_of(&out));
+        assert_eq!(out.status.code(), Some(2), "{ctx}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("is not trusted"), "{ctx}");
+        assert!(err.contains("Nothing was written"), "{ctx}");
+        assert!(
+            err.contains(&format!("nandi-proxmox-mcp trust {shown}")),
+            "{ctx}"
+        );
+        assert!(err.contains("--name"), "{ctx}");
+        assert!(!err.contains("emulator-secret-token"), "{ctx}");
+        // Nothing changed, nothing was trusted, no client was pointed at the file.
+        assert_eq!(fs::read(&file).unwrap(), before, "{ctx}");
+        let store = d
+            .home
+            .path()
+            .join("xdg-state/nandi-proxmox-mcp/trusted-files.json");
+        assert!(!store.exists(), "{ctx}");
+        assert!(!d.cwd.path().join(".mcp.json").exists(), "{ctx}");
+        // Neither doctor nor run picks the planted file up.
+        let (report, _, _) = doctor(&d, &env).await;
+        assert_eq!(item(&report, "config")["status"], "RED", "{report:#}");
+        assert!(detail(&report, "config").contains("is not trusted"));
+        // `run` starts without a connection (every call says PROXMOX_NOT_CONFIGURED).
+        let out = d.run(&["run"], &pairs(&env), None).await;
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no Proxmox connection configured"), "{err}");
+        assert!(err.contains(&format!("{shown} is not trusted")), "{err}");
+        pot.assert_untouched(file_name);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn setup_updates_a_project_file_the_user_trusted_and_refuses_it_once_changed() {
+    let emu = common::emulator().await;
+    let pot = Honeypot::start().await;
+    let d = CliDirs::new();
+    let env = xdg_env(&d, &[]);
+    let file = write_instance(d.cwd.path(), "lab.json", &planted(&emu, &pot));
+    // Reviewed and trusted: setup updates it and keeps the keys the person accepted.
+    trust(&d, &env, &file).await;
+    let mut argv: Vec<String> = common::setup_flags(&emu);
+    argv.extend(["--clients", "claude-code", "--name", "lab"].map(String::from));
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out = d
+        .run(&argv, &pairs(&env), Some("emulator-secret-token\n"))
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let written: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(written["sshNodes"]["pve2"]["host"], "127.0.0.1");
+    // Edited since: refused again until it is reviewed and trusted anew.
+    let mut body = written.clone();
+    body["sshUser"] = "someone-else".into();
+    fs::write(&file, body.to_string()).unwrap();
+    let out = d
+        .run(&argv, &pairs(&env), Some("emulator-secret-token\n"))
+        .await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("changed since you trusted it"),
+        "{}",
+        text_of(&out)
+    );
+    let now: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(now, body, "the changed file was left alone");
+    pot.assert_untouched("trusted project file");
 }

@@ -493,3 +493,53 @@ async fn a_cursor_the_server_never_issued_is_invalid_params() {
     let response = mcp.request("tools/list", json!({})).await;
     assert!(response["result"]["tools"].is_array());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_that_is_not_json_gets_a_parse_error_and_the_server_keeps_serving() {
+    let emu = emulator().await;
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut mcp = McpProcess::spawn_logging_to(&["run"], &env_for(&emu), log.path());
+    // Before the handshake and after it: typed garbage, then a pasted secret-looking line.
+    for garbage in [&b"hello\r\n"[..], b"tokenSecret=s3cr3t-pasted-value\n"] {
+        mcp.send_raw(garbage).await;
+        let reply = mcp.next_message().await;
+        assert_eq!(reply["jsonrpc"], "2.0", "{reply}");
+        assert_eq!(reply["error"]["code"], -32700, "{reply}");
+        assert_eq!(reply["error"]["message"], "Parse error: Invalid JSON");
+        // No id could be read: like rmcp's own -32600, the reply carries none.
+        assert!(reply["id"].is_null(), "{reply}");
+        let text = reply.to_string();
+        assert!(
+            !text.contains("hello") && !text.contains("s3cr3t"),
+            "{text}"
+        );
+        if garbage.starts_with(b"hello") {
+            mcp.initialize().await;
+        }
+    }
+    assert!(names(&mcp.list_tools().await).contains(&"pve_list_nodes".to_owned()));
+
+    // A blank line is skipped; an over-long line is still discarded unanswered, and the
+    // message after it is not taken as part of it.
+    let mut long = vec![b'x'; 16 * 1024 * 1024 + 10];
+    long.push(b'\n');
+    mcp.send_raw(b"  \n").await;
+    mcp.send_raw(&long).await;
+    mcp.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":\"after\",\"method\":\"ping\"}\n")
+        .await;
+    let reply = mcp.next_message().await;
+    assert_eq!(reply["id"], "after", "{reply}");
+    assert!(reply.get("result").is_some(), "{reply}");
+
+    // A cut-off last line (no newline) is left alone, as before: no reply, a clean exit.
+    mcp.send_raw(b"hello").await;
+    let (status, rest) = mcp.finish().await;
+    assert!(status.success(), "{status:?}");
+    assert!(rest.is_empty(), "{rest:?}");
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert!(logged.contains("not JSON"), "{logged}");
+    assert!(
+        !logged.contains("s3cr3t"),
+        "the line is never logged: {logged}"
+    );
+}

@@ -7,7 +7,9 @@
 //! the per-key checks of `privileges_keys`); the role is granted on `--acl-path` (default `/`),
 //! validated as a Proxmox ACL path before anything is printed, and privileges that path cannot
 //! cover are named; the printed script runs in `bash -e` and stops at the first real failure
-//! (no `|| echo` masking); a private key is never printed or authorised.
+//! (no `|| echo` masking); a privilege the node's Proxmox VE version does not have (PVE 8 has no
+//! `VM.GuestAgent.*`) is left out of the role with a note instead of failing the script, and no
+//! broader substitute is ever granted for it; a private key is never printed or authorised.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -187,6 +189,54 @@ fn read_public_key(path: &Path) -> Result<String, CliError> {
     Ok(line)
 }
 
+/// Privileges of the tier roles that older Proxmox VE releases do not have: before PVE 9 there
+/// is no `VM.GuestAgent.*` (the guest agent needed `VM.Monitor`), before PVE 8.2 no
+/// `Sys.AccessNetwork`. `pveum role add` refuses an unknown privilege.
+pub const NEWER_PRIVILEGES: &[&str] = &[
+    "VM.GuestAgent.Audit",
+    "VM.GuestAgent.FileRead",
+    "VM.GuestAgent.FileWrite",
+    "VM.GuestAgent.FileSystemMgmt",
+    "VM.GuestAgent.Unrestricted",
+    "Sys.AccessNetwork",
+];
+
+/// The script lines that create (or update) `role` with `privs`. The node it runs on decides:
+/// a privilege no role of that node lists (the built-in Administrator role holds them all) does
+/// not exist in its Proxmox VE version, so it is left out and named, rather than failing the
+/// whole script on PVE 8. `VM.Monitor` is never added on its own: on PVE 8 it also lets the token
+/// run commands in guests through the agent, so the note leaves that choice to the person.
+fn role_script(role: &str, privs: &[&str]) -> String {
+    let mut out = String::new();
+    if privs.iter().any(|p| NEWER_PRIVILEGES.contains(p)) {
+        out.push_str(
+            "#    A privilege this Proxmox VE does not have (before PVE 9: VM.GuestAgent.*) is\n\
+             #    left out with a note; the tools that need it then get 403.\n",
+        );
+    }
+    out.push_str("known=\"$(pveum role list --output-format json)\"\nprivs=\"\"; missing=\"\"\n");
+    out.push_str(&format!("for p in {}; do\n", privs.join(" ")));
+    out.push_str(
+        "  if printf '%s' \"$known\" | grep -qE \"[\\\",]$p[\\\",]\"; then privs=\"$privs${privs:+,}$p\"; \
+         else missing=\"$missing $p\"; fi\ndone\n",
+    );
+    out.push_str(
+        "[ -n \"$privs\" ] || { echo \"cannot read the privileges from pveum role list\" >&2; exit 1; }\n",
+    );
+    out.push_str(&format!(
+        "if [ -n \"$missing\" ]; then echo \"note: this Proxmox VE has no$missing (older than PVE 9?): left \
+         out of {role}; the tools needing them get 403. On PVE 8 the guest-agent tools need \
+         VM.Monitor instead, which also lets the token run commands inside guests through the \
+         agent; add it only if that is acceptable: pveum role modify {role} --privs VM.Monitor \
+         --append 1\"; fi\n"
+    ));
+    out.push_str(&format!(
+        "if printf '%s' \"$known\" | grep -q '\"roleid\":\"{role}\"'; then pveum role modify {role} \
+         --privs \"$privs\"; else pveum role add {role} --privs \"$privs\"; fi"
+    ));
+    out
+}
+
 /// Runs `bootstrap`.
 pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
     let user = check_id("--user", &args.user)?;
@@ -271,10 +321,7 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
         privs.len(),
         tier.as_str()
     );
-    let privs_arg = privs.join(",");
-    println!(
-        "if pveum role list --output-format json | grep -q '\"roleid\":\"{role}\"'; then pveum role modify {role} --privs \"{privs_arg}\"; else pveum role add {role} --privs \"{privs_arg}\"; fi"
-    );
+    println!("{}", role_script(role, &privs));
     println!("pveum acl modify {acl_path} --users {account} --roles {role}");
     let missed = uncovered(tier, &acl_path);
     if !missed.is_empty() {

@@ -171,11 +171,14 @@ pub enum ConfigError {
         /// The key-path key or variable.
         key_key: &'static str,
     },
-    /// Discovery found several instances and cannot choose.
+    /// Discovery found several instances and cannot choose. `run` (and `tools`) take no
+    /// instance name, so the variable is the way there; `doctor` and `harden` take `--name`.
     #[error(
         "several Proxmox instances are configured: {}; set {CONFIG_ENV_VAR} to the file of the \
-         one to use (`nandi-proxmox-mcp list` prints each path)",
-        describe_instances(found)
+         one to use (`nandi-proxmox-mcp list` prints each path; `run` takes no --name), or pass \
+         --name NAME to `doctor` or `harden` (e.g. `nandi-proxmox-mcp doctor --name {}`)",
+        describe_instances(found),
+        found.first().map_or("NAME", |i| i.name.as_str())
     )]
     AmbiguousInstances {
         /// The candidates.

@@ -207,7 +207,10 @@ pub(crate) fn load_path(
 }
 
 /// Parses the text of an instance file into its JSON object.
-fn parse_map(path: &Path, text: &str) -> Result<serde_json::Map<String, Value>, ConfigError> {
+pub(super) fn parse_map(
+    path: &Path,
+    text: &str,
+) -> Result<serde_json::Map<String, Value>, ConfigError> {
     // Windows editors like to prepend a byte-order mark; it is not part of the JSON.
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::InvalidJson {

@@ -45,7 +45,10 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use instances::{Instance, Scope};
 pub use keys::render_instance_file;
-pub use trust_ops::{revoke_file, trust_file, trust_status, trust_store, untrusted_project_files};
+pub use trust_ops::{
+    revoke_file, trust_file, trust_status, trust_store, trusted_project_object,
+    untrusted_project_files,
+};
 
 /// Environment variable that names the instance file to use (bypasses discovery).
 pub const CONFIG_ENV_VAR: &str = "NANDI_PROXMOX_CONFIG";
@@ -402,7 +405,7 @@ pub const FILE_KEYS: &[FileKeyDoc] = keys::FILE_KEYS;
 /// The one entry point `run` uses: `NANDI_PROXMOX_CONFIG`, else a complete `PROXMOX_*`
 /// environment, else (an incomplete environment is an error) the only home-folder instance, else
 /// a trusted project instance, else [`Config::unconfigured`]. A selected or discovered file that
-/// fails is an error. The source in use is logged at WARN, with whatever it shadowed.
+/// fails is an error. The source in use is logged at INFO, or at WARN naming whatever it shadowed.
 pub fn load(env: &dyn EnvSource, paths: &Paths) -> Result<Config, ConfigError> {
     let home = paths.home.as_deref();
     if let Some(raw) = env.var(CONFIG_ENV_VAR) {
@@ -467,9 +470,10 @@ pub fn load_instance(
     }
 }
 
-/// Logs the source in use at WARN (a discovered file can change where the token goes, so the
-/// choice must be visible even at the default log level), plus its SSH target and anything it
-/// shadowed.
+/// Logs the source in use, with its Proxmox host and SSH target: at INFO when nothing else was
+/// configured (the routine start; the default filter `warn,nandi_proxmox_mcp=info` still shows
+/// it, since a discovered file can change where the token goes), at WARN when it overrode
+/// something (variables or files the person may have meant to be used), naming what.
 fn announce(config: &Config, shadowed: Option<&str>) {
     let ssh = config.ssh.as_ref().map(|s| {
         format!(
@@ -480,14 +484,27 @@ fn announce(config: &Config, shadowed: Option<&str>) {
             s.key_path.display()
         )
     });
-    let host = config.proxmox.as_ref().map(|p| p.host.as_str());
-    tracing::warn!(
-        proxmox_host = host.unwrap_or("-"),
-        ssh = ssh.as_deref().unwrap_or("off"),
-        ignored = shadowed.unwrap_or("-"),
-        "Proxmox configuration source: {}",
-        config.source
-    );
+    let host = config
+        .proxmox
+        .as_ref()
+        .map(|p| p.host.as_str())
+        .unwrap_or("-");
+    let ssh = ssh.as_deref().unwrap_or("off");
+    match shadowed {
+        Some(ignored) => tracing::warn!(
+            proxmox_host = host,
+            ssh,
+            ignored,
+            "Proxmox configuration source: {}",
+            config.source
+        ),
+        None => tracing::info!(
+            proxmox_host = host,
+            ssh,
+            "Proxmox configuration source: {}",
+            config.source
+        ),
+    }
 }
 
 /// Loads one specific instance file (`doctor --name`, tests). `~` in paths uses the process home.

@@ -45,6 +45,28 @@ pub fn trust_file(
     Ok((entry, ignored))
 }
 
+/// The JSON object of a project-directory file whose exact bytes are trusted, parsed from the
+/// very bytes that were hashed; an untrusted (or changed) file is an
+/// [`ConfigError::UntrustedProjectFile`]. `setup` merges into a project file only through this,
+/// so keys nobody reviewed can never be carried into a file it then trusts.
+pub fn trusted_project_object(
+    env: &dyn EnvSource,
+    paths: &Paths,
+    path: &Path,
+) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
+    let store_path =
+        trust::store_path(env, paths.home.as_deref()).ok_or(ConfigError::NoTrustStore)?;
+    let store = trust::TrustStore::load(&store_path)?;
+    let read = file::read_project(&paths.cwd.join(path), &store)?;
+    if read.state != trust::TrustState::Trusted {
+        return Err(ConfigError::UntrustedProjectFile {
+            path: read.path,
+            changed: read.state == trust::TrustState::Changed,
+        });
+    }
+    file::parse_map(&read.path, read.text())
+}
+
 /// Removes a file from the trust store (by its canonical path when it still exists, else as
 /// written). Returns the path removed, or `None` when it was not trusted.
 pub fn revoke_file(

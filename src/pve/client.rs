@@ -408,19 +408,19 @@ impl Client {
 /// `PVEAPIToken=user@realm!token=secret`, validated and marked sensitive. Errors never echo it.
 fn auth_header(conn: &Connection) -> Result<HeaderValue, PveError> {
     let parts = [
-        ("user", conn.user.as_str()),
-        ("realm", conn.realm.as_str()),
-        ("token name", conn.token_name.as_str()),
+        ("the API user", conn.user.as_str()),
+        ("the API user's realm", conn.realm.as_str()),
+        ("the API token's name", conn.token_name.as_str()),
     ];
     for (what, value) in parts {
         if value.trim().is_empty() {
-            return Err(PveError::Config(format!("the API token {what} is empty")));
+            return Err(PveError::Config(format!("{what} is empty")));
         }
         if value.chars().any(|c| c.is_whitespace() || c.is_control())
             || value.contains(['@', '!', '='])
         {
             return Err(PveError::Config(format!(
-                "the API token {what} {value:?} contains whitespace or one of '@', '!', '='"
+                "{what} {value:?} contains whitespace or one of '@', '!', '='"
             )));
         }
     }
@@ -504,6 +504,27 @@ mod tests {
             assert_eq!(err.code(), "INVALID_CONFIGURATION", "{c:?}");
             assert!(!err.to_string().contains("s3cr3t"), "{err}");
         }
+    }
+
+    #[test]
+    fn bad_token_id_parts_are_named_plainly() {
+        let mut c = conn("pve01");
+        c.token_name = "my token".into();
+        let err = Client::new(&c).unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "the API token's name \"my token\" contains whitespace or one of '@', '!', '='"
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("token token"), "{err}");
+        c.token_name = " ".into();
+        let err = Client::new(&c).unwrap_err().to_string();
+        assert!(err.contains("the API token's name is empty"), "{err}");
+        let mut c = conn("pve01");
+        c.realm = "p!ve".into();
+        let err = Client::new(&c).unwrap_err().to_string();
+        assert!(err.contains("the API user's realm \"p!ve\""), "{err}");
     }
 
     #[test]

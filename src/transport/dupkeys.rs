@@ -7,8 +7,8 @@
 //!
 //! Invariant: a `tools/call` message (or a batch holding one) with the same key twice in any
 //! object — `params.arguments` and everything inside it, but also `params` or the envelope
-//! itself — never reaches rmcp. Anything else, including bytes that are not JSON, is left to
-//! rmcp's own handling, unchanged.
+//! itself — never reaches rmcp. [`check`] also tells whether the bytes are JSON at all, so the
+//! stdio transport can answer a line that is not (rmcp ignores it silently).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -49,16 +49,29 @@ impl DuplicateKey {
     }
 }
 
-/// The first duplicate key of a `tools/call` message in `bytes` (a single message or a batch);
-/// `None` when there is none, when no message is a `tools/call`, or when the bytes are not JSON.
-pub fn duplicate_in_tool_call(bytes: &[u8]) -> Option<DuplicateKey> {
+/// What one pass over a message's bytes found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    /// Valid JSON with no `tools/call` that repeats a key.
+    Clean,
+    /// A `tools/call` that repeats a key.
+    Duplicate(DuplicateKey),
+    /// Not one JSON value (syntax error, trailing bytes, not UTF-8, or nothing at all).
+    NotJson,
+}
+
+/// Checks `bytes` (a single message or a batch, a leading UTF-8 byte-order mark allowed as rmcp
+/// allows it) in one pass: whether they are JSON at all, and the first duplicate key of a
+/// `tools/call` message.
+pub fn check(bytes: &[u8]) -> Checked {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let mut scan = Scan::default();
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    Node { scan: &mut scan }
-        .deserialize(&mut deserializer)
-        .ok()?;
-    deserializer.end().ok()?;
-    scan.messages.into_iter().find_map(|message| {
+    let parsed = Node { scan: &mut scan }.deserialize(&mut deserializer);
+    if parsed.is_err() || deserializer.end().is_err() {
+        return Checked::NotJson;
+    }
+    let found = scan.messages.into_iter().find_map(|message| {
         let is_call = message.methods.iter().any(|m| m == "tools/call");
         let (path, key) = message.duplicate?;
         is_call.then_some(DuplicateKey {
@@ -66,7 +79,17 @@ pub fn duplicate_in_tool_call(bytes: &[u8]) -> Option<DuplicateKey> {
             path,
             key,
         })
-    })
+    });
+    found.map_or(Checked::Clean, Checked::Duplicate)
+}
+
+/// The first duplicate key of a `tools/call` message in `bytes` (a single message or a batch);
+/// `None` when there is none, when no message is a `tools/call`, or when the bytes are not JSON.
+pub fn duplicate_in_tool_call(bytes: &[u8]) -> Option<DuplicateKey> {
+    match check(bytes) {
+        Checked::Duplicate(found) => Some(found),
+        Checked::Clean | Checked::NotJson => None,
+    }
 }
 
 /// What was seen of one top-level message.
@@ -247,6 +270,23 @@ mod tests {
             "",
         ] {
             assert_eq!(check(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_json_are_told_apart() {
+        for text in ["hello", "{not json", r#"{"id":1} trailing"#, "", "  "] {
+            assert_eq!(super::check(text.as_bytes()), Checked::NotJson, "{text:?}");
+        }
+        assert_eq!(super::check(b"\xff\xfe{}"), Checked::NotJson);
+        for text in [
+            "{}",
+            "42",
+            "[]",
+            "{\"id\":1,\"method\":\"ping\"}\r\n",
+            "\u{feff}{\"id\":1,\"method\":\"ping\"}",
+        ] {
+            assert_eq!(super::check(text.as_bytes()), Checked::Clean, "{text:?}");
         }
     }
 }

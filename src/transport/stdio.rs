@@ -2,9 +2,10 @@
 //! in front of rmcp's decoder.
 //!
 //! A pump task reads stdin line by line. A `tools/call` that repeats a JSON key (see
-//! [`super::dupkeys`]) is answered with JSON-RPC `-32602` and never reaches rmcp; every other
-//! line is passed through unchanged to rmcp's own transport, which keeps its framing, line-size
-//! bound and error handling.
+//! [`super::dupkeys`]) is answered with JSON-RPC `-32602` and never reaches rmcp; a complete line
+//! that is not JSON (someone typed `hello`) is answered with `-32700` (at most a few per second)
+//! instead of rmcp's silence; every other line is passed through unchanged to rmcp's own
+//! transport, which keeps its framing, line-size bound and error handling.
 //!
 //! Invariant: stdout carries only what rmcp's writer produces (replies, including the refusals,
 //! are written through that one writer, one message per line); nothing else is ever written there.
@@ -18,6 +19,7 @@ use tokio::io::{
     AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
 };
 use tokio::sync::mpsc;
+use tokio::time::{Duration, Instant};
 
 use super::dupkeys;
 
@@ -53,7 +55,39 @@ where
     }
 }
 
-/// Copies `read` to `to_rmcp` line by line, diverting duplicate-key `tools/call` requests.
+/// Most parse-error replies sent in one second. rmcp stays silent on bytes that are not JSON
+/// because a peer that turns every reply into more bad input would loop forever; the cap keeps
+/// such a loop to a trickle while a person who typed a stray line still gets an answer.
+const PARSE_REPLIES_PER_SECOND: u32 = 5;
+
+/// The parse-error budget: [`PARSE_REPLIES_PER_SECOND`] per one-second window.
+struct ParseReplies {
+    window: Instant,
+    sent: u32,
+}
+
+impl ParseReplies {
+    fn new() -> Self {
+        ParseReplies {
+            window: Instant::now(),
+            sent: 0,
+        }
+    }
+
+    /// Whether one more reply fits in the current window (and counts it).
+    fn take(&mut self) -> bool {
+        let now = Instant::now();
+        if now.duration_since(self.window) >= Duration::from_secs(1) {
+            self.window = now;
+            self.sent = 0;
+        }
+        self.sent = self.sent.saturating_add(1);
+        self.sent <= PARSE_REPLIES_PER_SECOND
+    }
+}
+
+/// Copies `read` to `to_rmcp` line by line, diverting duplicate-key `tools/call` requests and
+/// answering complete lines that are not JSON.
 async fn pump<R: AsyncRead + Unpin>(
     read: R,
     mut to_rmcp: DuplexStream,
@@ -61,6 +95,11 @@ async fn pump<R: AsyncRead + Unpin>(
 ) {
     let mut read = BufReader::new(read);
     let mut line = Vec::new();
+    let mut budget = ParseReplies::new();
+    // Whether the previous piece ended a line; if not, this piece is the rest of an over-long
+    // line, which is passed on unchecked for rmcp to discard (answering it instead would make
+    // rmcp take the next message as more of the over-long line).
+    let mut at_line_start = true;
     loop {
         line.clear();
         // Bounded like rmcp's own reader: an over-long line is passed on in pieces, unchecked,
@@ -70,22 +109,48 @@ async fn pump<R: AsyncRead + Unpin>(
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
-        if line.ends_with(b"\n")
-            && let Some(duplicate) = dupkeys::duplicate_in_tool_call(&line)
-        {
-            tracing::warn!(
-                path = %duplicate.path,
-                "tools/call refused: a JSON key appears twice"
-            );
-            if let Some(reply) = refusal(&duplicate) {
-                let _ = refuse.send(reply);
+        let whole = at_line_start && line.ends_with(b"\n");
+        at_line_start = line.ends_with(b"\n");
+        // Blank lines are skipped by rmcp; a line cut off by end of input is left to it.
+        if whole && !line.trim_ascii().is_empty() {
+            match dupkeys::check(&line) {
+                dupkeys::Checked::Clean => {}
+                dupkeys::Checked::Duplicate(duplicate) => {
+                    tracing::warn!(
+                        path = %duplicate.path,
+                        "tools/call refused: a JSON key appears twice"
+                    );
+                    if let Some(reply) = refusal(&duplicate) {
+                        let _ = refuse.send(reply);
+                    }
+                    continue;
+                }
+                dupkeys::Checked::NotJson => {
+                    // The line itself is never logged or echoed: it may hold a pasted secret.
+                    if budget.take() {
+                        tracing::warn!(
+                            bytes = line.len(),
+                            "a line on stdin is not JSON; answered with a JSON-RPC parse error"
+                        );
+                        let _ = refuse.send(parse_error());
+                    }
+                    continue;
+                }
             }
-            continue;
         }
         if to_rmcp.write_all(&line).await.is_err() {
             return;
         }
     }
+}
+
+/// The `-32700` reply to a line that is not JSON. It has no id (none could be read), so rmcp
+/// writes it without one, as it does its own `-32600`; the message never quotes the line.
+fn parse_error() -> ServerJsonRpcMessage {
+    ServerJsonRpcMessage::error(
+        ErrorData::parse_error("Parse error: Invalid JSON", None),
+        None,
+    )
 }
 
 /// The `-32602` reply to a request that repeats a key; `None` for a notification.
@@ -123,5 +188,20 @@ impl<W: AsyncWrite + Send + Unpin + 'static> Transport<RoleServer> for CheckedSt
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.inner.close().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_errors_are_answered_a_few_per_second_at_most() {
+        let mut budget = ParseReplies::new();
+        let answered = (0..50).filter(|_| budget.take()).count();
+        assert_eq!(answered, PARSE_REPLIES_PER_SECOND as usize);
+        // A new window answers again.
+        budget.window -= Duration::from_secs(2);
+        assert!(budget.take());
     }
 }

@@ -156,6 +156,39 @@ impl McpProcess {
         self.stdin.flush().await.expect("flush");
     }
 
+    /// Writes raw bytes to the server's stdin (a line that need not be JSON, or part of one).
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).await.expect("write");
+        self.stdin.flush().await.expect("flush");
+    }
+
+    /// The next line the server writes to stdout, parsed as JSON (within 30 s).
+    pub async fn next_message(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(30), self.lines.next_line())
+            .await
+            .expect("a line within 30 s")
+            .expect("read")
+            .expect("server closed stdout");
+        serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line ({e}): {line}"))
+    }
+
+    /// Closes stdin, waits for the exit, and returns it with the lines stdout still carried.
+    pub async fn finish(mut self) -> (std::process::ExitStatus, Vec<String>) {
+        drop(self.stdin);
+        let mut rest = Vec::new();
+        let drain = async {
+            while let Ok(Some(line)) = self.lines.next_line().await {
+                rest.push(line);
+            }
+            self.child.wait().await.expect("wait")
+        };
+        let status = tokio::time::timeout(Duration::from_secs(10), drain)
+            .await
+            .expect("exits after stdin closes");
+        (status, rest)
+    }
+
     /// Sends a request and returns the whole response (`result` or `error`).
     pub async fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;

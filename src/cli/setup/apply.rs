@@ -136,7 +136,7 @@ pub(super) async fn finish(
         .map_err(|e| config_err(e.to_string()))?;
     let mut report = Report::default();
     let existed = path.is_file();
-    instance::write(&path, &answers)?;
+    instance::write(&c.paths, c.scope, &path, &answers)?;
     let detail = match (&same_host, existed) {
         (Some(_), _) => format!(
             "`{name}` updated in {} (mode 0600): it already pointed at {}:{}; pass --name to \

@@ -5,7 +5,9 @@
 //! `tlsFingerprint` cannot contradict a new `--allow-insecure-tls` — while every other key a person
 //! added (`sshNodes`, `sshStrategy`, `sshKnownHostsPath`, …) is kept unless SSH flags were given;
 //! without `--name`, a re-run for a host that already has an instance in the scope updates that
-//! instance instead of adding a second one for the same host.
+//! instance instead of adding a second one for the same host. A project-directory file is merged
+//! into only when this user trusted its exact content; otherwise setup refuses and writes nothing
+//! (keys nobody reviewed must never be kept and then trusted).
 
 use std::path::Path;
 
@@ -124,17 +126,53 @@ pub(crate) fn merge(existing: Map<String, Value>, answers: &Answers) -> Map<Stri
     merged
 }
 
-/// Merges, validates with the loader `run` uses, and writes the file with mode 0600.
-pub(crate) fn write(path: &Path, answers: &Answers) -> Result<(), CliError> {
-    let existing = files::read_json_object(path).map_err(|e| CliError::Config(e.to_string()))?;
+/// The content a re-run merges into: the user's own file in the user scope; in the project
+/// scope only a file whose exact bytes this user trusted — anything else at that path (a cloned
+/// repository's file, one changed since `trust`, a symlink elsewhere) is refused, because its
+/// other keys would survive the merge and then be trusted along with what the person typed.
+fn existing_content(
+    paths: &Paths,
+    scope: Scope,
+    path: &Path,
+) -> Result<Map<String, Value>, CliError> {
+    if scope == Scope::User || path.symlink_metadata().is_err() {
+        return files::read_json_object(path).map_err(|e| CliError::Config(e.to_string()));
+    }
+    config::trusted_project_object(&config::ProcessEnv, paths, path).map_err(|e| {
+        let why = match e {
+            config::ConfigError::UntrustedProjectFile { changed: true, .. } => {
+                "changed since you trusted it".to_owned()
+            }
+            config::ConfigError::UntrustedProjectFile { changed: false, .. } => {
+                "is not trusted by you (it may come from a cloned repository)".to_owned()
+            }
+            other => format!("cannot be checked against your trust store ({other})"),
+        };
+        CliError::Config(format!(
+            "setup did not write {shown}: that project-directory instance file {why}, and setup \
+             keeps the keys it does not own, so they would become trusted unreviewed. Nothing was \
+             written. Review the file and run `nandi-proxmox-mcp trust {shown}`, then run setup \
+             again; or choose another instance name with --name (or --scope user)",
+            shown = path.display()
+        ))
+    })
+}
+
+/// Merges, validates with the loader `run` uses, and writes the file with mode 0600. In the
+/// project scope an existing file is merged into only when this user trusted its content.
+pub(crate) fn write(
+    paths: &Paths,
+    scope: Scope,
+    path: &Path,
+    answers: &Answers,
+) -> Result<(), CliError> {
+    let existing = existing_content(paths, scope, path)?;
     let merged = merge(existing, answers);
     config::parse_instance_object(path, &merged).map_err(|e| CliError::Config(e.to_string()))?;
     files::write_atomic(path, &files::pretty(&Value::Object(merged)), true)
         .map_err(|e| CliError::Runtime(e.to_string()))?;
     // The user just wrote this file: trust its content, so discovery and `doctor --name` use it.
-    let paths = config::Paths::from_env(&config::ProcessEnv)
-        .map_err(|e| CliError::Runtime(e.to_string()))?;
-    config::trust_file(&config::ProcessEnv, &paths, path)
+    config::trust_file(&config::ProcessEnv, paths, path)
         .map(|_| ())
         .map_err(|e| CliError::Runtime(e.to_string()))
 }

@@ -4,8 +4,9 @@
 //! secret are required), otherwise an interactive wizard on standard input. Invariants: bad
 //! input (tier, module, scope, clients, values) is refused before anything is written; the
 //! instance file is validated by the same loader `run` uses before it is written, created 0600,
-//! and hand-added keys of an existing file survive; the exit status is non-zero when the final
-//! status is RED.
+//! and hand-added keys of an existing file survive (a project-directory file only when this user
+//! trusted it: an untrusted one is refused); the exit status is non-zero when the final status is
+//! RED.
 
 mod apply;
 mod instance;

@@ -157,6 +157,9 @@ fn several_instances_are_ambiguous() {
         "two",
         "NANDI_PROXMOX_CONFIG",
         "nandi-proxmox-mcp list",
+        "`run` takes no --name",
+        "--name NAME to `doctor` or `harden`",
+        "nandi-proxmox-mcp doctor --name one",
     ] {
         assert!(msg.contains(needle), "{needle} missing in {msg}");
     }
