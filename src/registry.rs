@@ -180,10 +180,15 @@ impl Registry {
             .filter(|spec| spec.superseded_by.is_none())
             .count();
         let exposed = self.canonical_count();
+        // Say whether the legacy names are in the listing or only answer calls.
+        let how = match settings.aliases {
+            AliasMode::Listed => "listed",
+            _ => "callable, not listed",
+        };
         let aliases = match self.alias_count() {
             0 => String::new(),
-            1 => ", plus 1 legacy alias name".to_owned(),
-            n => format!(", plus {n} legacy alias names"),
+            1 => format!(", plus 1 legacy alias name ({how})"),
+            n => format!(", plus {n} legacy alias names ({how})"),
         };
         let how_to_see_more = if exposed < total {
             format!(

@@ -33,7 +33,7 @@ async fn the_tools_header_counts_exposed_of_all_and_says_how_to_see_more() {
     let header = table.lines().next().expect("header");
     assert!(
         header.starts_with(&format!(
-            "{exposed} of {total} tools exposed, plus {aliases} legacy alias names (access tier read-only, module mode core)"
+            "{exposed} of {total} tools exposed, plus {aliases} legacy alias names (callable, not listed) (access tier read-only, module mode core)"
         )),
         "{header}"
     );
