@@ -413,7 +413,9 @@ fn freeze_file_path_and_defaults_sit_beside_the_audit_log() {
     );
     assert_eq!(
         setting(&[("HOME", "/home/u")]),
-        Some(PathBuf::from("/home/u/.local/state/nandi-proxmox-mcp/frozen"))
+        Some(PathBuf::from(
+            "/home/u/.local/state/nandi-proxmox-mcp/frozen"
+        ))
     );
     assert_eq!(setting(&[]), None);
     assert!(freeze_file(&env(&[("PVE_FREEZE_FILE", "a\u{7}b")])).is_err());
