@@ -398,3 +398,45 @@ async fn tasks_cancel_is_a_change_and_is_refused_while_frozen() {
     starter.cancel().await.ok();
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn freeze_never_waits_on_the_audit_log_and_unfreeze_needs_it() {
+    let dirs = CliDirs::new();
+    let state = tempfile::tempdir().expect("tempdir");
+    let file = state.path().join("frozen");
+    let blocker = state.path().join("plain-file");
+    std::fs::write(&blocker, "x").expect("write");
+    // An audit log below a regular file cannot be opened.
+    let broken_log = blocker.join("audit.jsonl");
+    let env = [
+        ("PVE_FREEZE_FILE", file.to_str().expect("utf-8")),
+        ("PVE_AUDIT_LOG", broken_log.to_str().expect("utf-8")),
+    ];
+    let out = dirs
+        .run(&["freeze", "--reason", "disk trouble"], &env, None)
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(file.exists(), "frozen despite the audit log");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("warning: changes are frozen, but"),
+        "{}",
+        text_of(&out)
+    );
+    let out = dirs.run(&["unfreeze"], &env, None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("changes stay frozen"),
+        "{}",
+        text_of(&out)
+    );
+    assert!(
+        file.exists(),
+        "still frozen: the unfreeze could not be recorded"
+    );
+    let status = dirs.run(&["freeze", "--status"], &env, None).await;
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("FROZEN: changes are frozen since "),
+        "{}",
+        text_of(&status)
+    );
+}
