@@ -34,6 +34,9 @@ pub mod codes {
     /// A request's effects were not covered by the call's approval (or need a higher tier);
     /// nothing was sent.
     pub const EFFECT_NOT_APPROVED: &str = "EFFECT_NOT_APPROVED";
+    /// Changes are frozen (`nandi-proxmox-mcp freeze`): the call would do more than a plain
+    /// read; nothing was sent and nobody was asked. `unfreeze` lifts it.
+    pub const FROZEN: &str = "FROZEN";
     /// Too many task waits run at once in this session or server; this one was not started
     /// (the Proxmox task is unaffected). Call again later or read `pve_get_task_status`.
     pub const TOO_MANY_WAITS: &str = "TOO_MANY_WAITS";
@@ -48,6 +51,18 @@ pub fn failure_from(err: crate::pve::PveError) -> ToolFailure {
         details: err.details(),
         impact: None,
     }
+}
+
+/// The failure of a call refused because changes are frozen; nothing was sent.
+pub fn frozen(tool: &str, frozen: &crate::effects::Frozen) -> ToolFailure {
+    ToolFailure::new(
+        codes::FROZEN,
+        format!(
+            "Refused: {tool} would do more than a plain read, and {}. Nothing was sent to Proxmox.",
+            frozen.summary()
+        ),
+    )
+    .with_hint(frozen.hint())
 }
 
 /// The failure of a call that needs Proxmox when none is configured.

@@ -108,6 +108,22 @@ pub fn tier_refusal(tier: Tier, spec: &ToolSpec, gate: Option<&Gate>) -> Option<
     )
 }
 
+/// Refuses a call whose planned effects go beyond a plain read while changes are frozen
+/// (the freeze file exists, looked at now): before a person is asked or a dry run reports it
+/// as sendable. Plain reads go on. The REST client and SSH entry check the same switch for
+/// each request, so a freeze that lands after this check still stops the call's requests.
+pub fn frozen_refusal(
+    spec: &ToolSpec,
+    gate: Option<&Gate>,
+    freeze: Option<&effects::FreezeSwitch>,
+) -> Option<ToolFailure> {
+    if gate?.planned.effects.is_read() {
+        return None;
+    }
+    let frozen = freeze?.check().err()?;
+    Some(crate::envelope::frozen(spec.name, &frozen))
+}
+
 /// What the call's requests will do (see the module docs).
 pub fn plan(spec: &'static ToolSpec, args: &ValidArgs) -> Classified {
     match spec.backend {

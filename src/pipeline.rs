@@ -1,5 +1,5 @@
-//! The call pipeline, one straight line: validate → gate → (dry-run: preview, stop) →
-//! approve → dispatch → (long tasks: MCP task or wait) → envelope.
+//! The call pipeline, one straight line: validate → gate (and the kill switch) → (dry-run:
+//! preview, stop) → approve → dispatch → (long tasks: MCP task or wait) → envelope.
 //!
 //! Each stage has one home: validation in `dispatch::preflight` (from the row), the gate in
 //! `gate` (from the row and the arguments), the preview in `preview`, approval in `approval`
@@ -52,6 +52,14 @@ pub async fn run(
     };
     let gate = gate::evaluate(spec, &args);
     if let Some(failure) = gate::tier_refusal(state.settings.tier, spec, gate.as_ref()) {
+        return outcome::conclude(&record, entry, started, Err(failure), 0, None)
+            .await
+            .into();
+    }
+    // The kill switch: while changes are frozen, anything beyond a plain read stops here,
+    // before a dry run or a person's question.
+    let freeze = state.settings.freeze.as_ref();
+    if let Some(failure) = gate::frozen_refusal(spec, gate.as_ref(), freeze) {
         return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();
@@ -143,6 +151,7 @@ pub async fn run(
         .map_or(crate::effects::EffectSet::READ, Gate::clearance);
     let work = crate::effects::with_clearance(
         clearance,
+        freeze,
         crate::composite::exec::detached_scope(
             exec_as_task,
             dispatch::execute(&backends, spec, &args, cancel),

@@ -8,7 +8,9 @@
 //!    (`PVE_TOOL_WHITELIST`) narrow further; both must admit the tool when set.
 //!
 //! How a gated call is approved (`PVE_HUMAN_APPROVAL`) is policy too and lives here; the
-//! approval itself runs in `approval`.
+//! approval itself runs in `approval`. So is the kill switch the calls are checked against
+//! (`PVE_FREEZE_FILE`, read by `config::freeze_file` beside the audit log's path; the check
+//! itself is `effects::freeze`).
 //!
 //! Aliases are never decided on their own: they follow their canonical tool. Every name in
 //! the settings is checked against the catalog at start-up; an unknown tier, module,
@@ -296,6 +298,9 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// `PVE_FREEZE_FILE` (or the state folder its default lives in) is not a usable path.
+    #[error("{0}")]
+    InvalidFreezeFile(String),
     /// `PVE_CATEGORIES` names a category that does not exist.
     #[error("{ENV_CATEGORIES} names unknown categories: {unknown}; valid categories: {valid}")]
     UnknownCategories {
@@ -347,6 +352,9 @@ pub struct Settings {
     pub task_ttl: Duration,
     /// Key sealing approval states (`PVE_APPROVAL_KEY_FILE`); `None`: random per process.
     pub approval_key: Option<ApprovalKey>,
+    /// The kill switch (`PVE_FREEZE_FILE`, else beside the audit log); `None` only when no
+    /// path is known (no home or state folder).
+    pub freeze: Option<crate::effects::FreezeSwitch>,
 }
 
 /// The secret that seals MRTR approval states, read from `PVE_APPROVAL_KEY_FILE`.
@@ -386,6 +394,15 @@ impl ApprovalKey {
     }
 }
 
+/// The settings' lookup, as the configuration's environment source.
+struct Lookup<'a, F>(&'a F);
+
+impl<F: Fn(&str) -> Option<String>> crate::config::EnvSource for Lookup<'_, F> {
+    fn var(&self, key: &str) -> Option<String> {
+        (self.0)(key)
+    }
+}
+
 impl Default for Settings {
     /// Secure defaults: read-only tier, core module, no lists.
     fn default() -> Self {
@@ -403,6 +420,7 @@ impl Default for Settings {
             download_allow: Vec::new(),
             task_ttl: Duration::from_secs(DEFAULT_TASK_TTL_SECS),
             approval_key: None,
+            freeze: None,
         }
     }
 }
@@ -473,6 +491,9 @@ impl Settings {
         if let Some(value) = get(ENV_APPROVAL_KEY_FILE) {
             settings.approval_key = Some(ApprovalKey::from_file(&PathBuf::from(value))?);
         }
+        settings.freeze = crate::config::freeze_file(&Lookup(&lookup))
+            .map_err(|e| PolicyError::InvalidFreezeFile(e.to_string()))?
+            .map(crate::effects::FreezeSwitch::new);
         Ok(settings)
     }
 

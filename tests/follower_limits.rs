@@ -55,6 +55,7 @@ async fn start_tasks(emu: &Emulator, n: u32, first_newid: u32) -> Vec<String> {
         // The test's own setup, as an operator would: cleared for anything.
         let data = nandi_proxmox_mcp::effects::with_clearance(
             nandi_proxmox_mcp::effects::EffectSet::ANY,
+            None,
             client.call(request, &cancel),
         )
         .await

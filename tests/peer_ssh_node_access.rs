@@ -366,6 +366,7 @@ async fn snippets_live_only_in_the_storage_snippet_dir() {
     // The test's own setup, as an operator would do it: cleared for any effect.
     let created = nandi_proxmox_mcp::effects::with_clearance(
         nandi_proxmox_mcp::effects::EffectSet::ANY,
+        None,
         client.call(
             ApiRequest::post("/storage")
                 .param("storage", "snip")

@@ -101,7 +101,7 @@ async fn query_and_form_parameters_are_encoded() {
     let write =
         ApiRequest::new(Method::Post, "/nodes/pve01/qemu/101/status/reboot").param("timeout", "30");
     // The test's direct write runs under the operator's own clearance.
-    let upid = with_clearance(EffectSet::ANY, call(&client, write))
+    let upid = with_clearance(EffectSet::ANY, None, call(&client, write))
         .await
         .result
         .expect("reboot starts");
@@ -338,7 +338,7 @@ async fn client_errors_and_writes_are_tried_once() {
     let write = ApiRequest::new(Method::Post, "/nodes/pve01/qemu/101/status/reboot")
         .retry(RetryPolicy::Reads);
     // The test's direct write runs under the operator's own clearance.
-    let outcome = with_clearance(EffectSet::ANY, call(&client, write)).await;
+    let outcome = with_clearance(EffectSet::ANY, None, call(&client, write)).await;
     assert_eq!(err_of(&outcome).code(), "PROXMOX_SERVER_ERROR");
     assert_eq!(outcome.attempts, 1);
     let recorded = emu.requests();

@@ -18,7 +18,7 @@ use crate::catalog::{Backend, ToolSpec};
 use crate::envelope::{ToolFailure, codes};
 use crate::redact;
 
-/// Error codes of refusals by an approval gate; each one is recorded.
+/// Error codes of refusals by an approval gate (or the kill switch); each one is recorded.
 pub const GATE_REFUSALS: &[&str] = &[
     codes::CONFIRMATION_REQUIRED,
     codes::CONFIRMATION_DECLINED,
@@ -26,6 +26,7 @@ pub const GATE_REFUSALS: &[&str] = &[
     codes::CONFIRMATION_TIMEOUT,
     codes::APPROVAL_UNAVAILABLE,
     codes::APPROVAL_STATE_INVALID,
+    codes::FROZEN,
 ];
 
 /// Error codes of calls stopped before anything was sent.

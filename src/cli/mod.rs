@@ -10,6 +10,7 @@ pub mod clients;
 mod completions;
 pub mod doctor;
 pub mod files;
+mod freeze;
 pub mod harden;
 mod health;
 mod jsonc;
@@ -94,6 +95,17 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp audit verify\n  nandi-proxmox-mcp audit verify ~/.local/state/nandi-proxmox-mcp/audit.jsonl"
     )]
     Audit(audit::AuditArgs),
+    /// Kill switch: refuse every change on every server process sharing the freeze file, from
+    /// its next call (reads go on); `--status` only reports.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp freeze --reason \"incident 42: agent misbehaving\"\n  nandi-proxmox-mcp freeze --status\n  nandi-proxmox-mcp freeze --file /srv/nandi/frozen      replicas sharing a volume\n\nThe file is PVE_FREEZE_FILE, else ~/.local/state/nandi-proxmox-mcp/frozen ($XDG_STATE_HOME when set)."
+    )]
+    Freeze(freeze::FreezeArgs),
+    /// Lift the kill switch: remove the freeze file (refused when its audit line cannot be written).
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp unfreeze\n  nandi-proxmox-mcp unfreeze --file /srv/nandi/frozen"
+    )]
+    Unfreeze(freeze::UnfreezeArgs),
     /// Exit 0 when a running HTTP server answers 200 on /health (container health checks).
     #[command(
         after_help = "Examples:\n  nandi-proxmox-mcp health --url http://127.0.0.1:3000/health"
@@ -151,6 +163,8 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Completions(args)) => completions::run(args),
         Some(Command::Audit(args)) => audit::run(args),
+        Some(Command::Freeze(args)) => freeze::freeze(args),
+        Some(Command::Unfreeze(args)) => freeze::unfreeze(args),
         Some(Command::Health(args)) => health::run(args).await,
     }
 }

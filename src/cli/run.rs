@@ -41,6 +41,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Config(e.to_string()))?;
     let limits = pve::ClientLimits::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
+    announce_freeze(settings.freeze.as_ref());
 
     // Held until the server stops: dropping it stops the demo emulator.
     let mut _demo: Option<Emulator> = None;
@@ -270,5 +271,19 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {}
         _ = terminate => {}
+    }
+}
+
+/// Says at start-up which freeze file this process watches, and whether it is frozen now.
+fn announce_freeze(switch: Option<&crate::effects::FreezeSwitch>) {
+    match switch.map(|s| (s, s.check())) {
+        Some((switch, Ok(()))) => tracing::info!(file = %switch, "kill switch: not frozen"),
+        Some((switch, Err(frozen))) => tracing::warn!(
+            file = %switch,
+            "{frozen}: every call beyond a plain read is refused until `nandi-proxmox-mcp unfreeze`"
+        ),
+        None => tracing::warn!(
+            "no freeze file is known (set PVE_FREEZE_FILE or HOME): `nandi-proxmox-mcp freeze` cannot stop this process"
+        ),
     }
 }

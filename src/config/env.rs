@@ -30,6 +30,7 @@ const SSH_STRATEGY: &str = "PROXMOX_SSH_STRATEGY";
 const SSH_KNOWN_HOSTS: &str = "PROXMOX_SSH_KNOWN_HOSTS";
 const SSH_HOST_KEY: &str = "PROXMOX_SSH_HOST_KEY_FINGERPRINT";
 const AUDIT_LOG: &str = "PVE_AUDIT_LOG";
+const FREEZE_FILE: &str = "PVE_FREEZE_FILE";
 const XDG_STATE_HOME: &str = "XDG_STATE_HOME";
 
 /// The variables that must be set in environment mode.
@@ -106,8 +107,14 @@ pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
         false,
     ),
     doc(
+        FREEZE_FILE,
+        "Kill switch: while this file exists (`nandi-proxmox-mcp freeze` creates it, `unfreeze` removes it), every call that does more than a plain read is refused with FROZEN; replicas sharing the file freeze together",
+        "$XDG_STATE_HOME/nandi-proxmox-mcp/frozen, else ~/.local/state/nandi-proxmox-mcp/frozen",
+        false,
+    ),
+    doc(
         XDG_STATE_HOME,
-        "Per-user state folder; holds the default audit log",
+        "Per-user state folder; holds the default audit log and freeze file",
         "~/.local/state",
         false,
     ),
@@ -304,11 +311,35 @@ pub fn audit_log(env: &dyn EnvSource) -> Result<AuditLogSetting, ConfigError> {
     if let Some(path) = vars.path(AUDIT_LOG, home.as_deref())? {
         return Ok(AuditLogSetting::File(path));
     }
+    Ok(
+        state_folder(&vars, home)?.map_or(AuditLogSetting::NoStateDir, |dir| {
+            AuditLogSetting::File(dir.join("audit.jsonl"))
+        }),
+    )
+}
+
+/// This program's folder in the per-user state folder: `$XDG_STATE_HOME/nandi-proxmox-mcp`
+/// (when absolute), else `~/.local/state/nandi-proxmox-mcp`; `None` without either.
+fn state_folder(
+    vars: &Vars<'_>,
+    home: Option<std::path::PathBuf>,
+) -> Result<Option<std::path::PathBuf>, ConfigError> {
     let state = vars
         .path(XDG_STATE_HOME, home.as_deref())?
         .filter(|p| p.is_absolute())
         .or_else(|| home.map(|h| h.join(".local").join("state")));
-    Ok(state.map_or(AuditLogSetting::NoStateDir, |dir| {
-        AuditLogSetting::File(dir.join("nandi-proxmox-mcp").join("audit.jsonl"))
-    }))
+    Ok(state.map(|dir| dir.join("nandi-proxmox-mcp")))
+}
+
+/// Reads `PVE_FREEZE_FILE`, the kill switch's file (see [`ENV_VARS`]): a path (`~`
+/// expanded), else `frozen` in the same state folder as the default audit log; `None` when
+/// neither is known (then nothing can freeze this process). A path with control characters
+/// is an error.
+pub fn freeze_file(env: &dyn EnvSource) -> Result<Option<std::path::PathBuf>, ConfigError> {
+    let vars = Vars(env);
+    let home = super::home_from_env(env);
+    if let Some(path) = vars.path(FREEZE_FILE, home.as_deref())? {
+        return Ok(Some(path));
+    }
+    Ok(state_folder(&vars, home)?.map(|dir| dir.join("frozen")))
 }

@@ -397,7 +397,7 @@ pub struct FileKeyDoc {
 /// Every environment variable this module reads.
 pub const ENV_VARS: &[EnvVarDoc] = env::ENV_VARS;
 
-pub use env::{AuditLogSetting, audit_log};
+pub use env::{AuditLogSetting, audit_log, freeze_file};
 
 /// Every key an instance file may contain.
 pub const FILE_KEYS: &[FileKeyDoc] = keys::FILE_KEYS;

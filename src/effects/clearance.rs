@@ -6,16 +6,40 @@
 //! are not covered is refused before it is sent. Outside any scope (a follower task, a
 //! background poll, a CLI read) only plain reads pass.
 //!
+//! A scope also names the freeze switch ([`super::freeze`]): while its file exists, every
+//! request beyond a plain read is refused as [`Stopped::Frozen`], whatever was approved. The
+//! file is looked at for each such request as it leaves, never cached.
+//!
 //! Invariant: the default is a plain read. Nothing widens a scope but the code that holds an
-//! approval, and a scope never outlives the future it wraps.
+//! approval, a scope that widens names its freeze switch (the signature of
+//! [`with_clearance`] asks for it), and a scope never outlives the future it wraps.
 
 use std::future::Future;
 
+use super::freeze::{FreezeSwitch, Frozen};
 use super::request::{SshKind, classify_rest, classify_ssh};
 use super::{Classified, EffectSet};
 
+/// What the running call may do, and the switch that can stop it.
+#[derive(Clone)]
+struct Scope {
+    allowed: EffectSet,
+    freeze: Option<FreezeSwitch>,
+}
+
 tokio::task_local! {
-    static CLEARANCE: EffectSet;
+    static CLEARANCE: Scope;
+}
+
+/// Why a request was not let out; nothing was sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Stopped {
+    /// Its effects were not cleared for the running call.
+    #[error(transparent)]
+    NotApproved(#[from] Refusal),
+    /// It does more than read, and changes are frozen.
+    #[error(transparent)]
+    Frozen(#[from] Frozen),
 }
 
 /// A request refused because its effects were not cleared for the running call.
@@ -38,37 +62,56 @@ fn describe(effects: &EffectSet) -> String {
         .join(", ")
 }
 
-/// Runs `work` with `allowed` effects cleared for every request it sends.
-pub async fn with_clearance<F: Future>(allowed: EffectSet, work: F) -> F::Output {
-    CLEARANCE.scope(allowed, work).await
+/// Runs `work` with `allowed` effects cleared for every request it sends, unless `freeze`
+/// (the server's freeze switch; `None` only where there is none) says changes are frozen.
+pub async fn with_clearance<F: Future>(
+    allowed: EffectSet,
+    freeze: Option<&FreezeSwitch>,
+    work: F,
+) -> F::Output {
+    let scope = Scope {
+        allowed,
+        freeze: freeze.cloned(),
+    };
+    CLEARANCE.scope(scope, work).await
 }
 
 /// The effects cleared for the running task (a plain read outside any scope).
 pub fn current() -> EffectSet {
-    CLEARANCE.try_with(|c| *c).unwrap_or(EffectSet::READ)
+    CLEARANCE.try_with(|c| c.allowed).unwrap_or(EffectSet::READ)
 }
 
-/// Classifies a REST request and admits it if its effects are cleared.
-pub fn admit(method: &str, path: &str, params: &[(String, String)]) -> Result<Classified, Refusal> {
+/// Classifies a REST request and admits it if its effects are cleared and, when it does
+/// more than read, changes are not frozen.
+pub fn admit(method: &str, path: &str, params: &[(String, String)]) -> Result<Classified, Stopped> {
     let classified = classify_rest(method, path, params);
     check(format!("{method} {path}"), classified)
 }
 
-/// Classifies an SSH/SFTP operation and admits it if its effects are cleared.
-pub fn admit_ssh(kind: SshKind, what: &str) -> Result<Classified, Refusal> {
+/// Classifies an SSH/SFTP operation and admits it like [`admit`].
+pub fn admit_ssh(kind: SshKind, what: &str) -> Result<Classified, Stopped> {
     check(format!("SSH {what}"), classify_ssh(kind, what))
 }
 
-fn check(what: String, classified: Classified) -> Result<Classified, Refusal> {
-    let beyond = classified.effects.beyond(current());
+fn check(what: String, classified: Classified) -> Result<Classified, Stopped> {
+    if classified.effects.is_read() {
+        // Plain reads go on, frozen or not, and cost no look at the file.
+        return Ok(classified);
+    }
+    let scope = CLEARANCE.try_with(Scope::clone).ok();
+    if let Some(switch) = scope.as_ref().and_then(|s| s.freeze.as_ref()) {
+        switch.check()?;
+    }
+    let allowed = scope.map_or(EffectSet::READ, |s| s.allowed);
+    let beyond = classified.effects.beyond(allowed);
     if beyond.is_read() {
         Ok(classified)
     } else {
-        Err(Refusal {
+        Err(Stopped::NotApproved(Refusal {
             what,
             beyond,
             classified,
-        })
+        }))
     }
 }
 
@@ -80,7 +123,11 @@ mod tests {
     #[tokio::test]
     async fn outside_a_scope_only_reads_pass() {
         assert!(admit("GET", "/version", &[]).is_ok());
-        let refused = admit("POST", "/nodes/pve01/qemu/101/status/start", &[]).expect_err("write");
+        let Err(Stopped::NotApproved(refused)) =
+            admit("POST", "/nodes/pve01/qemu/101/status/start", &[])
+        else {
+            panic!("a write outside a scope is refused");
+        };
         assert!(refused.beyond.contains(Effect::Change));
         assert!(refused.to_string().contains("not approved"), "{refused}");
     }
@@ -88,7 +135,7 @@ mod tests {
     #[tokio::test]
     async fn a_scope_admits_what_it_covers_and_nothing_more() {
         let start = EffectSet::of(Effect::Change);
-        with_clearance(start, async {
+        with_clearance(start, None, async {
             assert!(admit("POST", "/nodes/pve01/qemu/101/status/start", &[]).is_ok());
             assert!(admit("POST", "/nodes/pve01/qemu/101/status/stop", &[]).is_err());
             assert!(
@@ -102,5 +149,28 @@ mod tests {
         })
         .await;
         assert!(admit("POST", "/nodes/pve01/qemu/101/status/start", &[]).is_err());
+    }
+
+    #[tokio::test]
+    async fn a_freeze_stops_everything_beyond_a_read_at_the_next_request() {
+        let dir = tempfile::tempdir().unwrap();
+        let switch = FreezeSwitch::new(dir.path().join("frozen"));
+        let stop = "/nodes/pve01/qemu/101/status/stop";
+        with_clearance(EffectSet::ANY, Some(&switch), async {
+            assert!(admit("POST", stop, &[]).is_ok());
+            std::fs::write(switch.path(), "incident").unwrap();
+            let refused = admit("POST", stop, &[]).expect_err("frozen");
+            assert!(matches!(refused, Stopped::Frozen(_)), "{refused:?}");
+            assert!(refused.to_string().contains("incident"), "{refused}");
+            assert!(matches!(
+                admit_ssh(SshKind::Command, "pct exec 101 -- true"),
+                Err(Stopped::Frozen(_))
+            ));
+            // Plain reads go on.
+            assert!(admit("GET", "/nodes", &[]).is_ok());
+            std::fs::remove_file(switch.path()).unwrap();
+            assert!(admit("POST", stop, &[]).is_ok());
+        })
+        .await;
     }
 }

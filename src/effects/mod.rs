@@ -15,18 +15,22 @@
 //!   (see [`needs_person`] and [`needs_full_tier`]);
 //! - [`clearance`] is checked by the REST client and the SSH entry point for every request:
 //!   a request whose effects were not cleared for the running call is refused before it
-//!   leaves, so no tool, composite handler or follower can send more than was approved.
+//!   leaves, so no tool, composite handler or follower can send more than was approved;
+//! - while the freeze file exists ([`freeze`]), every request beyond a plain read is refused
+//!   there too, whatever was approved.
 //!
 //! This module sits below `pve` and `ssh` and imports neither.
 
 pub mod clearance;
 pub mod derive;
+pub mod freeze;
 pub mod request;
 mod table;
 
 use std::fmt;
 
-pub use clearance::{Refusal, admit, admit_ssh, current, with_clearance};
+pub use clearance::{Refusal, Stopped, admit, admit_ssh, current, with_clearance};
+pub use freeze::{FreezeNote, FreezeSwitch, Frozen};
 pub use request::{SshKind, classify_rest, classify_ssh};
 pub use table::{Endpoint, endpoint, endpoints, endpoints_for_template, render as table_render};
 

@@ -151,10 +151,11 @@ impl Client {
     pub async fn call(&self, req: ApiRequest, cancel: &CancellationToken) -> Outcome {
         // The choke point: a request whose effects the running call was not cleared for
         // never leaves (see `effects::clearance`).
-        if let Err(refusal) = crate::effects::admit(req.method.as_str(), &req.path, &req.params) {
-            tracing::info!(method = %req.method, path = %req.path, effects = ?refusal.beyond, "request refused: effects not approved");
+        // While changes are frozen, it refuses anything beyond a plain read as well.
+        if let Err(stopped) = crate::effects::admit(req.method.as_str(), &req.path, &req.params) {
+            tracing::info!(method = %req.method, path = %req.path, reason = %stopped, "request refused before sending");
             return Outcome {
-                result: Err(PveError::NotApproved(refusal)),
+                result: Err(PveError::from(stopped)),
                 attempts: 0,
             };
         }

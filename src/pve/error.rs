@@ -72,6 +72,19 @@ pub enum PveError {
     /// was sent.
     #[error("refused before sending: {0}")]
     NotApproved(#[from] crate::effects::Refusal),
+    /// The request does more than read and changes are frozen (`nandi-proxmox-mcp freeze`);
+    /// nothing was sent.
+    #[error("refused before sending: {0}")]
+    Frozen(#[from] crate::effects::Frozen),
+}
+
+impl From<crate::effects::Stopped> for PveError {
+    fn from(stopped: crate::effects::Stopped) -> PveError {
+        match stopped {
+            crate::effects::Stopped::NotApproved(refusal) => PveError::NotApproved(refusal),
+            crate::effects::Stopped::Frozen(frozen) => PveError::Frozen(frozen),
+        }
+    }
 }
 
 fn http_text(status: u16, message: &str, errors: Option<&Map<String, Value>>) -> String {
@@ -123,6 +136,8 @@ impl PveError {
             // `envelope::codes::EFFECT_NOT_APPROVED` (pinned by a test): the envelope sits above
             // this client and maps its errors, so the client does not import it.
             PveError::NotApproved(_) => "EFFECT_NOT_APPROVED",
+            // `envelope::codes::FROZEN`, pinned the same way.
+            PveError::Frozen(_) => "FROZEN",
         }
     }
 
@@ -177,6 +192,9 @@ impl PveError {
 
     /// A short, actionable hint for the user, when there is one.
     pub fn hint(&self) -> Option<String> {
+        if let PveError::Frozen(frozen) = self {
+            return Some(format!("Nothing was sent to Proxmox: {}", frozen.hint()));
+        }
         if let PveError::NotApproved(refusal) = self {
             return Some(format!(
                 "Nothing was sent to Proxmox. A person approves every request that does more \
@@ -320,6 +338,24 @@ mod tests {
             classified: Default::default(),
         });
         assert_eq!(refused.code(), crate::envelope::codes::EFFECT_NOT_APPROVED);
+    }
+
+    #[test]
+    fn frozen_has_the_envelope_code_and_says_how_to_lift_it() {
+        let frozen = PveError::Frozen(crate::effects::Frozen {
+            note: crate::effects::FreezeNote {
+                reason: Some("incident".into()),
+                ..Default::default()
+            },
+            unreadable: None,
+        });
+        assert_eq!(frozen.code(), crate::envelope::codes::FROZEN);
+        let hint = frozen.hint().unwrap_or_default();
+        assert!(hint.contains("Nothing was sent"), "{hint}");
+        assert!(
+            hint.contains("incident") && hint.contains("unfreeze"),
+            "{hint}"
+        );
     }
 
     fn http(status: u16, message: &str) -> PveError {

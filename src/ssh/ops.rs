@@ -75,12 +75,11 @@ pub async fn execute(
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
     // The SSH choke point: an operation whose effects the running call was not cleared for
-    // never starts (see `effects::clearance`).
-    if let Err(refusal) = crate::effects::admit_ssh(op.effect_kind(), op.describe()) {
+    // never starts (see `effects::clearance`), nor, while changes are frozen, anything
+    // beyond a plain read.
+    if let Err(stopped) = crate::effects::admit_ssh(op.effect_kind(), op.describe()) {
         return (
-            Err(crate::envelope::failure_from(pve::PveError::NotApproved(
-                refusal,
-            ))),
+            Err(crate::envelope::failure_from(pve::PveError::from(stopped))),
             0,
         );
     }

@@ -3,7 +3,8 @@
 //!
 //! Invariant: nothing is sent unless a person (or, where the mode allows, the confirm flag)
 //! approved and the `sending` line was written and synced; a task that already ended is
-//! acknowledged without a request.
+//! acknowledged without a request; while changes are frozen the stop is refused (`FROZEN`)
+//! before anyone is asked.
 
 use std::time::Instant;
 
@@ -80,6 +81,13 @@ pub async fn cancel(
         arguments: Some(&arguments),
         approval,
     };
+    // A stop is a change: while changes are frozen it is refused before anyone is asked.
+    if let Some(Err(frozen)) = state.settings.freeze.as_ref().map(|f| f.check()) {
+        let failure = crate::envelope::frozen(CANCEL_METHOD, &frozen);
+        let outcome = Err(failure.clone());
+        audit::record_call(&state.audit, &audit_call(None), &outcome, started.elapsed()).await;
+        return Err(refusal(failure));
+    }
     // A cancel that could not be recorded is refused before anyone is asked (fail closed).
     audit::ensure_change_recordable(&state.audit, stop.spec, true)
         .await
@@ -135,11 +143,13 @@ pub async fn cancel(
     let request = pve::ApiRequest::new(pve::Method::Delete, path);
     // Approved above: the stop may have exactly the effects of stopping a task.
     let clearance = crate::effects::classify_rest("DELETE", &request.path, &[]).effects;
-    let outcome = crate::effects::with_clearance(clearance, client.call(request, &context.ct))
-        .await
-        .result
-        .map(|_| json!({"upid": upid.to_string()}))
-        .map_err(crate::envelope::failure_from);
+    let freeze = state.settings.freeze.as_ref();
+    let outcome =
+        crate::effects::with_clearance(clearance, freeze, client.call(request, &context.ct))
+            .await
+            .result
+            .map(|_| json!({"upid": upid.to_string()}))
+            .map_err(crate::envelope::failure_from);
     audit::record_call(
         &state.audit,
         &audit_call(Some(approved_by)),

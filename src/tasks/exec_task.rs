@@ -141,6 +141,7 @@ impl ExecHandle {
         client: &pve::Client,
         cancel: &CancellationToken,
         exec_listed: bool,
+        freeze: Option<&crate::effects::FreezeSwitch>,
     ) -> Result<(bool, Value), ToolFailure> {
         let path = format!(
             "/nodes/{}/qemu/{}/agent/exec-status",
@@ -150,16 +151,18 @@ impl ExecHandle {
         let request = ApiRequest::get(path).param("pid", self.pid.to_string());
         // Reading the output of a program a person approved: where this server lists the exec
         // tool (tier `full`), the status read is cleared for exactly what it is (a sensitive
-        // read); elsewhere it is refused like any other sensitive read.
+        // read); elsewhere it is refused like any other sensitive read, and so it is while
+        // changes are frozen (a sensitive read is beyond a plain read).
         let clearance = if exec_listed {
             crate::effects::classify_rest("GET", &request.path, &request.params).effects
         } else {
             crate::effects::EffectSet::READ
         };
-        let status = crate::effects::with_clearance(clearance, client.call(request, cancel))
-            .await
-            .result
-            .map_err(failure_from)?;
+        let status =
+            crate::effects::with_clearance(clearance, freeze, client.call(request, cancel))
+                .await
+                .result
+                .map_err(failure_from)?;
         Ok(render_status(self.pid, &status))
     }
 }

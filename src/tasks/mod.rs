@@ -483,7 +483,12 @@ async fn get_exec(
         .iter()
         .any(|e| e.spec.name == "pve_exec_qemu_guest_command");
     let (exited, data) = handle
-        .poll(client, &context.ct, exec_listed)
+        .poll(
+            client,
+            &context.ct,
+            exec_listed,
+            state.settings.freeze.as_ref(),
+        )
         .await
         .map_err(failure_error)?;
     let task = working_task(state, task_id, handle.created_at());

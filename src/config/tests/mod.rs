@@ -365,6 +365,7 @@ fn env_var_table_is_complete_and_exact() {
     let rec_empty = Recorder(env(&[]), RefCell::default());
     load_env(&rec_empty).unwrap_err();
     audit_log(&rec_empty).unwrap();
+    freeze_file(&rec_empty).unwrap();
     let mut read: BTreeSet<String> = rec.1.into_inner();
     read.extend(rec_empty.1.into_inner());
     let documented: BTreeSet<String> = ENV_VARS.iter().map(|d| d.name.to_owned()).collect();
@@ -397,4 +398,25 @@ fn audit_log_setting_off_path_and_defaults() {
     );
     assert_eq!(setting(&[]), AuditLogSetting::NoStateDir);
     assert!(audit_log(&env(&[("PVE_AUDIT_LOG", "a\u{7}b")])).is_err());
+}
+
+#[test]
+fn freeze_file_path_and_defaults_sit_beside_the_audit_log() {
+    let setting = |vars: &[(&str, &str)]| freeze_file(&env(vars)).unwrap();
+    assert_eq!(
+        setting(&[("PVE_FREEZE_FILE", "~/f"), ("HOME", "/home/u")]),
+        Some(PathBuf::from("/home/u/f"))
+    );
+    assert_eq!(
+        setting(&[("XDG_STATE_HOME", "/st"), ("HOME", "/home/u")]),
+        Some(PathBuf::from("/st/nandi-proxmox-mcp/frozen"))
+    );
+    assert_eq!(
+        setting(&[("HOME", "/home/u")]),
+        Some(PathBuf::from(
+            "/home/u/.local/state/nandi-proxmox-mcp/frozen"
+        ))
+    );
+    assert_eq!(setting(&[]), None);
+    assert!(freeze_file(&env(&[("PVE_FREEZE_FILE", "a\u{7}b")])).is_err());
 }
