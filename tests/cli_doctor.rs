@@ -297,3 +297,43 @@ async fn several_instances_are_checked_one_by_one() {
         assert!(err.contains(needle), "{needle}: {err}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_says_whether_changes_are_frozen_without_going_red() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let freeze_file = d.home.path().join("frozen-here");
+    let mut env = common::env_for(&emu);
+    env.push(("PVE_FREEZE_FILE".into(), freeze_file.display().to_string()));
+    let out = d.run(&["doctor", "--json"], &env_of(&env), None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let freeze = item(&report, "freeze");
+    assert_eq!(freeze["status"], "GREEN", "{freeze}");
+    assert!(
+        freeze["detail"]
+            .as_str()
+            .unwrap()
+            .contains("changes allowed")
+    );
+
+    let frozen = d
+        .run(&["freeze", "--reason", "maintenance"], &env_of(&env), None)
+        .await;
+    assert!(frozen.status.success(), "{}", text_of(&frozen));
+    let out = d.run(&["doctor", "--json"], &env_of(&env), None).await;
+    assert!(
+        out.status.success(),
+        "a freeze is not a fault: {}",
+        text_of(&out)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let freeze = item(&report, "freeze");
+    assert_eq!(freeze["status"], "SKIP", "{freeze}");
+    let detail = freeze["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("changes are frozen") && detail.contains("maintenance"),
+        "{detail}"
+    );
+    assert!(detail.contains("unfreeze"), "{detail}");
+}

@@ -135,6 +135,10 @@ pub async fn run(args: DoctorArgs) -> Result<(), CliError> {
             sections
         }
     };
+    let mut sections = sections;
+    if let Some(first) = sections.first_mut() {
+        first.report.push(freeze_item());
+    }
     let red: Vec<&Section> = sections.iter().filter(|s| s.report.is_red()).collect();
     if args.json {
         let text = serde_json::to_string_pretty(&sections_json(&sections))
@@ -334,6 +338,25 @@ fn load_config(args: &DoctorArgs, paths: &Paths, report: &mut Report) -> Loaded 
             report.push(Item::red("config", e.to_string(), None));
             Loaded::Nothing
         }
+    }
+}
+
+/// Whether changes are frozen (the kill switch, `PVE_FREEZE_FILE`): said, never RED — a freeze
+/// is a person's decision, not a fault; `unfreeze` lifts it.
+fn freeze_item() -> Item {
+    match config::freeze_file(&ProcessEnv) {
+        Ok(Some(path)) => match crate::effects::FreezeSwitch::new(&path).check() {
+            Ok(()) => Item::green(
+                "freeze",
+                format!("changes allowed (no freeze file at {})", path.display()),
+            ),
+            Err(frozen) => Item::skip("freeze", frozen.hint()),
+        },
+        Ok(None) => Item::skip(
+            "freeze",
+            "no freeze file can be placed (no HOME or XDG_STATE_HOME); set PVE_FREEZE_FILE",
+        ),
+        Err(e) => Item::red("freeze", e.to_string(), None),
     }
 }
 
