@@ -206,9 +206,10 @@ fn occurrences(text: &str, version: &str) -> Vec<usize> {
             let before = i.checked_sub(1).map(|j| bytes[j]);
             let after = bytes.get(i + version.len()).copied();
             let after2 = bytes.get(i + version.len() + 1).copied();
-            !before.is_some_and(|b| b.is_ascii_digit() || b == b'.')
-                && !after.is_some_and(|b| b.is_ascii_digit())
-                && !(after == Some(b'.') && after2.is_some_and(|b| b.is_ascii_digit()))
+            let longer_before = before.is_some_and(|b| b.is_ascii_digit() || b == b'.');
+            let longer_after = after.is_some_and(|b| b.is_ascii_digit())
+                || (after == Some(b'.') && after2.is_some_and(|b| b.is_ascii_digit()));
+            !(longer_before || longer_after)
         })
         .collect()
 }
