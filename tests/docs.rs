@@ -696,3 +696,73 @@ async fn guide_setup_sequence_runs_against_the_emulator() {
         );
     }
 }
+
+/// The shell lines of the maintainers' guides (release, agents, marketplace, contributing)
+/// cannot run here (they tag, push, build for minutes), so each is checked for what can rot:
+/// every `scripts/…` it names exists and is executable, every `--flag` it gives a script is one
+/// the script reads, and every `cargo test --test NAME` names a test file.
+#[test]
+fn maintainer_guides_name_real_scripts_flags_and_tests() {
+    let mut checked = 0;
+    let mut problems = Vec::new();
+    for guide in [
+        "docs/RELEASE.md",
+        "AGENTS.md",
+        "docs/MARKETPLACE_GO_LIVE.md",
+        "CONTRIBUTING.md",
+    ] {
+        let text = std::fs::read_to_string(root().join(guide)).unwrap();
+        let mut in_sh = false;
+        for line in text.lines() {
+            let trimmed = line.trim();
+            if trimmed.starts_with("```") {
+                in_sh = !in_sh && trimmed == "```sh";
+                continue;
+            }
+            if !in_sh {
+                continue;
+            }
+            let command = trimmed.split('#').next().unwrap_or_default();
+            let words: Vec<&str> = command.split_whitespace().collect();
+            let script = words
+                .iter()
+                .position(|w| w.starts_with("scripts/"))
+                .map(|i| (words[i], &words[i + 1..]));
+            if let Some((script, rest)) = script {
+                checked += 1;
+                let path = root().join(script);
+                let source = std::fs::read_to_string(&path).unwrap_or_default();
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    let executable = std::fs::metadata(&path)
+                        .map(|m| m.permissions().mode() & 0o111 != 0)
+                        .unwrap_or(false);
+                    if !executable {
+                        problems.push(format!("{guide}: {script} is missing or not executable"));
+                    }
+                }
+                for flag in rest
+                    .iter()
+                    .map(|w| w.trim_matches(['[', ']']))
+                    .filter(|w| w.starts_with("--"))
+                {
+                    if !source.contains(flag) {
+                        problems.push(format!("{guide}: {script} does not read {flag}"));
+                    }
+                }
+            }
+            if let Some(i) = words.iter().position(|w| *w == "--test") {
+                let name = words.get(i + 1).copied().unwrap_or_default();
+                if !name.starts_with('<') {
+                    checked += 1;
+                    if !root().join(format!("tests/{name}.rs")).is_file() {
+                        problems.push(format!("{guide}: no tests/{name}.rs"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    assert!(checked >= 2, "the guides name scripts: {checked}");
+}
