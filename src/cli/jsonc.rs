@@ -293,4 +293,171 @@ mod tests {
         doc.set(&[], "b", &json!(2)).unwrap();
         assert_eq!(doc.text(), "{\n  // top\n  \"a\": 1, // one\n  \"b\": 2\n}");
     }
+
+    /// The entry a setup writes, for the tests below.
+    fn entry() -> Value {
+        json!({"command": "C:\\tools\\n \"q\".exe", "args": ["run"], "env": {"A": "b"}})
+    }
+
+    #[test]
+    fn reading_and_printing_change_nothing() {
+        for text in [
+            VSCODE,
+            "",
+            "// only\n",
+            "{\r\n\t\"a\": [1, 2,],\r\n}\r\n",
+            "{} /* end */",
+        ] {
+            assert_eq!(parse(text).unwrap().text(), text);
+        }
+        assert_eq!(parse("\u{feff}{}").unwrap().text(), "{}");
+    }
+
+    #[test]
+    fn the_file_s_line_endings_indentation_and_trailing_commas_are_followed() {
+        let crlf = "{\r\n\t// c\r\n\t\"servers\": {\r\n\t\t\"other\": 1\r\n\t}\r\n}\r\n";
+        let mut doc = parse(crlf).unwrap();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        let text = doc.text();
+        assert_eq!(
+            text.matches('\n').count(),
+            text.matches("\r\n").count(),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("\t\t\"proxmox\": {\r\n\t\t\t\"command\""),
+            "{text:?}"
+        );
+        assert!(text.contains("\t\t\t\"env\": {\r\n\t\t\t\t\"A\": \"b\"\r\n\t\t\t}"));
+
+        let four = "{\n    \"servers\": {\n        \"other\": 1,\n    },\n}\n";
+        let mut doc = parse(four).unwrap();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        assert!(
+            doc.text()
+                .contains("\n        \"proxmox\": {\n            \"command\""),
+            "{}",
+            doc.text()
+        );
+        assert!(
+            doc.text().contains("\"A\": \"b\",\n"),
+            "trailing commas kept"
+        );
+        assert_eq!(doc.root["servers"]["proxmox"], entry());
+    }
+
+    #[test]
+    fn replacing_twice_gives_the_same_text() {
+        let mut doc = parse(VSCODE).unwrap();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        let once = doc.text().to_owned();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        assert_eq!(doc.text(), once);
+        assert_eq!(
+            doc.root["servers"]["proxmox"]["command"],
+            entry()["command"]
+        );
+    }
+
+    #[test]
+    fn a_comment_anywhere_inside_the_replaced_value_refuses_and_changes_nothing() {
+        for text in [
+            "{\"s\": {\"proxmox\": {\"args\": [\"run\" // why\n]}}}",
+            "{\"s\": {\"proxmox\": {/* a */}}}",
+            "{\"s\": {\"proxmox\": {\"env\": {\"A\": \"b\" /* c */}}}}",
+        ] {
+            let mut doc = parse(text).unwrap();
+            assert_eq!(
+                doc.set(&["s"], "proxmox", &entry()),
+                Err(CommentLoss::InsideEntry)
+            );
+            assert_eq!(doc.text(), text);
+        }
+        // Comments beside the value (around the colon, after it) are not inside it: kept.
+        let beside = "{\"s\": {\"proxmox\" /* k */ : /* v */ {\"command\": \"x\"} // after\n}}";
+        let mut doc = parse(beside).unwrap();
+        doc.set(&["s"], "proxmox", &entry()).unwrap();
+        for comment in ["/* k */ : /* v */ {", "} // after"] {
+            assert!(doc.text().contains(comment), "{comment}: {}", doc.text());
+        }
+    }
+
+    #[test]
+    fn an_empty_file_or_one_holding_only_a_comment_gets_an_object() {
+        for text in ["", "// only a comment\n", "/* a */"] {
+            let mut doc = parse(text).unwrap();
+            assert!(doc.root.is_empty());
+            assert_eq!(doc.has_comments, !text.is_empty());
+            doc.set(&[], "servers", &json!({"proxmox": entry()}))
+                .unwrap();
+            assert!(doc.text().contains(text), "{}", doc.text());
+            assert_eq!(doc.root["servers"]["proxmox"], entry());
+        }
+        assert_eq!(
+            parse("// c\n").unwrap().set(&["servers"], "x", &json!(1)),
+            Err(CommentLoss::Structure)
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_object_where_one_is_needed_is_refused() {
+        assert_eq!(
+            parse("[1] // c").unwrap_err(),
+            JsoncError::NotAnObject("the file".into())
+        );
+        let text = "{\"servers\": [] // c\n}";
+        let mut doc = parse(text).unwrap();
+        assert_eq!(
+            doc.set(&["servers"], "x", &json!(1)),
+            Err(CommentLoss::Structure)
+        );
+        assert_eq!(
+            doc.set(&["missing"], "x", &json!(1)),
+            Err(CommentLoss::Structure)
+        );
+        assert_eq!(doc.text(), text);
+    }
+
+    #[test]
+    fn anything_beyond_comments_and_trailing_commas_is_invalid() {
+        for text in [
+            "{'a': 1}",
+            "{a: 1}",
+            "{\"a\": 1 \"b\": 2}",
+            "{\"a\": 0x1}",
+            "{\"a\": +1}",
+            "{\"a\": .5}",
+            "{\"a\": NaN}",
+            "{\"a\": \"\\x41\"}",
+            "{\"a\": 1",
+            "{\"a\": 1} /* open",
+            "{} {}",
+            "{\"a\": [1,,]}",
+        ] {
+            assert!(
+                matches!(parse(text), Err(JsoncError::Invalid { .. })),
+                "{text}"
+            );
+        }
+        // What the parser lets through and JSON does not, with where it is.
+        assert_eq!(
+            parse("{\n  // c\n  \"a\": \"x\ty\"}").unwrap_err(),
+            JsoncError::Invalid { line: 3, column: 8 }
+        );
+        assert_eq!(
+            parse("{\"é\": 1e999}").unwrap_err(),
+            JsoncError::Invalid { line: 1, column: 7 },
+            "columns count characters, not bytes"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_read_or_refused_without_overflowing() {
+        let nest = |depth: usize| format!("{{\"a\": {}1{}}}", "[".repeat(depth), "]".repeat(depth));
+        assert!(parse(&nest(400)).is_ok());
+        assert!(matches!(
+            parse(&nest(2000)),
+            Err(JsoncError::Invalid { .. })
+        ));
+    }
 }
