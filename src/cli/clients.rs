@@ -564,6 +564,25 @@ mod tests {
     }
 
     #[test]
+    fn vscode_jsonc_only_a_comment_gets_the_entry_and_invalid_is_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mcp.json");
+        std::fs::write(&p, "// servers go below\r\n").unwrap();
+        write_entry(ClientId::Vscode, &p, "lab", &entry()).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.starts_with("// servers go below\r\n{\r\n"), "{text:?}");
+        assert_eq!(
+            read_entry(ClientId::Vscode, &p, "lab").unwrap(),
+            Some(entry())
+        );
+        let broken = "{\n  // c\n  'servers': {}\n}\n";
+        std::fs::write(&p, broken).unwrap();
+        let err = write_entry(ClientId::Vscode, &p, "lab", &entry()).unwrap_err();
+        assert!(err.to_string().contains("line 3 column 3"), "{err}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), broken);
+    }
+
+    #[test]
     fn parse_clients_rejects_unknown() {
         assert_eq!(
             parse_clients("cursor, codex,cursor").unwrap(),

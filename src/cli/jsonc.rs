@@ -1,11 +1,14 @@
 //! JSON with comments (JSONC), the format VS Code reads `.vscode/mcp.json` in: `//` and
-//! `/* */` comments and trailing commas. Reading blanks them out; writing edits the original
-//! text in place — one member of an object replaced or added — so every comment survives.
+//! `/* */` comments and trailing commas. The text is held as a concrete syntax tree
+//! (`jsonc-parser`'s CST), so an edit — one member of an object replaced or added — keeps every
+//! comment, the file's indentation, its line endings and its trailing-comma style.
 //!
-//! Invariant: comments are blanked with spaces of the same length (newlines kept), so every
-//! byte offset found in the blanked text is the same offset in the original; an edit never
-//! rewrites bytes outside the member it adds or replaces (plus one separating comma).
+//! Only comments and trailing commas are allowed beyond strict JSON; anything else (single
+//! quotes, bare keys, missing commas, a raw control character in a string, a number JSON cannot
+//! hold) is refused as invalid, so the file is never touched.
 
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstLeafNode, CstNode, CstRootNode};
 use serde_json::{Map, Value};
 
 /// Why a JSONC text cannot be read or edited.
@@ -24,297 +27,180 @@ pub enum JsoncError {
     NotAnObject(String),
 }
 
-/// `text` with every comment (and, with `trailing_commas`, every trailing comma) replaced by
-/// spaces (newlines kept), so offsets are unchanged, and whether anything was replaced.
-fn blank(text: &str, trailing_commas: bool) -> (String, bool) {
-    let bytes = text.as_bytes();
-    let mut out = bytes.to_vec();
-    let mut changed = false;
-    let mut i = 0;
-    // Offset of the last comma seen outside strings, cleared by any other significant byte.
-    let mut pending_comma: Option<usize> = None;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                pending_comma = None;
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-                i += 1;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    out[i] = b' ';
-                    i += 1;
-                }
-                changed = true;
-            }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
-                let end = text[i + 2..]
-                    .find("*/")
-                    .map_or(bytes.len(), |e| i + 2 + e + 2);
-                for byte in &mut out[i..end] {
-                    if *byte != b'\n' {
-                        *byte = b' ';
-                    }
-                }
-                changed = true;
-                i = end;
-            }
-            b',' => {
-                pending_comma = Some(i);
-                i += 1;
-            }
-            b'}' | b']' => {
-                if let Some(comma) = pending_comma.take()
-                    && trailing_commas
-                {
-                    out[comma] = b' ';
-                    changed = true;
-                }
-                i += 1;
-            }
-            b' ' | b'\t' | b'\r' | b'\n' => i += 1,
-            _ => {
-                pending_comma = None;
-                i += 1;
+/// Strict JSON plus comments and trailing commas.
+fn options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
+/// The 1-based line and column of byte `offset` in `text`.
+fn invalid_at(text: &str, offset: usize) -> JsoncError {
+    let before = &text[..offset];
+    let line_start = before.rfind('\n').map_or(0, |n| n + 1);
+    JsoncError::Invalid {
+        line: before.matches('\n').count() + 1,
+        column: before[line_start..].chars().count() + 1,
+    }
+}
+
+/// Every leaf under `node` (tokens, literals, comments, whitespace), in the order of the text.
+fn leaves(node: CstNode, out: &mut Vec<CstLeafNode>) {
+    match node {
+        CstNode::Leaf(leaf) => out.push(leaf),
+        CstNode::Container(container) => {
+            for child in container.children() {
+                leaves(child, out);
             }
         }
     }
-    // Only ASCII bytes outside strings were replaced by ASCII spaces: still valid UTF-8.
-    (String::from_utf8_lossy(&out).into_owned(), changed)
 }
 
-/// A parsed JSONC document that remembers its original text.
+/// Whether `node` holds a comment anywhere inside it.
+fn holds_comment(node: &CstNode) -> bool {
+    node.is_comment() || node.children().iter().any(holds_comment)
+}
+
+/// `value` as the CST builds it.
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(items) => CstInputValue::Array(items.iter().map(input).collect()),
+        Value::Object(map) => {
+            CstInputValue::Object(map.iter().map(|(k, v)| (k.clone(), input(v))).collect())
+        }
+    }
+}
+
+/// A parsed JSONC document.
 #[derive(Debug)]
 pub struct Document {
-    original: String,
-    /// The original with comments blanked (trailing commas kept): where spans are found.
-    plain: String,
+    cst: CstRootNode,
+    /// The text the tree prints, as of the last parse or edit.
+    text: String,
+    /// Every comment, in order: an edit must leave exactly these.
+    comments: Vec<String>,
     /// Whether the original has comments or trailing commas (a plain rewrite would lose them).
     pub has_comments: bool,
     /// The value, comments removed.
     pub root: Map<String, Value>,
 }
 
-/// Reads `text` (an empty text is an empty object).
+/// Reads `text` (an empty text, or one holding only comments, is an empty object).
 pub fn parse(text: &str) -> Result<Document, JsoncError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let (plain, _) = blank(text, false);
-    let (blanked, has_comments) = blank(text, true);
-    let root = if blanked.trim().is_empty() {
-        Map::new()
-    } else {
-        match serde_json::from_str::<Value>(&blanked) {
-            Ok(Value::Object(map)) => map,
-            Ok(_) => return Err(JsoncError::NotAnObject("the file".into())),
-            Err(e) => {
-                return Err(JsoncError::Invalid {
-                    line: e.line(),
-                    column: e.column(),
-                });
+    let cst = CstRootNode::parse(text, &options()).map_err(|e| JsoncError::Invalid {
+        line: e.line_display(),
+        column: e.column_display(),
+    })?;
+    let mut all = Vec::new();
+    leaves(cst.clone().into(), &mut all);
+    let (mut offset, mut comments, mut comma, mut trailing) = (0, Vec::new(), false, false);
+    for leaf in all {
+        let raw = leaf.to_string();
+        match &leaf {
+            CstLeafNode::Comment(_) => comments.push(raw.clone()),
+            CstLeafNode::Whitespace(_) | CstLeafNode::Newline(_) => {}
+            CstLeafNode::Token(t) if t.value() == ',' => comma = true,
+            CstLeafNode::Token(t) if matches!(t.value(), '}' | ']') => {
+                trailing |= comma;
+                comma = false;
             }
+            // The parser lets through raw control characters and out-of-range numbers; JSON
+            // does not.
+            CstLeafNode::StringLit(_) | CstLeafNode::NumberLit(_)
+                if serde_json::from_str::<Value>(&raw).is_err() =>
+            {
+                return Err(invalid_at(text, offset));
+            }
+            _ => comma = false,
         }
+        offset += raw.len();
+    }
+    let root = match cst.value() {
+        None => Map::new(),
+        Some(value) => match value.as_object().and_then(|o| o.to_serde_value()) {
+            Some(Value::Object(map)) => map,
+            _ => return Err(JsoncError::NotAnObject("the file".into())),
+        },
     };
     Ok(Document {
-        original: text.to_owned(),
-        plain,
-        has_comments,
+        cst,
+        text: text.to_owned(),
+        has_comments: trailing || !comments.is_empty(),
+        comments,
         root,
     })
 }
 
-/// One member of an object: where its value starts and ends.
-struct Member {
-    key: String,
-    value_start: usize,
-    value_end: usize,
-}
-
-/// An object's braces and members, found in the comment-blanked text.
-struct ObjectSpan {
-    open: usize,
-    close: usize,
-    members: Vec<Member>,
-}
-
-fn skip_ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && b[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    i
-}
-
-/// The end (exclusive) of the value starting at `i` (already valid JSON: serde accepted it).
-fn value_end(b: &[u8], i: usize) -> usize {
-    match b.get(i) {
-        Some(b'"') => {
-            let mut j = i + 1;
-            while j < b.len() && b[j] != b'"' {
-                j += if b[j] == b'\\' { 2 } else { 1 };
-            }
-            j + 1
-        }
-        Some(b'{') | Some(b'[') => {
-            let mut depth = 0usize;
-            let mut j = i;
-            while j < b.len() {
-                match b[j] {
-                    b'"' => {
-                        j = value_end(b, j);
-                        continue;
-                    }
-                    b'{' | b'[' => depth += 1,
-                    b'}' | b']' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            return j + 1;
-                        }
-                    }
-                    _ => {}
-                }
-                j += 1;
-            }
-            j
-        }
-        _ => {
-            let mut j = i;
-            while j < b.len() && !matches!(b[j], b',' | b'}' | b']') && !b[j].is_ascii_whitespace()
-            {
-                j += 1;
-            }
-            j
-        }
-    }
-}
-
-/// The object whose `{` is at `open` in the comment-blanked text (trailing commas allowed).
-fn object_at(plain: &str, open: usize) -> ObjectSpan {
-    let b = plain.as_bytes();
-    let mut members = Vec::new();
-    let mut i = skip_ws(b, open + 1);
-    while i < b.len() && b[i] == b'"' {
-        let key_end = value_end(b, i);
-        let key = serde_json::from_str::<String>(&plain[i..key_end]).unwrap_or_default();
-        let value_start = skip_ws(b, skip_ws(b, key_end) + 1);
-        let end = value_end(b, value_start);
-        members.push(Member {
-            key,
-            value_start,
-            value_end: end,
-        });
-        i = skip_ws(b, end);
-        if b.get(i) == Some(&b',') {
-            i = skip_ws(b, i + 1);
-        }
-    }
-    ObjectSpan {
-        open,
-        close: i,
-        members,
-    }
-}
-
-/// The indentation (spaces and tabs) of the line holding `offset`.
-fn indent_of(text: &str, offset: usize) -> &str {
-    let line_start = text[..offset].rfind('\n').map_or(0, |n| n + 1);
-    let line = &text[line_start..];
-    &line[..line.len() - line.trim_start_matches([' ', '\t']).len()]
-}
-
-/// `value` pretty-printed, its lines after the first indented by `indent`.
-fn render(value: &Value, indent: &str) -> String {
-    format!("{value:#}").replace('\n', &format!("\n{indent}"))
-}
-
 impl Document {
-    /// The object at `path` (a chain of keys from the root), located in the text.
-    fn span(&self, path: &[&str]) -> Result<ObjectSpan, JsoncError> {
-        let b = self.plain.as_bytes();
-        let open = skip_ws(b, 0);
-        if b.get(open) != Some(&b'{') {
-            return Err(JsoncError::NotAnObject("the file".into()));
-        }
-        let mut span = object_at(&self.plain, open);
-        for (depth, key) in path.iter().enumerate() {
-            let Some(member) = span.members.iter().find(|m| m.key == *key) else {
-                return Err(JsoncError::NotAnObject(path[..=depth].join(".")));
-            };
-            if b.get(member.value_start) != Some(&b'{') {
-                return Err(JsoncError::NotAnObject(path[..=depth].join(".")));
-            }
-            span = object_at(&self.plain, member.value_start);
-        }
-        Ok(span)
-    }
-
-    /// Sets member `key` of the object at `path` to `value`, editing the original text: an
+    /// Sets member `key` of the object at `path` (a chain of keys from the root) to `value`: an
     /// existing value is replaced (refused when comments lie inside it, since they cannot be
-    /// kept), a new member is added after the last one. Everything else is kept byte for byte.
+    /// kept), a new member is added after the last one. Every comment is kept, in order: an
+    /// edit that would lose one is refused and the document left as it was. Whitespace inside
+    /// the edited object may be tidied (a one-line object opened onto lines, blank lines just
+    /// inside its braces dropped); the new text follows the file's indentation, line endings
+    /// and trailing-comma style.
     pub fn set(&mut self, path: &[&str], key: &str, value: &Value) -> Result<(), CommentLoss> {
-        let span = self.span(path).map_err(|_| CommentLoss::Structure)?;
-        let (start, end, replacement) =
-            if let Some(member) = span.members.iter().find(|m| m.key == key) {
-                let (s, e) = (member.value_start, member.value_end);
-                if self.original[s..e] != self.plain[s..e] {
-                    return Err(CommentLoss::InsideEntry);
-                }
-                (s, e, render(value, indent_of(&self.original, s)))
-            } else {
-                self.insertion(&span, key, value)
-            };
-        self.original.replace_range(start..end, &replacement);
-        *self = parse(&self.original).map_err(|_| CommentLoss::Structure)?;
-        Ok(())
+        self.edit_tree(path, key, value)?;
+        let refusal = match parse(&self.cst.to_string()) {
+            Ok(doc) if doc.comments == self.comments => {
+                *self = doc;
+                return Ok(());
+            }
+            Ok(_) => CommentLoss::Moved,
+            Err(_) => CommentLoss::Structure,
+        };
+        // Not expected of the tree; refused all the same, with the document as it was.
+        if let Ok(original) = parse(&self.text) {
+            *self = original;
+        }
+        Err(refusal)
     }
 
-    /// Where and what to insert to add `key: value` as the last member of `span`: the text from
-    /// the end of the last value to the closing brace (comments included) is kept.
-    fn insertion(&self, span: &ObjectSpan, key: &str, value: &Value) -> (usize, usize, String) {
-        let outer = indent_of(&self.original, span.open).to_owned();
-        let member_indent = match span.members.first() {
-            Some(first) if self.original[span.open..first.value_start].contains('\n') => {
-                let key_line = self.original[..first.value_start]
-                    .rfind('\n')
-                    .map_or(0, |n| n + 1);
-                indent_of(&self.original, key_line).to_owned()
-            }
-            _ => format!("{outer}  "),
+    /// The tree edit behind [`Document::set`]; the nodes it holds are gone when it returns.
+    fn edit_tree(&self, path: &[&str], key: &str, value: &Value) -> Result<(), CommentLoss> {
+        let mut object = match self.cst.value() {
+            Some(root) => root.as_object().ok_or(CommentLoss::Structure)?,
+            None if path.is_empty() => self
+                .cst
+                .object_value_or_create()
+                .ok_or(CommentLoss::Structure)?,
+            None => return Err(CommentLoss::Structure),
         };
-        // Insert after the last significant text (a value, a comma or a comment) before `}`.
-        let body = &self.original[span.open + 1..span.close];
-        let at = span.open + 1 + body.trim_end().len();
-        let mut text = String::new();
-        let mut start = at;
-        if let Some(last) = span.members.last() {
-            let has_comma = self.plain[last.value_end..span.close]
-                .trim_start()
-                .starts_with(',');
-            if !has_comma {
-                // The comma goes right after the value, before any comment on its line.
-                start = last.value_end;
-                text.push(',');
-                text.push_str(&self.original[last.value_end..at]);
+        for step in path {
+            object = object.object_value(step).ok_or(CommentLoss::Structure)?;
+        }
+        match object.get(key) {
+            Some(member) if member.value().is_some_and(|v| holds_comment(&v)) => {
+                Err(CommentLoss::InsideEntry)
+            }
+            Some(member) => {
+                member.set_value(input(value));
+                Ok(())
+            }
+            None => {
+                object.append(key, input(value));
+                Ok(())
             }
         }
-        text.push('\n');
-        text.push_str(&member_indent);
-        text.push_str(&format!(
-            "{}: {}",
-            Value::from(key),
-            render(value, &member_indent)
-        ));
-        if !self.original[at..span.close].contains('\n') {
-            text.push('\n');
-            text.push_str(&outer);
-        }
-        (start, at, text)
     }
 
     /// The edited text.
     pub fn text(&self) -> &str {
-        &self.original
+        &self.text
     }
 }
 
@@ -327,6 +213,9 @@ pub enum CommentLoss {
     /// The members to edit are not objects where the text says so.
     #[error("the layout cannot be edited in place")]
     Structure,
+    /// The edited text would not hold the same comments in the same order.
+    #[error("the edit would drop or reorder a comment")]
+    Moved,
 }
 
 #[cfg(test)]
@@ -403,5 +292,172 @@ mod tests {
         let mut doc = parse(text).unwrap();
         doc.set(&[], "b", &json!(2)).unwrap();
         assert_eq!(doc.text(), "{\n  // top\n  \"a\": 1, // one\n  \"b\": 2\n}");
+    }
+
+    /// The entry a setup writes, for the tests below.
+    fn entry() -> Value {
+        json!({"command": "C:\\tools\\n \"q\".exe", "args": ["run"], "env": {"A": "b"}})
+    }
+
+    #[test]
+    fn reading_and_printing_change_nothing() {
+        for text in [
+            VSCODE,
+            "",
+            "// only\n",
+            "{\r\n\t\"a\": [1, 2,],\r\n}\r\n",
+            "{} /* end */",
+        ] {
+            assert_eq!(parse(text).unwrap().text(), text);
+        }
+        assert_eq!(parse("\u{feff}{}").unwrap().text(), "{}");
+    }
+
+    #[test]
+    fn the_file_s_line_endings_indentation_and_trailing_commas_are_followed() {
+        let crlf = "{\r\n\t// c\r\n\t\"servers\": {\r\n\t\t\"other\": 1\r\n\t}\r\n}\r\n";
+        let mut doc = parse(crlf).unwrap();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        let text = doc.text();
+        assert_eq!(
+            text.matches('\n').count(),
+            text.matches("\r\n").count(),
+            "{text:?}"
+        );
+        assert!(
+            text.contains("\t\t\"proxmox\": {\r\n\t\t\t\"command\""),
+            "{text:?}"
+        );
+        assert!(text.contains("\t\t\t\"env\": {\r\n\t\t\t\t\"A\": \"b\"\r\n\t\t\t}"));
+
+        let four = "{\n    \"servers\": {\n        \"other\": 1,\n    },\n}\n";
+        let mut doc = parse(four).unwrap();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        assert!(
+            doc.text()
+                .contains("\n        \"proxmox\": {\n            \"command\""),
+            "{}",
+            doc.text()
+        );
+        assert!(
+            doc.text().contains("\"A\": \"b\",\n"),
+            "trailing commas kept"
+        );
+        assert_eq!(doc.root["servers"]["proxmox"], entry());
+    }
+
+    #[test]
+    fn replacing_twice_gives_the_same_text() {
+        let mut doc = parse(VSCODE).unwrap();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        let once = doc.text().to_owned();
+        doc.set(&["servers"], "proxmox", &entry()).unwrap();
+        assert_eq!(doc.text(), once);
+        assert_eq!(
+            doc.root["servers"]["proxmox"]["command"],
+            entry()["command"]
+        );
+    }
+
+    #[test]
+    fn a_comment_anywhere_inside_the_replaced_value_refuses_and_changes_nothing() {
+        for text in [
+            "{\"s\": {\"proxmox\": {\"args\": [\"run\" // why\n]}}}",
+            "{\"s\": {\"proxmox\": {/* a */}}}",
+            "{\"s\": {\"proxmox\": {\"env\": {\"A\": \"b\" /* c */}}}}",
+        ] {
+            let mut doc = parse(text).unwrap();
+            assert_eq!(
+                doc.set(&["s"], "proxmox", &entry()),
+                Err(CommentLoss::InsideEntry)
+            );
+            assert_eq!(doc.text(), text);
+        }
+        // Comments beside the value (around the colon, after it) are not inside it: kept.
+        let beside = "{\"s\": {\"proxmox\" /* k */ : /* v */ {\"command\": \"x\"} // after\n}}";
+        let mut doc = parse(beside).unwrap();
+        doc.set(&["s"], "proxmox", &entry()).unwrap();
+        for comment in ["/* k */ : /* v */ {", "} // after"] {
+            assert!(doc.text().contains(comment), "{comment}: {}", doc.text());
+        }
+    }
+
+    #[test]
+    fn an_empty_file_or_one_holding_only_a_comment_gets_an_object() {
+        for text in ["", "// only a comment\n", "/* a */"] {
+            let mut doc = parse(text).unwrap();
+            assert!(doc.root.is_empty());
+            assert_eq!(doc.has_comments, !text.is_empty());
+            doc.set(&[], "servers", &json!({"proxmox": entry()}))
+                .unwrap();
+            assert!(doc.text().contains(text), "{}", doc.text());
+            assert_eq!(doc.root["servers"]["proxmox"], entry());
+        }
+        assert_eq!(
+            parse("// c\n").unwrap().set(&["servers"], "x", &json!(1)),
+            Err(CommentLoss::Structure)
+        );
+    }
+
+    #[test]
+    fn what_is_not_an_object_where_one_is_needed_is_refused() {
+        assert_eq!(
+            parse("[1] // c").unwrap_err(),
+            JsoncError::NotAnObject("the file".into())
+        );
+        let text = "{\"servers\": [] // c\n}";
+        let mut doc = parse(text).unwrap();
+        assert_eq!(
+            doc.set(&["servers"], "x", &json!(1)),
+            Err(CommentLoss::Structure)
+        );
+        assert_eq!(
+            doc.set(&["missing"], "x", &json!(1)),
+            Err(CommentLoss::Structure)
+        );
+        assert_eq!(doc.text(), text);
+    }
+
+    #[test]
+    fn anything_beyond_comments_and_trailing_commas_is_invalid() {
+        for text in [
+            "{'a': 1}",
+            "{a: 1}",
+            "{\"a\": 1 \"b\": 2}",
+            "{\"a\": 0x1}",
+            "{\"a\": +1}",
+            "{\"a\": .5}",
+            "{\"a\": NaN}",
+            "{\"a\": \"\\x41\"}",
+            "{\"a\": 1",
+            "{\"a\": 1} /* open",
+            "{} {}",
+            "{\"a\": [1,,]}",
+        ] {
+            assert!(
+                matches!(parse(text), Err(JsoncError::Invalid { .. })),
+                "{text}"
+            );
+        }
+        // What the parser lets through and JSON does not, with where it is.
+        assert_eq!(
+            parse("{\n  // c\n  \"a\": \"x\ty\"}").unwrap_err(),
+            JsoncError::Invalid { line: 3, column: 8 }
+        );
+        assert_eq!(
+            parse("{\"é\": 1e999}").unwrap_err(),
+            JsoncError::Invalid { line: 1, column: 7 },
+            "columns count characters, not bytes"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_read_or_refused_without_overflowing() {
+        let nest = |depth: usize| format!("{{\"a\": {}1{}}}", "[".repeat(depth), "]".repeat(depth));
+        assert!(parse(&nest(400)).is_ok());
+        assert!(matches!(
+            parse(&nest(2000)),
+            Err(JsoncError::Invalid { .. })
+        ));
     }
 }
