@@ -17,13 +17,19 @@
 //! category or tool name is an error listing the valid values, never silently ignored.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use thiserror::Error;
 
 use crate::catalog::{self, Category, Module, Tier, ToolSpec};
 use crate::config::EnvVarDoc;
+
+mod approval_key;
+mod env_vars;
+
+pub use approval_key::ApprovalKey;
+pub use env_vars::ENV_VARS;
 
 /// Environment variable names, as users already write them.
 pub const ENV_TIER: &str = "PVE_ACCESS_TIER";
@@ -63,88 +69,6 @@ pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
 pub const ENV_TASK_TTL: &str = "PVE_TASK_TTL_SECS";
 /// Default task id lifetime (seconds): a day, longer than most backups and migrations.
 pub const DEFAULT_TASK_TTL_SECS: u64 = 86_400;
-
-/// The policy variables, documented (README table and registry descriptor are checked against it).
-pub const ENV_VARS: &[EnvVarDoc] = &[
-    EnvVarDoc {
-        name: ENV_TIER,
-        description: "Highest access tier exposed: `read-only`, `read-execute` or `full`.",
-        default: "read-only",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_MODULE,
-        description: "`core`, or `advanced` to add the specialist tools (access control, firewall, in-guest execution).",
-        default: "core",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_CATEGORIES,
-        description: "Comma list of categories to keep (e.g. `nodes,qemu`); unknown names are an error.",
-        default: "all",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_WHITELIST,
-        description: "Comma list of tools to keep; narrows, never lifts a tool above the tier.",
-        default: "all",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_BLACKLIST,
-        description: "Comma list of tools to remove; beats every other setting.",
-        default: "none",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_APPROVAL,
-        description: "Who approves gated calls: `auto` (a person where the client can ask, else `confirm=true`), `elicit` (a person, else refuse) or `confirm` (the `confirm=true` flag only, for unattended automation).",
-        default: "auto",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_APPROVAL_TIMEOUT,
-        description: "Seconds a person has to answer an approval question before the call is refused.",
-        default: "300",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_SURFACE,
-        description: "`full` lists every permitted tool; `compact` lists three meta-tools (find, describe, call) over the same tools, for clients with small context or tool limits.",
-        default: "full",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_ALIASES,
-        description: "Legacy alias names (`stopVM`, `getVMStatus`…): `listed`, `hidden` (callable, not listed) or `off`.",
-        default: "hidden",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_OUTPUT_CAP,
-        description: "Largest tool result in bytes (1024 to 16777216); a bigger one is cut with a note saying how to page or narrow.",
-        default: "65536",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_APPROVAL_KEY_FILE,
-        description: "File with at least 32 bytes of secret (e.g. `openssl rand -hex 32`) that seals approval states; replicas behind one load balancer share it so any of them accepts an answer to a question another asked. Unset: a random key per process.",
-        default: "random per process",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_DOWNLOAD_ALLOW,
-        description: "Comma list of hosts, addresses or CIDRs `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses.",
-        default: "none",
-        secret: false,
-    },
-    EnvVarDoc {
-        name: ENV_TASK_TTL,
-        description: "Seconds an MCP task id (a task-starting call from a client with the tasks extension) stays readable with `tasks/get`.",
-        default: "86400",
-        secret: false,
-    },
-];
 
 /// What `tools/list` shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -355,43 +279,6 @@ pub struct Settings {
     /// The kill switch (`PVE_FREEZE_FILE`, else beside the audit log); `None` only when no
     /// path is known (no home or state folder).
     pub freeze: Option<crate::effects::FreezeSwitch>,
-}
-
-/// The secret that seals MRTR approval states, read from `PVE_APPROVAL_KEY_FILE`.
-/// Invariant: at least [`MIN_APPROVAL_KEY_BYTES`] bytes; never shown by `Debug`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApprovalKey(Vec<u8>);
-
-impl std::fmt::Debug for ApprovalKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ApprovalKey(<hidden>)")
-    }
-}
-
-impl ApprovalKey {
-    /// Reads the key from `path`: the file's bytes without surrounding whitespace (so a
-    /// trailing newline of `openssl rand -hex 32 > key` does not count), at least 32 of them.
-    pub fn from_file(path: &Path) -> Result<ApprovalKey, PolicyError> {
-        let bad = |problem: String| PolicyError::BadApprovalKey {
-            path: path.display().to_string(),
-            problem,
-        };
-        let bytes =
-            std::fs::read(path).map_err(|e| bad(format!("cannot be read: {}", e.kind())))?;
-        let key = bytes.trim_ascii();
-        if key.len() < MIN_APPROVAL_KEY_BYTES {
-            return Err(bad(format!(
-                "holds {} bytes of key, at least {MIN_APPROVAL_KEY_BYTES} needed (e.g. `openssl rand -hex 32`)",
-                key.len()
-            )));
-        }
-        Ok(ApprovalKey(key.to_vec()))
-    }
-
-    /// The key bytes; only for sealing and opening approval states.
-    pub fn expose(&self) -> &[u8] {
-        &self.0
-    }
 }
 
 /// The settings' lookup, as the configuration's environment source.
@@ -617,43 +504,5 @@ fn parse_tools(var: &'static str, value: &str) -> Result<BTreeSet<String>, Polic
             unknown: unknown.join(", "),
             valid: valid.join(", "),
         })
-    }
-}
-
-#[cfg(test)]
-mod approval_key_tests {
-    use super::*;
-
-    fn with_key_file(path: &Path) -> Result<Settings, PolicyError> {
-        let value = path.display().to_string();
-        Settings::from_lookup(|k| (k == ENV_APPROVAL_KEY_FILE).then(|| value.clone()))
-    }
-
-    #[test]
-    fn a_key_file_of_32_bytes_or_more_is_read_and_hidden() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("key");
-        let secret = "3f9a0c7d51e2b846a9d03c5e7f1b2a8d6c4e0f9b3a5d7c1e8f2a4b6c9d0e1f3a";
-        std::fs::write(&path, format!("{secret}\n")).unwrap();
-        let settings = with_key_file(&path).unwrap();
-        let key = settings.approval_key.clone().unwrap();
-        assert_eq!(key.expose(), secret.as_bytes());
-        assert!(!format!("{settings:?}").contains(secret));
-        assert_eq!(Settings::default().approval_key, None);
-    }
-
-    #[test]
-    fn a_short_or_missing_key_file_is_a_start_up_error_without_the_secret() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("key");
-        std::fs::write(&path, "too-short-secret\n").unwrap();
-        let err = with_key_file(&path).unwrap_err().to_string();
-        assert!(
-            err.contains(ENV_APPROVAL_KEY_FILE) && err.contains("32"),
-            "{err}"
-        );
-        assert!(!err.contains("too-short-secret"), "{err}");
-        let missing = with_key_file(&dir.path().join("absent")).unwrap_err();
-        assert!(missing.to_string().contains("cannot be read"), "{missing}");
     }
 }

@@ -1,0 +1,87 @@
+//! The policy's environment variables, each with its meaning and default: the one table the
+//! README's configuration section and the registry descriptor are generated from and checked
+//! against (tests/docs.rs), so a variable cannot be added without its documentation.
+
+use super::*;
+
+/// The policy variables, documented (README table and registry descriptor are checked against it).
+pub const ENV_VARS: &[EnvVarDoc] = &[
+    EnvVarDoc {
+        name: ENV_TIER,
+        description: "Highest access tier exposed: `read-only`, `read-execute` or `full`.",
+        default: "read-only",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_MODULE,
+        description: "`core`, or `advanced` to add the specialist tools (access control, firewall, in-guest execution).",
+        default: "core",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_CATEGORIES,
+        description: "Comma list of categories to keep (e.g. `nodes,qemu`); unknown names are an error.",
+        default: "all",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_WHITELIST,
+        description: "Comma list of tools to keep; narrows, never lifts a tool above the tier.",
+        default: "all",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_BLACKLIST,
+        description: "Comma list of tools to remove; beats every other setting.",
+        default: "none",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL,
+        description: "Who approves gated calls: `auto` (a person where the client can ask, else `confirm=true`), `elicit` (a person, else refuse) or `confirm` (the `confirm=true` flag only, for unattended automation).",
+        default: "auto",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL_TIMEOUT,
+        description: "Seconds a person has to answer an approval question before the call is refused.",
+        default: "300",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_SURFACE,
+        description: "`full` lists every permitted tool; `compact` lists three meta-tools (find, describe, call) over the same tools, for clients with small context or tool limits.",
+        default: "full",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_ALIASES,
+        description: "Legacy alias names (`stopVM`, `getVMStatus`…): `listed`, `hidden` (callable, not listed) or `off`.",
+        default: "hidden",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_OUTPUT_CAP,
+        description: "Largest tool result in bytes (1024 to 16777216); a bigger one is cut with a note saying how to page or narrow.",
+        default: "65536",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL_KEY_FILE,
+        description: "File with at least 32 bytes of secret (e.g. `openssl rand -hex 32`) that seals approval states; replicas behind one load balancer share it so any of them accepts an answer to a question another asked. Unset: a random key per process.",
+        default: "random per process",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_DOWNLOAD_ALLOW,
+        description: "Comma list of hosts, addresses or CIDRs `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses.",
+        default: "none",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_TASK_TTL,
+        description: "Seconds an MCP task id (a task-starting call from a client with the tasks extension) stays readable with `tasks/get`.",
+        default: "86400",
+        secret: false,
+    },
+];
