@@ -1,10 +1,11 @@
 //! JSON input schema and argument validation, both derived from the same `Param` table.
 //!
-//! Invariant: what `input_schema` advertises and what `validate` accepts are the same
-//! rules, because both read the row; the one rule said once in the server instructions
-//! rather than on every tool is that unknown keys are refused. `validate` runs before any network I/O, so invalid
-//! arguments never reach Proxmox. The schema is a plain top-level object (no
-//! `anyOf`/`oneOf`/`allOf`) with a description on every property, which every MCP client
+//! Invariant: `validate` enforces every rule of the row — types, required, enums, patterns,
+//! lengths, ranges — and runs before any network I/O, so invalid arguments never reach
+//! Proxmox. `input_schema` advertises the row's types, descriptions, enums, defaults and what
+//! is required, and leaves the value rules and the refusal of unknown keys to `validate` (the
+//! server instructions say so once; `input_schema_with_rules` has the whole contract). The
+//! schema is a plain top-level object (no `anyOf`/`oneOf`/`allOf`), which every MCP client
 //! accepts.
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,6 +16,11 @@ use serde_json::{Map, Value, json};
 
 use crate::catalog::indexed::family_pattern;
 use crate::catalog::{Location, Param, ParamKind, ToolSpec};
+
+mod shape;
+
+pub use shape::{FIELDS, LIMIT, OFFSET, Shape, is_list, shaping_arguments};
+use shape::{read_shaping, shaping_schema};
 
 /// Name of the control argument of confirm-gated tools; never sent to Proxmox.
 pub const CONFIRM: &str = "confirm";
@@ -66,29 +72,6 @@ pub fn control_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> 
         .chain(shaping_arguments(spec))
 }
 
-/// Name of the list control argument that keeps only some keys of each item; never sent.
-pub const FIELDS: &str = "fields";
-/// Name of the list control argument that caps how many items come back; never sent.
-pub const LIMIT: &str = "limit";
-/// Name of the list control argument that skips items (paging); never sent.
-pub const OFFSET: &str = "offset";
-
-const FIELDS_DESCRIPTION: &str = "Keys to keep.";
-const LIMIT_DESCRIPTION: &str = "Max items.";
-const OFFSET_DESCRIPTION: &str = "Items to skip.";
-
-/// How a list result is shaped before it is returned: projection and paging, applied to
-/// the answer, never sent to Proxmox.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Shape {
-    /// Keys to keep in each item; empty keeps all.
-    pub fields: Vec<String>,
-    /// Most items to return.
-    pub limit: Option<usize>,
-    /// Items to skip first.
-    pub offset: usize,
-}
-
 /// The rules of the control and shaping arguments, said once for every tool (meant for the
 /// server instructions), so each schema carries a few-word description of them.
 pub const CONTROL_NOTE: &str = "Arguments outside a tool's schema are refused; values are \
@@ -97,75 +80,6 @@ names the rule. \
 wait_timeout bounds wait=true (seconds, default 300, at most 86400). Lists that grow \
 with the cluster take fields (keys to keep per item), limit and offset (paging), applied to the \
 answer and never sent to Proxmox; an answer cut at the output cap says which offset comes next.";
-
-/// A long list row: a read whose answer grows with the cluster (`ToolSpec::long_list`).
-pub fn is_list(spec: &ToolSpec) -> bool {
-    spec.effect.is_read() && spec.long_list
-}
-
-/// The shaping arguments a row takes: long list rows get `fields`, and `limit`/`offset`
-/// unless the API pages the list itself (a row with its own `limit` or `start`). Short
-/// answers (one node's bridges, a guest's snapshots) are not worth their schema bytes.
-pub fn shaping_arguments(spec: &ToolSpec) -> impl Iterator<Item = &'static str> {
-    let list = is_list(spec);
-    let own = |name: &str| spec.params.iter().any(|p| p.name == name);
-    let fields = (list && !own(FIELDS)).then_some(FIELDS);
-    let pages = list && !own(LIMIT) && !own(OFFSET) && !own("start");
-    let paging = pages.then_some([LIMIT, OFFSET]).into_iter().flatten();
-    fields.into_iter().chain(paging)
-}
-
-fn shaping_schema(name: &str) -> Value {
-    match name {
-        FIELDS => {
-            json!({"type": "array", "items": {"type": "string"}, "description": FIELDS_DESCRIPTION})
-        }
-        LIMIT => json!({"type": "integer", "description": LIMIT_DESCRIPTION}),
-        _ => json!({"type": "integer", "description": OFFSET_DESCRIPTION}),
-    }
-}
-
-/// Reads one shaping argument into `shape`; `Err` says what is wrong with it.
-fn read_shaping(name: &str, value: &Value, shape: &mut Shape) -> Result<(), String> {
-    match (name, value) {
-        (_, Value::Null) => Ok(()),
-        (FIELDS, Value::Array(items)) => {
-            shape.fields = items
-                .iter()
-                .map(|item| match item {
-                    Value::String(s) if !s.is_empty() => Ok(s.clone()),
-                    _ => Err("every item must be a non-empty string".to_owned()),
-                })
-                .collect::<Result<_, _>>()?;
-            Ok(())
-        }
-        (FIELDS, Value::String(s)) => {
-            shape.fields = s
-                .split(',')
-                .map(str::trim)
-                .filter(|f| !f.is_empty())
-                .map(str::to_owned)
-                .collect();
-            Ok(())
-        }
-        (FIELDS, _) => Err("must be an array of key names".into()),
-        (LIMIT, Value::Number(n)) => match n.as_u64() {
-            Some(n) => {
-                shape.limit = Some(usize::try_from(n).unwrap_or(usize::MAX));
-                Ok(())
-            }
-            None => Err("must be a whole number (0 or more)".into()),
-        },
-        (_, Value::Number(n)) => match n.as_u64() {
-            Some(n) => {
-                shape.offset = usize::try_from(n).unwrap_or(usize::MAX);
-                Ok(())
-            }
-            None => Err("must be a whole number (0 or more)".into()),
-        },
-        _ => Err("must be an integer".into()),
-    }
-}
 
 /// Builds the JSON Schema of a tool's arguments, as the model sees it: types, descriptions,
 /// enums, defaults and what is required. The value rules (`pattern`, `maxLength`, `minimum`,
