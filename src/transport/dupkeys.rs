@@ -245,6 +245,12 @@ mod tests {
         )
         .unwrap();
         assert_eq!(nested.path, "params.arguments.net[0].a");
+        // The index names the element that repeats the key, not the first one.
+        let later = check(
+            r#"{"id":"b","method":"tools/call","params":{"name":"x","arguments":{"net":[{"a":1},{"b":1},{"c":1,"c":2}]}}}"#,
+        )
+        .unwrap();
+        assert_eq!(later.path, "params.arguments.net[2].c");
         let doubled = check(
             r#"{"id":1,"method":"tools/call","params":{"arguments":{"confirm":false},"arguments":{"confirm":true}}}"#,
         )
