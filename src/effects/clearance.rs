@@ -130,6 +130,11 @@ mod tests {
         };
         assert!(refused.beyond.contains(Effect::Change));
         assert!(refused.to_string().contains("not approved"), "{refused}");
+        // The refusal says what the request would have done, in words and by name.
+        assert!(
+            refused.to_string().contains("changes the cluster (change)"),
+            "{refused}"
+        );
     }
 
     #[tokio::test]
