@@ -76,11 +76,6 @@ pub async fn with_clearance<F: Future>(
     CLEARANCE.scope(scope, work).await
 }
 
-/// The effects cleared for the running task (a plain read outside any scope).
-pub fn current() -> EffectSet {
-    CLEARANCE.try_with(|c| c.allowed).unwrap_or(EffectSet::READ)
-}
-
 /// Classifies a REST request and admits it if its effects are cleared and, when it does
 /// more than read, changes are not frozen.
 pub fn admit(method: &str, path: &str, params: &[(String, String)]) -> Result<Classified, Stopped> {

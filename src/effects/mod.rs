@@ -29,7 +29,7 @@ mod table;
 
 use std::fmt;
 
-pub use clearance::{Refusal, Stopped, admit, admit_ssh, current, with_clearance};
+pub use clearance::{Refusal, Stopped, admit, admit_ssh, with_clearance};
 pub use freeze::{FreezeNote, FreezeSwitch, Frozen};
 pub use request::{SshKind, classify_rest, classify_ssh};
 pub use table::{Endpoint, endpoint, endpoints, endpoints_for_template, render as table_render};
