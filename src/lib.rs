@@ -14,6 +14,7 @@
 //! - [`prompts`] — prompt recipes, offered when their tools are registered.
 //! - [`pipeline`] — one call, in order: validate → gate → dry-run → approve → dispatch.
 //! - [`gate`] — whether a call needs approval, from the row and the arguments.
+//! - [`identity`] — who is asking (stdio user, static token, OAuth subject) and what they may reach.
 //! - [`approval`] — asks a person (elicitation, MRTR) or checks the confirm flag.
 //! - [`preview`] — the exact request, target and current values, for questions and dry-runs.
 //! - [`dispatch`] — validation, backend, envelope.
@@ -47,6 +48,7 @@ pub mod effects;
 pub mod emulator;
 pub mod envelope;
 pub mod gate;
+pub mod identity;
 pub mod lean;
 pub mod outcome;
 pub mod pipeline;

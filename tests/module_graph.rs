@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["state", "outcome", "preview", "prompts"],
     &["audit", "backends", "compact"],
     &["approval", "lean", "redact", "registry", "ssh"],
-    &["docs", "envelope", "policy", "schema"],
+    &["docs", "envelope", "identity", "policy", "schema"],
     &["catalog", "pve"],
     &["config", "effects", "emulator"],
 ];

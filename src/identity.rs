@@ -1,0 +1,171 @@
+//! Who is asking: the caller of one MCP request, as the transport authenticated it.
+//!
+//! The HTTP transport puts a [`Caller`] into the request's extensions after authentication
+//! (static bearer token, OAuth access token, or none on loopback); stdio requests come from
+//! the local user who started the process. Everything that names the caller — audit lines,
+//! the person's question, logs — reads it through [`Caller::of`].
+//!
+//! Invariants: a caller's credentials can only *narrow* what the server's own settings allow
+//! ([`Caller::tier_within`]), never widen it; the names it carries come from a verified token
+//! and are cleaned ([`clean_name`]) before they reach a log line, an audit record or a question,
+//! so no control character or oversized claim travels on.
+
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+
+use crate::catalog::Tier;
+
+/// How a caller was authenticated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// The local user who started the server over stdio.
+    Stdio,
+    /// HTTP with authentication turned off (loopback only).
+    Unauthenticated,
+    /// HTTP with the server's single static bearer token.
+    StaticToken,
+    /// HTTP with an OAuth 2.1 access token.
+    OAuth,
+}
+
+/// The caller of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// How the caller was authenticated.
+    pub via: Via,
+    /// The token's subject (`sub`), cleaned; OAuth only.
+    pub subject: Option<String>,
+    /// The OAuth client (`client_id`, else `azp`), cleaned; OAuth only.
+    pub client_id: Option<String>,
+    /// The scopes the token grants (OAuth only; empty otherwise).
+    pub scopes: Vec<String>,
+    /// The highest tier the credentials allow; `None`: whatever the server's settings allow.
+    pub tier_ceiling: Option<Tier>,
+}
+
+/// Longest caller name kept (characters); longer claims are cut and marked.
+const MAX_NAME_CHARS: usize = 96;
+
+impl Caller {
+    /// A caller without a token: stdio's local user, or HTTP with authentication off.
+    pub const fn anonymous(via: Via) -> Caller {
+        Caller {
+            via,
+            subject: None,
+            client_id: None,
+            scopes: Vec::new(),
+            tier_ceiling: None,
+        }
+    }
+
+    /// The caller of this request: what the HTTP transport recorded, else the local stdio user.
+    pub fn of(context: &RequestContext<RoleServer>) -> Caller {
+        context
+            .extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .cloned()
+            .unwrap_or(Caller::anonymous(Via::Stdio))
+    }
+
+    /// The tier this caller may use on a server configured for `server`: the lower of the two.
+    pub fn tier_within(&self, server: Tier) -> Tier {
+        self.tier_ceiling
+            .map_or(server, |ceiling| ceiling.min(server))
+    }
+
+    /// A short, stable name for logs, audit lines and questions: `stdio`, `http (no auth)`,
+    /// `static token`, or `oauth:<sub>` with the client in brackets when it differs.
+    pub fn label(&self) -> String {
+        match self.via {
+            Via::Stdio => "stdio".to_owned(),
+            Via::Unauthenticated => "http (no auth)".to_owned(),
+            Via::StaticToken => "static token".to_owned(),
+            Via::OAuth => {
+                let who = self
+                    .subject
+                    .as_deref()
+                    .or(self.client_id.as_deref())
+                    .unwrap_or("unknown");
+                match self.client_id.as_deref() {
+                    Some(client) if Some(client) != self.subject.as_deref() => {
+                        format!("oauth:{who} (client {client})")
+                    }
+                    _ => format!("oauth:{who}"),
+                }
+            }
+        }
+    }
+}
+
+/// A claim made fit to print: control characters dropped, surrounding blanks trimmed, at most
+/// [`MAX_NAME_CHARS`] characters (a cut is marked with `…`). `None` when nothing is left.
+pub fn clean_name(raw: &str) -> Option<String> {
+    let kept: String = raw.chars().filter(|c| !c.is_control()).collect();
+    let kept = kept.trim();
+    if kept.is_empty() {
+        return None;
+    }
+    if kept.chars().count() <= MAX_NAME_CHARS {
+        return Some(kept.to_owned());
+    }
+    let mut cut: String = kept.chars().take(MAX_NAME_CHARS - 1).collect();
+    cut.push('…');
+    Some(cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oauth(subject: Option<&str>, client: Option<&str>) -> Caller {
+        Caller {
+            via: Via::OAuth,
+            subject: subject.map(str::to_owned),
+            client_id: client.map(str::to_owned),
+            scopes: vec![],
+            tier_ceiling: Some(Tier::ReadOnly),
+        }
+    }
+
+    #[test]
+    fn labels_name_how_and_who() {
+        assert_eq!(Caller::anonymous(Via::Stdio).label(), "stdio");
+        assert_eq!(Caller::anonymous(Via::StaticToken).label(), "static token");
+        assert_eq!(
+            Caller::anonymous(Via::Unauthenticated).label(),
+            "http (no auth)"
+        );
+        assert_eq!(
+            oauth(Some("alice"), Some("claude")).label(),
+            "oauth:alice (client claude)"
+        );
+        assert_eq!(oauth(Some("svc"), Some("svc")).label(), "oauth:svc");
+        assert_eq!(oauth(None, Some("ci-bot")).label(), "oauth:ci-bot");
+    }
+
+    #[test]
+    fn credentials_only_narrow_the_server_tier() {
+        let reader = oauth(Some("a"), None);
+        assert_eq!(reader.tier_within(Tier::Full), Tier::ReadOnly);
+        let admin = Caller {
+            tier_ceiling: Some(Tier::Full),
+            ..reader.clone()
+        };
+        assert_eq!(admin.tier_within(Tier::ReadExecute), Tier::ReadExecute);
+        assert_eq!(
+            Caller::anonymous(Via::StaticToken).tier_within(Tier::ReadExecute),
+            Tier::ReadExecute
+        );
+    }
+
+    #[test]
+    fn names_are_cleaned_and_bounded() {
+        assert_eq!(clean_name(" al\u{1b}[31mice\n "), Some("al[31mice".into()));
+        assert_eq!(clean_name("\u{7}\t "), None);
+        let long = "x".repeat(500);
+        let cut = clean_name(&long).unwrap();
+        assert_eq!(cut.chars().count(), MAX_NAME_CHARS);
+        assert!(cut.ends_with('…'));
+    }
+}
