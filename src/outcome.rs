@@ -62,6 +62,8 @@ pub struct Record<'a> {
     pub audit: Option<&'a AuditLog>,
     /// The arguments as the client sent them.
     pub arguments: Option<&'a Map<String, Value>>,
+    /// Who asked ([`crate::identity::Caller::label`]), named on the audit line.
+    pub caller: Option<&'a str>,
 }
 
 /// The end of every call: redact → envelope → audit. `approval` is how a gated call was
@@ -95,6 +97,7 @@ pub async fn seal(
             alias_for: entry.alias_for,
             arguments: record.arguments,
             approval,
+            caller: record.caller,
         };
         audit::call::record_call(log, &call, outcome, started.elapsed()).await;
     }

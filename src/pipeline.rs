@@ -20,6 +20,7 @@ use crate::backends::Backends;
 use crate::dispatch;
 use crate::envelope::ToolFailure;
 use crate::gate::{self, Gate};
+use crate::identity::{Caller, Via};
 use crate::outcome;
 use crate::preview;
 use crate::registry::Entry;
@@ -36,11 +37,14 @@ pub async fn run(
     let started = Instant::now();
     let spec = entry.spec;
     let cancel = &context.ct;
+    let caller = Caller::of(context);
+    let caller_name = caller.label();
     // Redaction and audit (`outcome::conclude`) see every outcome below.
     let record = outcome::Record {
         tier: state.settings.tier,
         audit: Some(&state.audit),
         arguments: request.arguments.as_ref(),
+        caller: Some(&caller_name),
     };
     let args = match dispatch::preflight(entry, request.arguments.as_ref()) {
         Ok(args) => args,
@@ -95,9 +99,10 @@ pub async fn run(
         // The client's abilities are read only for gated calls (a copy of its capabilities).
         let message =
             if approver.asks_person(Channel::of(context)) && request.request_state.is_none() {
-                preview::build(state.pve.as_ref(), spec, &args, cancel)
+                let question = preview::build(state.pve.as_ref(), spec, &args, cancel)
                     .await
-                    .question(spec, &gate.reasons())
+                    .question(spec, &gate.reasons());
+                requested_by(question, &caller)
             } else {
                 String::new()
             };
@@ -128,7 +133,11 @@ pub async fn run(
         alias_for: entry.alias_for,
         arguments: request.arguments.as_ref(),
         approval: approved_by,
+        caller: Some(&caller_name),
     };
+    if is_change {
+        tracing::info!(tool = entry.wire_name, caller = %caller_name, approval = approved_by.unwrap_or("none"), "sending a change");
+    }
     if let Err(failure) = crate::audit::call::record_intent(&state.audit, &intent, is_change).await
     {
         return outcome::conclude(&record, entry, started, Err(failure), 0, approved_by)
@@ -175,6 +184,15 @@ pub async fn run(
         return response;
     }
     outcome::finish(entry, started, outcome, attempts, approved_by).into()
+}
+
+/// The person's question, naming who asked when it is not the local user: a person asked
+/// about a call from a remote agent should know whose request it is.
+fn requested_by(question: String, caller: &Caller) -> String {
+    if caller.via == Via::Stdio {
+        return question;
+    }
+    format!("{question}\n\nRequested by: {}", caller.label())
 }
 
 /// Adds the argument rules that fired to a refusal, so the caller sees which arguments made

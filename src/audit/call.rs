@@ -79,7 +79,7 @@ pub async fn record_intent(
         return Ok(());
     }
     let masked = redact::mask_arguments(call.spec, call.arguments.unwrap_or(&Map::new()));
-    let line = entry(
+    let mut line = entry(
         call.wire_name,
         call.alias_for,
         masked,
@@ -90,6 +90,7 @@ pub async fn record_intent(
         None,
         Duration::ZERO,
     );
+    line.caller = call.caller.map(str::to_owned);
     match log.append(line).await {
         Ok(_) => Ok(()),
         Err(e) => {
@@ -159,6 +160,7 @@ pub fn entry(
         pve_status,
         upid,
         duration,
+        caller: None,
     }
 }
 
@@ -201,6 +203,8 @@ pub struct Call<'a> {
     pub arguments: Option<&'a Map<String, Value>>,
     /// How a gated call was approved (`person`, `confirm-flag`).
     pub approval: Option<&'a str>,
+    /// Who asked ([`crate::identity::Caller::label`]).
+    pub caller: Option<&'a str>,
 }
 
 /// The last stage of a call: appends its outcome line when it is recorded (a change, a
@@ -222,7 +226,7 @@ pub async fn record_call(
         return;
     };
     let masked = redact::mask_arguments(call.spec, call.arguments.unwrap_or(&Map::new()));
-    let line = entry(
+    let mut line = entry(
         call.wire_name,
         call.alias_for,
         masked,
@@ -233,6 +237,7 @@ pub async fn record_call(
         upid_of(outcome),
         duration,
     );
+    line.caller = call.caller.map(str::to_owned);
     if let Err(e) = log.append(line).await {
         tracing::error!(tool = call.wire_name, error = %e, "audit line not written");
     }
@@ -251,6 +256,7 @@ mod tests {
             alias_for: None,
             arguments: Some(args),
             approval,
+            caller: Some("oauth:alice"),
         }
     }
 
@@ -276,6 +282,8 @@ mod tests {
         assert_eq!(lines[0]["decision"], SENDING);
         assert_eq!(lines[0]["outcome"], PENDING);
         assert_eq!(lines[0]["approval"], "confirm-flag");
+        assert_eq!(lines[0]["caller"], "oauth:alice");
+        assert_eq!(lines[1]["caller"], "oauth:alice");
         assert_eq!(lines[1]["decision"], "executed");
         assert!(
             super::super::verify::verify_file(&path)

@@ -1,7 +1,7 @@
 //! The audit trail: one hash-chained JSON line per change and per refusal, appended to a file.
 //!
 //! Line format (one JSON object, keys in this order, `hash` last):
-//! `{"seq":N,"time":…,"instance":…,"tool":…,"canonical":…,"arguments":{masked},"decision":…,"approval":…,
+//! `{"seq":N,"time":…,"instance":…,"caller":…,"tool":…,"canonical":…,"arguments":{masked},"decision":…,"approval":…,
 //! "outcome":…,"pveStatus":…,"upid":…,"durationMs":…,"hash":"<64 hex>"}`.
 //! `hash = SHA-256(previous line's hash + this line without its hash)` in lower-case hex,
 //! where "this line without its hash" is the exact text up to `,"hash":` closed with `}`;
@@ -118,6 +118,9 @@ pub struct AuditEntry {
     pub upid: Option<String>,
     /// Wall time of the call.
     pub duration: Duration,
+    /// Who asked for it ([`crate::identity::Caller::label`]: `stdio`, `static token`,
+    /// `oauth:<sub>`, `cli:<user>`), when known; written as `caller` after `instance`.
+    pub caller: Option<String>,
 }
 
 /// The line appended for an entry: its number and hash.
@@ -326,6 +329,9 @@ fn render_line(seq: u64, entry: &AuditEntry, instance: Option<&str>, previous: &
     if let Some(instance) = instance {
         record.insert("instance".into(), instance.into());
     }
+    if let Some(caller) = &entry.caller {
+        record.insert("caller".into(), caller.clone().into());
+    }
     record.insert("tool".into(), entry.tool.clone().into());
     record.insert("canonical".into(), entry.canonical.clone().into());
     record.insert("arguments".into(), entry.arguments.clone());
@@ -435,6 +441,7 @@ mod tests {
             pve_status: Some(200),
             upid: None,
             duration: Duration::from_millis(12),
+            caller: Some("static token".into()),
         }
     }
 

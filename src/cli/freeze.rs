@@ -190,6 +190,7 @@ fn record(
         pve_status: None,
         upid: None,
         duration: Duration::ZERO,
+        caller: Some(format!("cli:{}", who())),
     };
     log.append_blocking(&entry)
         .map(|_| ())

@@ -74,12 +74,14 @@ pub async fn cancel(
     let mut arguments = Map::new();
     arguments.insert("node".into(), upid.node.clone().into());
     arguments.insert("upid".into(), upid.to_string().into());
+    let caller = crate::identity::Caller::of(context).label();
     let audit_call = |approval| audit::Call {
         spec: stop.spec,
         wire_name: CANCEL_METHOD,
         alias_for: Some(STOP_TOOL),
         arguments: Some(&arguments),
         approval,
+        caller: Some(&caller),
     };
     // A stop is a change: while changes are frozen it is refused before anyone is asked.
     if let Some(Err(frozen)) = state.settings.freeze.as_ref().map(|f| f.check()) {
