@@ -156,7 +156,10 @@ async fn changes_and_refusals_are_recorded_and_verify() {
     );
     assert!(start["durationMs"].is_u64() && start["time"].is_string());
     // Every line names who asked: over stdio, the local user who started the server.
-    assert!(records.iter().all(|r| r["caller"] == "stdio"), "{records:?}");
+    assert!(
+        records.iter().all(|r| r["caller"] == "stdio"),
+        "{records:?}"
+    );
     assert_eq!(start["hash"].as_str().unwrap().len(), 64);
     let refused = &records[1];
     assert_eq!(refused["decision"], "refused");

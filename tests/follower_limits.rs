@@ -14,7 +14,7 @@ mod mcp_tasks_client;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use mcp_tasks_client::{Client, ClientSetup, call, connect, pve_client, server};
+use mcp_tasks_client::{Client, ClientSetup, as_task, call, call_for, connect, pve_client, server};
 use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::pve;
 use rmcp::model::{CallToolResponse, GetTaskParams, TaskStatus};
@@ -196,7 +196,7 @@ async fn wait_true_beyond_the_cap_says_the_task_started_and_is_not_waited_for() 
     let args = json!({"node": "pve01", "vmid": 101, "newid": 3600, "full": true, "wait": true, "confirm": true});
     let response = client
         .peer()
-        .call_tool_once(call("pve_qemu_clone", args))
+        .call_tool_once(call_for(&client, "pve_qemu_clone", args))
         .await
         .expect("tools/call");
     let CallToolResponse::Complete(result) = response else {
@@ -264,7 +264,7 @@ async fn mcp_tasks_beyond_the_cap_keep_their_id_and_are_read_on_tasks_get() {
             json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true, "confirm": true});
         match client
             .peer()
-            .call_tool_once(call("pve_qemu_clone", args))
+            .call_tool_once(call_for(&client, "pve_qemu_clone", args))
             .await
         {
             Ok(CallToolResponse::Task(created)) => {
@@ -344,8 +344,9 @@ async fn bench_300_task_starts() {
         let mut tasks = 0;
         for newid in 6000..6300 {
             let args = json!({"node": "pve01", "vmid": 101, "newid": newid, "full": true, "confirm": true});
-            if let Ok(CallToolResponse::Task(_)) =
-                peer.call_tool_once(call("pve_qemu_clone", args)).await
+            if let Ok(CallToolResponse::Task(_)) = peer
+                .call_tool_once(as_task(call("pve_qemu_clone", args)))
+                .await
             {
                 tasks += 1;
             }

@@ -49,6 +49,39 @@ async fn start_clone_task(client: &mcp_tasks_client::Client) -> (String, String)
     }
 }
 
+/// The MCP Inspector (2.12) declares the tasks extension at `initialize` and then makes plain
+/// calls it never follows. Only a call that declares the extension itself is answered as a
+/// task (SEP-2663); the plain call gets the plain, valid result — here the UPID.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_a_call_that_declares_tasks_itself_is_answered_as_a_task() {
+    let emu = emulator_with_pace(Duration::from_millis(20)).await;
+    let (client, _) = connect(server(&emu, &[]), TASKS).await;
+    let plain = client
+        .peer()
+        .call_tool_once(call("pve_qemu_clone", clone_args()))
+        .await
+        .expect("answered");
+    let CallToolResponse::Complete(result) = plain else {
+        panic!("a plain call from a session that declared tasks got {plain:?}");
+    };
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert!(
+        !result.content.is_empty(),
+        "a valid 2025-11-25 result has content"
+    );
+    let env = result.structured_content.expect("envelope");
+    assert!(
+        env["data"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("UPID:pve01:"),
+        "{env}"
+    );
+    // The same call, declaring the extension on the request: a task.
+    let (_, upid) = start_clone_task(&client).await;
+    assert!(upid.contains(":qmclone:101:"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clone_becomes_a_task_that_completes_and_outlives_its_session() {
     let emu = emulator_with_pace(Duration::from_millis(150)).await;

@@ -117,9 +117,15 @@ pub fn too_many_waits(busy: Busy, upid: &pve::Upid, started: bool) -> ToolFailur
         }))
 }
 
-/// Whether the client of this request follows MCP tasks.
+/// Whether this request asked to be answered as an MCP task: its own `_meta` declares the
+/// tasks extension (SEP-2663 — "unless the request declared the tasks extension
+/// capability"). A session's `initialize` declaration alone does not count: clients such as
+/// the MCP Inspector (2.12) declare the extension once and then make plain calls they never
+/// follow, so a task would leave the person with `working` and no outcome; a client that
+/// follows a call declares it on that call (2026-07-28 framing, `@modelcontextprotocol/ext-tasks`).
 fn client_follows_tasks(context: &RequestContext<RoleServer>) -> bool {
     context
+        .meta
         .client_capabilities()
         .is_some_and(|caps| caps.supports_tasks())
 }

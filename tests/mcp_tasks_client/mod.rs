@@ -176,11 +176,30 @@ pub fn call(name: &'static str, args: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(name).with_arguments(arguments)
 }
 
+/// `params` declared as a call the client follows as an MCP task: the tasks extension in
+/// the request's own `_meta`, as SEP-2663 asks (a session's `initialize` alone does not count).
+pub fn as_task(mut params: CallToolRequestParams) -> CallToolRequestParams {
+    let mut meta = params.meta.take().unwrap_or_default();
+    meta.set_client_capabilities(ClientCapabilities::builder().enable_tasks().build());
+    params.meta = Some(meta);
+    params
+}
+
+/// `tools/call` params for `client`: declared as a task call when its setup follows tasks.
+pub fn call_for(client: &Client, name: &'static str, args: Value) -> CallToolRequestParams {
+    let params = call(name, args);
+    if client.service().setup.tasks {
+        as_task(params)
+    } else {
+        params
+    }
+}
+
 /// Calls a tool and returns the raw response (complete, task, or input required).
 pub async fn call_once(client: &Client, name: &'static str, args: Value) -> CallToolResponse {
     client
         .peer()
-        .call_tool_once(call(name, args))
+        .call_tool_once(call_for(client, name, args))
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
