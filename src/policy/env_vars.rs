@@ -80,7 +80,7 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
     },
     EnvVarDoc {
         name: ENV_TASK_TTL,
-        description: "Seconds an MCP task id (a task-starting call from a client with the tasks extension) stays readable with `tasks/get`.",
+        description: "Seconds an MCP task id (a task-starting call that declares the tasks extension) stays readable with `tasks/get`.",
         default: "86400",
         secret: false,
     },
