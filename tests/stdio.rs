@@ -543,3 +543,35 @@ async fn a_line_that_is_not_json_gets_a_parse_error_and_the_server_keeps_serving
         "the line is never logged: {logged}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_repeats_a_key_is_refused_over_stdio_and_sends_nothing() {
+    let emu = emulator().await;
+    let env = with_policy(env_for(&emu), &[("PVE_ACCESS_TIER", "full")]);
+    let mut mcp = McpProcess::spawn(&["run"], &env);
+    mcp.initialize().await;
+    let before = emu.requests().len();
+    // `confirm` twice: serde would keep the last one. The line arrives in three writes, cut
+    // inside a key, so the check must see the whole line, not each piece.
+    let line = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pve_stop_qemu_vm","arguments":{"node":"pve01","vmid":101,"confirm":false,"confirm":true}}}"#;
+    let (first, rest) = line.split_at(60);
+    let (second, third) = rest.split_at(70);
+    for piece in [first, second] {
+        mcp.send_raw(piece).await;
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    mcp.send_raw(&[third, b"\n"].concat()).await;
+    let reply = mcp.next_message().await;
+    assert_eq!(reply["id"], 7, "{reply}");
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("\"confirm\"") && message.contains("params.arguments.confirm"),
+        "{message}"
+    );
+    assert_eq!(emu.requests().len(), before, "nothing reached Proxmox");
+    // The next message is read whole and served.
+    let ok = mcp.call("pve_list_nodes", json!({})).await;
+    assert_eq!(envelope(&ok)["ok"], true, "{ok}");
+    let _ = mcp.shutdown().await;
+}

@@ -1,56 +1,56 @@
 //! The stdio transport: rmcp's newline-delimited JSON over stdin/stdout, with a raw-bytes check
-//! in front of rmcp's decoder.
+//! inside the reader rmcp decodes from.
 //!
-//! A pump task reads stdin line by line. A `tools/call` that repeats a JSON key (see
-//! [`super::dupkeys`]) is answered with JSON-RPC `-32602` and never reaches rmcp; a complete line
-//! that is not JSON (someone typed `hello`) is answered with `-32700` (at most a few per second)
-//! instead of rmcp's silence; every other line is passed through unchanged to rmcp's own
-//! transport, which keeps its framing, line-size bound and error handling.
+//! [`CheckedRead`] hands rmcp's decoder stdin line by line. A `tools/call` that repeats a JSON
+//! key (see [`super::dupkeys`]) is answered with JSON-RPC `-32602` and never reaches rmcp; a
+//! complete line that is not JSON (someone typed `hello`) is answered with `-32700` (at most a
+//! few per second) instead of rmcp's silence; every other line is passed through unchanged to
+//! rmcp's own decoder, which keeps its framing, line-size bound and error handling. The check
+//! runs in the same poll as rmcp's read: no task, no in-process pipe, one copy per line.
 //!
 //! Invariant: stdout carries only what rmcp's writer produces (replies, including the refusals,
 //! are written through that one writer, one message per line); nothing else is ever written there.
+
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
 
 use rmcp::RoleServer;
 use rmcp::model::{ErrorData, RequestId, ServerJsonRpcMessage};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
-use tokio::io::{
-    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
-};
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, BufReader, ReadBuf};
 use tokio::sync::mpsc;
 use tokio::time::{Duration, Instant};
 
 use super::dupkeys;
 
-/// Size of the in-process pipe between the pump and rmcp's reader.
-const PIPE_BYTES: usize = 64 * 1024;
-
-/// rmcp's stdio transport behind the duplicate-key check.
-pub struct CheckedStdio<W: AsyncWrite + Send + Unpin + 'static> {
-    inner: AsyncRwTransport<RoleServer, DuplexStream, W>,
+/// rmcp's stdio transport reading through the duplicate-key check.
+pub struct CheckedStdio<
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+> {
+    inner: AsyncRwTransport<RoleServer, CheckedRead<R>, W>,
     refusals: mpsc::UnboundedReceiver<ServerJsonRpcMessage>,
 }
 
 /// The server's stdin/stdout, checked. rmcp's `stdio_pipes` reads and writes pipes on the
 /// event loop (no blocking-pool hand-off per line) and falls back to tokio's handles when
 /// stdin/stdout are not pipes.
-pub fn stdio() -> CheckedStdio<rmcp::transport::io::StdioWriter> {
+pub fn stdio() -> CheckedStdio<rmcp::transport::io::StdioReader, rmcp::transport::io::StdioWriter> {
     let (read, write) = rmcp::transport::stdio_pipes();
     checked(read, write)
 }
 
 /// Any reader/writer pair, checked (tests use in-memory pipes).
-pub fn checked<R, W>(read: R, write: W) -> CheckedStdio<W>
+pub fn checked<R, W>(read: R, write: W) -> CheckedStdio<R, W>
 where
     R: AsyncRead + Send + Unpin + 'static,
     W: AsyncWrite + Send + Unpin + 'static,
 {
-    let (to_rmcp, from_pump) = tokio::io::duplex(PIPE_BYTES);
     let (refuse, refusals) = mpsc::unbounded_channel();
-    tokio::spawn(pump(read, to_rmcp, refuse));
     CheckedStdio {
-        inner: AsyncRwTransport::new(from_pump, write),
+        inner: AsyncRwTransport::new(CheckedRead::new(read, refuse), write),
         refusals,
     }
 }
@@ -86,60 +86,122 @@ impl ParseReplies {
     }
 }
 
-/// Copies `read` to `to_rmcp` line by line, diverting duplicate-key `tools/call` requests and
-/// answering complete lines that are not JSON.
-async fn pump<R: AsyncRead + Unpin>(
-    read: R,
-    mut to_rmcp: DuplexStream,
+/// The reader rmcp decodes from: `read`, line by line, with duplicate-key `tools/call`
+/// requests and complete lines that are not JSON diverted (their replies go to `refuse`).
+pub struct CheckedRead<R> {
+    read: BufReader<R>,
+    /// The piece being read, then (from `served`) the piece being handed to rmcp.
+    line: Vec<u8>,
+    /// How much of a passed `line` rmcp has taken; `None` while a piece is being read.
+    served: Option<usize>,
+    /// Whether the previous piece ended a line; if not, this piece is the rest of an over-long
+    /// line, which is passed on unchecked for rmcp to discard (answering it instead would make
+    /// rmcp take the next message as more of the over-long line).
+    at_line_start: bool,
+    budget: ParseReplies,
     refuse: mpsc::UnboundedSender<ServerJsonRpcMessage>,
-) {
-    let mut read = BufReader::new(read);
-    let mut line = Vec::new();
-    let mut budget = ParseReplies::new();
-    // Whether the previous piece ended a line; if not, this piece is the rest of an over-long
-    // line, which is passed on unchecked for rmcp to discard (answering it instead would make
-    // rmcp take the next message as more of the over-long line).
-    let mut at_line_start = true;
-    loop {
-        line.clear();
-        // Bounded like rmcp's own reader: an over-long line is passed on in pieces, unchecked,
-        // and rmcp discards it.
-        let mut limited = (&mut read).take(DEFAULT_MAX_LINE_LENGTH as u64 + 1);
-        match limited.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
+}
+
+impl<R: AsyncRead + Unpin> CheckedRead<R> {
+    fn new(read: R, refuse: mpsc::UnboundedSender<ServerJsonRpcMessage>) -> Self {
+        CheckedRead {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            served: None,
+            at_line_start: true,
+            budget: ParseReplies::new(),
+            refuse,
         }
-        let whole = at_line_start && line.ends_with(b"\n");
-        at_line_start = line.ends_with(b"\n");
-        // Blank lines are skipped by rmcp; a line cut off by end of input is left to it.
-        if whole && !line.trim_ascii().is_empty() {
-            match dupkeys::check(&line) {
-                dupkeys::Checked::Clean => {}
-                dupkeys::Checked::Duplicate(duplicate) => {
-                    tracing::warn!(
-                        path = %duplicate.path,
-                        "tools/call refused: a JSON key appears twice"
-                    );
-                    if let Some(reply) = refusal(&duplicate) {
-                        let _ = refuse.send(reply);
-                    }
-                    continue;
-                }
-                dupkeys::Checked::NotJson => {
-                    // The line itself is never logged or echoed: it may hold a pasted secret.
-                    if budget.take() {
-                        tracing::warn!(
-                            bytes = line.len(),
-                            "a line on stdin is not JSON; answered with a JSON-RPC parse error"
-                        );
-                        let _ = refuse.send(parse_error());
-                    }
-                    continue;
-                }
+    }
+
+    /// Reads the next piece into `line`: a whole line, or at most rmcp's line bound plus one
+    /// byte of an over-long one (rmcp discards it), or what was left at end of input.
+    /// `Ready(false)`: end of input with nothing left.
+    fn poll_piece(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<bool>> {
+        let limit = DEFAULT_MAX_LINE_LENGTH + 1;
+        loop {
+            let available = ready!(Pin::new(&mut self.read).poll_fill_buf(cx))?;
+            if available.is_empty() {
+                return Poll::Ready(Ok(!self.line.is_empty()));
+            }
+            let room = limit - self.line.len();
+            let window = &available[..available.len().min(room)];
+            let (taken, ended) = match window.iter().position(|b| *b == b'\n') {
+                Some(newline) => (newline + 1, true),
+                None => (window.len(), false),
+            };
+            self.line.extend_from_slice(&window[..taken]);
+            Pin::new(&mut self.read).consume(taken);
+            if ended || self.line.len() >= limit {
+                return Poll::Ready(Ok(true));
             }
         }
-        if to_rmcp.write_all(&line).await.is_err() {
-            return;
+    }
+
+    /// Whether the piece in `line` goes on to rmcp; a refused one is answered here.
+    fn passes(&mut self) -> bool {
+        let whole = self.at_line_start && self.line.ends_with(b"\n");
+        self.at_line_start = self.line.ends_with(b"\n");
+        // Blank lines are skipped by rmcp; a line cut off by end of input is left to it.
+        if !whole || self.line.trim_ascii().is_empty() {
+            return true;
+        }
+        match dupkeys::check(&self.line) {
+            dupkeys::Checked::Clean => true,
+            dupkeys::Checked::Duplicate(duplicate) => {
+                tracing::warn!(
+                    path = %duplicate.path,
+                    "tools/call refused: a JSON key appears twice"
+                );
+                if let Some(reply) = refusal(&duplicate) {
+                    let _ = self.refuse.send(reply);
+                }
+                false
+            }
+            dupkeys::Checked::NotJson => {
+                // The line itself is never logged or echoed: it may hold a pasted secret.
+                if self.budget.take() {
+                    tracing::warn!(
+                        bytes = self.line.len(),
+                        "a line on stdin is not JSON; answered with a JSON-RPC parse error"
+                    );
+                    let _ = self.refuse.send(parse_error());
+                }
+                false
+            }
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for CheckedRead<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        loop {
+            if let Some(served) = this.served {
+                let rest = &this.line[served..];
+                if !rest.is_empty() {
+                    let n = rest.len().min(buf.remaining());
+                    buf.put_slice(&rest[..n]);
+                    this.served = Some(served + n);
+                    return Poll::Ready(Ok(()));
+                }
+                this.served = None;
+                this.line.clear();
+            }
+            // A read error ends the input as it did rmcp's own reader.
+            let more = ready!(this.poll_piece(cx)).unwrap_or(false);
+            if !more {
+                return Poll::Ready(Ok(()));
+            }
+            if this.passes() {
+                this.served = Some(0);
+            } else {
+                this.line.clear();
+            }
         }
     }
 }
@@ -162,7 +224,11 @@ fn refusal(duplicate: &dupkeys::DuplicateKey) -> Option<ServerJsonRpcMessage> {
     ))
 }
 
-impl<W: AsyncWrite + Send + Unpin + 'static> Transport<RoleServer> for CheckedStdio<W> {
+impl<R, W> Transport<RoleServer> for CheckedStdio<R, W>
+where
+    R: AsyncRead + Send + Unpin + 'static,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
     type Error = std::io::Error;
 
     fn send(
