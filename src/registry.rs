@@ -5,12 +5,13 @@
 //! are hidden aliases (`PVE_ALIASES=hidden`, which also covers the reference tools a listed
 //! tool supersedes, `ToolSpec::superseded_by`) and, on the compact surface
 //! (`PVE_TOOL_SURFACE=compact`), the permitted tools the meta-tools reach. A tool the
-//! policy filters out is in neither. The rmcp `Tool` values (schema,
-//! annotations, `_meta`) are computed at build time, so listing tools is a clone, not a
-//! rebuild; an alias shares its canonical tool's schema `Arc`.
+//! policy filters out is in neither. The rmcp `Tool` values (schema, annotations, `_meta`)
+//! are rendered from the entries once, on the first `tools/list` (start-up answers
+//! `initialize` without them), then shared, so listing tools is a clone, not a rebuild; an
+//! alias shares its canonical tool's schema `Arc`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rmcp::model::{MetaObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
@@ -40,7 +41,11 @@ pub struct Entry {
 pub struct Registry {
     entries: Vec<Entry>,
     index: HashMap<&'static str, usize>,
-    listed: Arc<Vec<Tool>>,
+    /// Whether alias entries are listed too.
+    aliases: AliasMode,
+    /// The `tools/list` payload, rendered from `entries` on first use and shared by every
+    /// clone: start-up answers `initialize` without building ~150 JSON schemas first.
+    listed: Arc<OnceLock<Arc<Vec<Tool>>>>,
 }
 
 /// Which backends this process can serve; tools of a missing backend are not registered.
@@ -88,9 +93,7 @@ impl Registry {
         aliases: AliasMode,
     ) -> Registry {
         let mut entries = Vec::new();
-        let mut listed = Vec::new();
         for spec in specs {
-            let input_schema = Arc::new(schema::input_schema(spec));
             // A superseded reference tool is served as a legacy name of its successor:
             // callable unless aliases are off, listed only when they are listed.
             if let Some(successor) = spec.superseded_by {
@@ -103,9 +106,6 @@ impl Registry {
                     alias_for: Some(successor),
                     output_cap: DEFAULT_OUTPUT_CAP,
                 });
-                if aliases == AliasMode::Listed {
-                    listed.push(canonical_tool(spec, input_schema));
-                }
                 continue;
             }
             entries.push(Entry {
@@ -114,7 +114,6 @@ impl Registry {
                 alias_for: None,
                 output_cap: DEFAULT_OUTPUT_CAP,
             });
-            listed.push(canonical_tool(spec, input_schema.clone()));
             if aliases == AliasMode::Off {
                 continue;
             }
@@ -125,9 +124,6 @@ impl Registry {
                     alias_for: Some(spec.name),
                     output_cap: DEFAULT_OUTPUT_CAP,
                 });
-                if aliases == AliasMode::Listed {
-                    listed.push(alias_tool(spec, alias, input_schema.clone()));
-                }
             }
         }
         let index = entries
@@ -138,14 +134,44 @@ impl Registry {
         Registry {
             entries,
             index,
-            listed: Arc::new(listed),
+            aliases,
+            listed: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// Renders the `tools/list` payload: every canonical entry, and the alias entries when
+    /// aliases are listed; a row's schema is built once and shared by its aliases.
+    fn render_listing(&self) -> Vec<Tool> {
+        let mut listed = Vec::new();
+        let mut schema_of: Option<(&'static str, Arc<Map<String, Value>>)> = None;
+        for entry in &self.entries {
+            let listed_alias = self.aliases == AliasMode::Listed;
+            if entry.alias_for.is_some() && !listed_alias {
+                continue;
+            }
+            let spec = entry.spec;
+            let input_schema = match &schema_of {
+                Some((name, schema)) if *name == spec.name => schema.clone(),
+                _ => {
+                    let schema = Arc::new(schema::input_schema(spec));
+                    schema_of = Some((spec.name, schema.clone()));
+                    schema
+                }
+            };
+            let is_alias_name = entry.wire_name != spec.name;
+            listed.push(if is_alias_name {
+                alias_tool(spec, entry.wire_name, input_schema)
+            } else {
+                canonical_tool(spec, input_schema)
+            });
+        }
+        listed
     }
 
     /// The same entries with another `tools/list` payload: the compact surface lists its
     /// meta-tools over these entries (see `compact`).
     pub fn with_listing(mut self, listed: Vec<Tool>) -> Registry {
-        self.listed = Arc::new(listed);
+        self.listed = Arc::new(OnceLock::from(Arc::new(listed)));
         self
     }
 
@@ -159,9 +185,11 @@ impl Registry {
         &self.entries
     }
 
-    /// The precomputed `tools/list` payload.
+    /// The `tools/list` payload (rendered on first use, then shared).
     pub fn tools(&self) -> Arc<Vec<Tool>> {
-        self.listed.clone()
+        self.listed
+            .get_or_init(|| Arc::new(self.render_listing()))
+            .clone()
     }
 
     /// Number of canonical tools exposed.
