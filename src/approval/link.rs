@@ -23,7 +23,7 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 
 use super::notify::{Notice, Notifier};
-use super::pending::{PageDecision, PendingApprovals, RegisterError, Waiting};
+use super::pending::{PageDecision, PendingApprovals, RegisterError};
 use super::{ApprovedBy, Question, Verdict};
 use crate::envelope::{ToolFailure, codes};
 use crate::policy::{ApprovalVia, LinkSettings};
@@ -73,29 +73,6 @@ impl LinkApproval {
         self.via == ApprovalVia::Url && self.reachable()
     }
 
-    fn register(
-        &self,
-        question: &Question,
-        binding: Vec<u8>,
-        timeout: Duration,
-    ) -> Result<Waiting, ToolFailure> {
-        self.pending
-            .register(&question.message, question.tool, binding, timeout)
-            .map_err(|why| {
-                let message = match why {
-                    RegisterError::NoAddress => {
-                        "This call needs a person's approval on the approval page, and the page has no known address; nothing was sent to Proxmox."
-                    }
-                    RegisterError::Full => {
-                        "Too many approvals are waiting for a person; nothing was sent to Proxmox."
-                    }
-                };
-                ToolFailure::new(codes::APPROVAL_UNAVAILABLE, message).with_hint(
-                    "Tell the operator: set PVE_APPROVAL_BASE_URL to the page's public address (or PVE_APPROVAL_LISTEN under stdio), or answer the waiting approvals first.",
-                )
-            })
-    }
-
     /// Asks through URL-mode elicitation and waits for the page.
     pub async fn by_url(
         &self,
@@ -104,9 +81,12 @@ impl LinkApproval {
         binding: Vec<u8>,
         timeout: Duration,
     ) -> Verdict {
-        let mut waiting = match self.register(question, binding, timeout) {
+        let registered = self
+            .pending
+            .register(&question.message, question.tool, binding, timeout);
+        let mut waiting = match registered {
             Ok(waiting) => waiting,
-            Err(failure) => return Verdict::Refused(failure),
+            Err(why) => return Verdict::Refused(not_registered(why)),
         };
         let elicitation_id = hex::encode({
             let mut id = [0u8; 16];
@@ -172,9 +152,12 @@ impl LinkApproval {
         let Some(notifier) = &self.notifier else {
             return Verdict::Refused(super::unavailable());
         };
-        let mut waiting = match self.register(question, binding, timeout) {
+        let registered = self
+            .pending
+            .register(&question.message, question.tool, binding, timeout);
+        let mut waiting = match registered {
             Ok(waiting) => waiting,
-            Err(failure) => return Verdict::Refused(failure),
+            Err(why) => return Verdict::Refused(not_registered(why)),
         };
         let requested_by = crate::identity::Caller::of(context).label();
         let link = waiting.link.to_string();
@@ -203,6 +186,21 @@ impl LinkApproval {
             () = context.ct.cancelled() => Verdict::Refused(super::cancelled("The client cancelled the call while the person was being asked.")),
         }
     }
+}
+
+/// Why no link could be issued, as a refusal.
+fn not_registered(why: RegisterError) -> ToolFailure {
+    let message = match why {
+        RegisterError::NoAddress => {
+            "This call needs a person's approval on the approval page, and the page has no known address; nothing was sent to Proxmox."
+        }
+        RegisterError::Full => {
+            "Too many approvals are waiting for a person; nothing was sent to Proxmox."
+        }
+    };
+    ToolFailure::new(codes::APPROVAL_UNAVAILABLE, message).with_hint(
+        "Tell the operator: set PVE_APPROVAL_BASE_URL to the page's public address (or PVE_APPROVAL_LISTEN under stdio), or answer the waiting approvals first.",
+    )
 }
 
 /// The page's decision as a verdict.

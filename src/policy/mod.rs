@@ -390,7 +390,7 @@ impl Settings {
         if let Some(value) = get(ENV_APPROVAL_KEY_FILE) {
             settings.approval_key = Some(ApprovalKey::from_file(&PathBuf::from(value))?);
         }
-        settings.links = LinkSettings::from_lookup(&get)?;
+        settings.links = LinkSettings::from_lookup(get)?;
         if settings.links.notify.is_some() && settings.approval == ApprovalMode::Confirm {
             return Err(LinkSettingsError::NotifyWithConfirm.into());
         }
