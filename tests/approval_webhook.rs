@@ -40,7 +40,7 @@ async fn a_headless_call_runs_once_after_the_person_approves_on_the_linked_page(
     let emu = emulator().await;
     let receiver = Receiver::start(200).await;
     let hook = format!("http://{}/hook?token=sekrit-hook-token", receiver.addr);
-    let (client, _home) = connect_stdio(Person::unable(), &env(&emu, &hook, "60")).await;
+    let (client, home) = connect_stdio(Person::unable(), &env(&emu, &hook, "60")).await;
     let client = Arc::new(client);
     let calling = {
         let client = client.clone();
@@ -117,6 +117,19 @@ async fn a_headless_call_runs_once_after_the_person_approves_on_the_linked_page(
     assert_eq!(status, 410);
     assert_eq!(changes(&emu).len(), 1);
     assert_eq!(receiver.notices().len(), 1);
+    // The audit trail records who approved: a person, by link.
+    let audit = std::fs::read_to_string(
+        home.path()
+            .join(".local/state/nandi-proxmox-mcp/audit.jsonl"),
+    )
+    .expect("audit trail");
+    let approved: Vec<Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["approval"] == "person-link")
+        .collect();
+    assert!(!approved.is_empty(), "{audit}");
+    assert!(approved.iter().all(|r| r["tool"] == "pve_stop_qemu_vm"));
     close(client).await;
 }
 
