@@ -5,8 +5,12 @@
 //! - Stateless peers (protocol 2026-07-28 and later) get an `InputRequiredResult` carrying the
 //!   same question and a sealed `requestState` bound to the exact tool and arguments (see
 //!   [`state`]); the retry with the person's answer is checked against it.
-//! - Clients that cannot ask fall back to the reference behaviour (`confirm: true`) in `auto`
-//!   mode, and are refused in `elicit` mode.
+//! - Session clients that declared only URL elicitation (or both, with `PVE_APPROVAL_VIA=url`)
+//!   are sent to the approval page (see [`link`]): the page's Approve, never the elicitation's
+//!   `accept`, approves.
+//! - Clients that cannot ask are sent to the page through the `PVE_APPROVAL_NOTIFY` webhook
+//!   when one is configured; else they fall back to the reference behaviour (`confirm: true`)
+//!   in `auto` mode, and are refused in `elicit` mode.
 //! - Without sessions (`MCP_STATELESS=true`, see [`Approver::stateless`]) a client older than
 //!   2026-07-28 cannot be sent `elicitation/create`, and its `initialize` is forgotten: one that
 //!   declared elicitation, or whose request does not carry its own capabilities, is refused
@@ -23,8 +27,12 @@
 //! timeout, transport failure, a forged or replayed state) refuses the call before anything
 //! is sent to Proxmox.
 
+mod link;
+mod notify;
+mod pending;
 mod state;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::RoleServer;
@@ -39,6 +47,8 @@ use serde_json::Value;
 use crate::envelope::{ToolFailure, codes};
 use crate::policy::ApprovalMode;
 
+pub use link::{ELICITATION_COMPLETE, LinkApproval};
+pub use pending::{LinkProblem, PageDecision, PageView, PendingApprovals};
 pub use state::SealedStates;
 
 /// Key of the approval question inside an MRTR `inputRequests` map.
@@ -54,14 +64,17 @@ pub enum ApprovedBy {
     Person,
     /// The caller passed `confirm: true` (a client that cannot ask, or `confirm` mode).
     ConfirmFlag,
+    /// A person approved on the approval page (URL elicitation or webhook link).
+    PersonByLink,
 }
 
 impl ApprovedBy {
-    /// The wire form: `person` or `confirm-flag`.
+    /// The wire form: `person`, `confirm-flag` or `person-link`.
     pub const fn as_str(self) -> &'static str {
         match self {
             ApprovedBy::Person => "person",
             ApprovedBy::ConfirmFlag => "confirm-flag",
+            ApprovedBy::PersonByLink => "person-link",
         }
     }
 }
@@ -84,6 +97,9 @@ pub enum Channel {
     Elicitation,
     /// `InputRequiredResult` round trip (2026-07-28 and later).
     MultiRoundTrip,
+    /// `elicitation/create` in URL mode on the session: the client declared URL elicitation
+    /// only; the person decides on the approval page.
+    Url,
     /// The client may be able to ask — it declared elicitation, or, without sessions, could
     /// not say — but this server has no session to send `elicitation/create` on.
     Unreachable,
@@ -99,6 +115,21 @@ fn declares_form(caps: &ClientCapabilities) -> bool {
         .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
+/// Whether `caps` declare URL elicitation.
+fn declares_url(caps: &ClientCapabilities) -> bool {
+    caps.elicitation.as_ref().is_some_and(|e| e.url.is_some())
+}
+
+/// Whether the session's or the request's capabilities satisfy `test` (joined, see
+/// [`Channel::of`]).
+fn declared(context: &RequestContext<RoleServer>, test: fn(&ClientCapabilities) -> bool) -> bool {
+    let in_session = context
+        .peer
+        .peer_info()
+        .is_some_and(|info| test(&info.capabilities));
+    in_session || context.meta.client_capabilities().is_some_and(|c| test(&c))
+}
+
 impl Channel {
     /// How the client of this request can ask a person, where a session carries
     /// server-to-client requests ([`Approver::channel`] also knows about servers without
@@ -109,19 +140,12 @@ impl Channel {
     /// claiming no elicitation would otherwise turn a session that can ask into one that
     /// runs on the model's `confirm`.
     pub fn of(context: &RequestContext<RoleServer>) -> Channel {
-        let in_session = context
-            .peer
-            .peer_info()
-            .is_some_and(|info| declares_form(&info.capabilities));
-        let in_request = context
-            .meta
-            .client_capabilities()
-            .is_some_and(|caps| declares_form(&caps));
-        let can_ask = in_session || in_request;
+        let can_ask = declared(context, declares_form);
         let stateless = context
             .protocol_version()
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         match (can_ask, stateless) {
+            (false, false) if declared(context, declares_url) => Channel::Url,
             (false, _) => Channel::None,
             (true, true) => Channel::MultiRoundTrip,
             (true, false) => Channel::Elicitation,
@@ -137,6 +161,7 @@ impl Channel {
                 "refused (MCP_STATELESS=true keeps no session to ask this client on: it needs MCP 2026-07-28, sessions, or PVE_HUMAN_APPROVAL=confirm)"
             }
             (_, Channel::MultiRoundTrip) => "person (multi round-trip request)",
+            (_, Channel::Url) => "person (approval page, URL elicitation)",
             (ApprovalMode::Auto, Channel::None) => {
                 "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
             }
@@ -166,6 +191,7 @@ pub struct Approver {
     timeout: Duration,
     states: SealedStates,
     stateless: bool,
+    links: Arc<LinkApproval>,
 }
 
 impl Approver {
@@ -177,7 +203,14 @@ impl Approver {
             timeout,
             states,
             stateless: false,
+            links: Arc::new(LinkApproval::off()),
         }
+    }
+
+    /// The same approver with approval by link (the page, URL elicitation, the webhook).
+    pub fn with_links(mut self, links: Arc<LinkApproval>) -> Approver {
+        self.links = links;
+        self
     }
 
     /// The same approver for a transport that keeps no sessions (`MCP_STATELESS=true`,
@@ -196,7 +229,12 @@ impl Approver {
     /// How this server can have the client of `context` ask a person: [`Channel::of`],
     /// corrected for a transport without sessions.
     pub fn channel(&self, context: &RequestContext<RoleServer>) -> Channel {
-        let channel = Channel::of(context);
+        let channel = match Channel::of(context) {
+            // Without a session or a page address the URL question cannot be asked: as before
+            // URL elicitation existed, the client counts as one that cannot ask.
+            Channel::Url if self.stateless || !self.links.reachable() => Channel::None,
+            other => other,
+        };
         if !self.stateless {
             return channel;
         }
@@ -212,7 +250,17 @@ impl Approver {
 
     /// What approval a gated call of `context` gets, for dry-runs.
     pub fn describe(&self, context: &RequestContext<RoleServer>) -> &'static str {
-        self.channel(context).describe(self.mode)
+        match self.channel(context) {
+            Channel::None | Channel::Unreachable
+                if self.links.notifies() && self.mode != ApprovalMode::Confirm =>
+            {
+                "person (approval page linked by the PVE_APPROVAL_NOTIFY webhook; confirm=true does not approve)"
+            }
+            Channel::Elicitation if self.links.prefers_url() && declared(context, declares_url) => {
+                Channel::Url.describe(self.mode)
+            }
+            channel => channel.describe(self.mode),
+        }
     }
 
     /// Whether a gated call from a client with `channel` is put to a person.
@@ -220,7 +268,8 @@ impl Approver {
         let reachable = match channel {
             Channel::MultiRoundTrip => true,
             Channel::Elicitation => !self.stateless,
-            Channel::Unreachable | Channel::None => false,
+            Channel::Url => !self.stateless && self.links.reachable(),
+            Channel::Unreachable | Channel::None => self.links.notifies(),
         };
         self.mode != ApprovalMode::Confirm && reachable
     }
@@ -234,13 +283,24 @@ impl Approver {
         confirmed: bool,
     ) -> Verdict {
         let channel = self.channel(context);
+        let bound = || state::binding(&request.name, request.arguments.as_ref());
+        let (links, timeout) = (&self.links, self.timeout);
         match (self.mode, channel) {
-            (ApprovalMode::Confirm, _) | (ApprovalMode::Auto, Channel::None) => {
+            (ApprovalMode::Confirm, _) => confirm_flag(self.mode, channel, confirmed, question),
+            // A webhook names who approves a call no client can ask: `confirm` never does.
+            (_, Channel::None | Channel::Unreachable) if links.notifies() => {
+                links.by_webhook(context, question, bound(), timeout).await
+            }
+            (ApprovalMode::Auto, Channel::None) => {
                 confirm_flag(self.mode, channel, confirmed, question)
             }
             (ApprovalMode::Elicit, Channel::None) => Verdict::Refused(unavailable()),
             // The model's `confirm` never stands in for a person the client could ask.
             (_, Channel::Unreachable) => Verdict::Refused(unreachable()),
+            (_, Channel::Url) => links.by_url(context, question, bound(), timeout).await,
+            (_, Channel::Elicitation) if links.prefers_url() && declared(context, declares_url) => {
+                links.by_url(context, question, bound(), timeout).await
+            }
             (_, Channel::Elicitation) => self.elicit(context, question).await,
             (_, Channel::MultiRoundTrip) => self.round_trip(request, question),
         }
@@ -460,87 +520,4 @@ fn form(question: &Question) -> ElicitRequestParams {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn only_a_ticked_accept_approves() {
-        let result = |action, content: Option<serde_json::Value>| match content {
-            Some(content) => ElicitResult::new(action).with_content(content),
-            None => ElicitResult::new(action),
-        };
-        assert!(matches!(
-            judge(&result(
-                ElicitationAction::Accept,
-                Some(json!({"approve": true}))
-            )),
-            Verdict::Approved(ApprovedBy::Person)
-        ));
-        for (action, content, code) in [
-            (
-                ElicitationAction::Accept,
-                Some(json!({"approve": false})),
-                codes::CONFIRMATION_DECLINED,
-            ),
-            (
-                ElicitationAction::Accept,
-                None,
-                codes::CONFIRMATION_DECLINED,
-            ),
-            (
-                ElicitationAction::Decline,
-                None,
-                codes::CONFIRMATION_DECLINED,
-            ),
-            (
-                ElicitationAction::Cancel,
-                None,
-                codes::CONFIRMATION_CANCELLED,
-            ),
-        ] {
-            match judge(&result(action, content)) {
-                Verdict::Refused(f) => assert_eq!(f.code, code),
-                other => panic!("expected refusal, got {other:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn without_sessions_elicitation_is_never_counted_on() {
-        let approver = |stateless| {
-            Approver::new(
-                ApprovalMode::Auto,
-                Duration::from_secs(1),
-                SealedStates::random(),
-            )
-            .stateless(stateless)
-        };
-        assert!(approver(false).asks_person(Channel::Elicitation));
-        assert!(!approver(true).asks_person(Channel::Elicitation));
-        assert!(approver(true).asks_person(Channel::MultiRoundTrip));
-        assert!(!approver(true).asks_person(Channel::Unreachable));
-        for mode in [ApprovalMode::Auto, ApprovalMode::Elicit] {
-            assert!(Channel::Unreachable.describe(mode).starts_with("refused"));
-        }
-        let failure = unreachable();
-        assert_eq!(failure.code, codes::APPROVAL_UNAVAILABLE);
-    }
-
-    #[test]
-    fn the_form_has_one_required_box() {
-        let params = form(&Question {
-            message: "Stop VM 101?".into(),
-            tool: "pve_stop_qemu_vm",
-            destructive: true,
-        });
-        let wire = serde_json::to_value(&params).expect("serializes");
-        assert_eq!(wire["mode"], "form");
-        assert_eq!(
-            wire["requestedSchema"]["properties"]["approve"]["type"],
-            "boolean"
-        );
-        assert_eq!(wire["requestedSchema"]["required"], json!(["approve"]));
-    }
-}
+mod tests;

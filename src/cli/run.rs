@@ -229,6 +229,10 @@ async fn serve_stdio(server: Server) -> Result<(), CliError> {
     if std::io::stdin().is_terminal() {
         eprintln!("nandi-proxmox-mcp: {WAITING_ON_A_TERMINAL}");
     }
+    // A headless agent's person needs the approval page: its listener, when configured.
+    let page = transport::page_listener::start(&server)
+        .await
+        .map_err(CliError::Config)?;
     let service = match server.serve(crate::transport::stdio::stdio()).await {
         Ok(service) => service,
         Err(rmcp::service::ServerInitializeError::ConnectionClosed(during)) => {
@@ -246,6 +250,9 @@ async fn serve_stdio(server: Server) -> Result<(), CliError> {
             tracing::info!("termination signal received, shutting down");
             cancel.cancel();
         }
+    }
+    if let Some(page) = page {
+        page.shutdown().await;
     }
     Ok(())
 }

@@ -49,6 +49,30 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         secret: false,
     },
     EnvVarDoc {
+        name: ENV_APPROVAL_NOTIFY,
+        description: "Webhook told when a client cannot ask a person: a gated call then waits for a person to approve or decline on the linked page (`confirm=true` no longer approves). An http(s) URL gets a JSON POST `{tool, question, link, expires_at, requested_by}`; `ntfy+https://host/topic` posts the question to an ntfy topic with the link as `Click`. Cannot be combined with `PVE_HUMAN_APPROVAL=confirm`.",
+        default: "none",
+        secret: true,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL_BASE_URL,
+        description: "Public address of the approval page (`<base>/approve/<id>`) as a person's browser reaches it, e.g. behind a reverse proxy. Unset: the HTTP transport's own address when it listens on loopback, or the stdio page listener's.",
+        default: "derived on loopback",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL_VIA,
+        description: "`form` asks clients that declare form elicitation in the client; `url` sends clients that declare URL elicitation to the approval page instead. Clients that declare only URL elicitation always get the page.",
+        default: "form",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_APPROVAL_LISTEN,
+        description: "Under the stdio transport, `ip:port` where the approval page listens (started when this or `PVE_APPROVAL_NOTIFY` is set); a non-loopback address needs `PVE_APPROVAL_BASE_URL`.",
+        default: DEFAULT_APPROVAL_LISTEN,
+        secret: false,
+    },
+    EnvVarDoc {
         name: ENV_SURFACE,
         description: "`full` lists every permitted tool; `compact` lists three meta-tools (find, describe, call) over the same tools, for clients with small context or tool limits.",
         default: "full",

@@ -26,9 +26,15 @@ use crate::catalog::{self, Category, Module, Tier, ToolSpec};
 use crate::config::EnvVarDoc;
 
 mod approval_key;
+mod approval_links;
 mod env_vars;
 
 pub use approval_key::ApprovalKey;
+pub use approval_links::{
+    ApprovalVia, DEFAULT_APPROVAL_LISTEN, ENV_APPROVAL_BASE_URL, ENV_APPROVAL_LISTEN,
+    ENV_APPROVAL_NOTIFY, ENV_APPROVAL_VIA, LinkSettings, LinkSettingsError, NotifyKind,
+    NotifyTarget,
+};
 pub use env_vars::ENV_VARS;
 
 /// Environment variable names, as users already write them.
@@ -216,6 +222,9 @@ pub enum PolicyError {
         /// What is wrong with it.
         problem: String,
     },
+    /// A setting of approval by link (`PVE_APPROVAL_NOTIFY`, `_BASE_URL`, `_VIA`, `_LISTEN`).
+    #[error(transparent)]
+    ApprovalLinks(#[from] LinkSettingsError),
     /// `PVE_TASK_TTL_SECS` is not a whole number of seconds in 1..=604800.
     #[error("{ENV_TASK_TTL}={value:?} is not valid; use whole seconds from 1 to 604800")]
     InvalidTaskTtl {
@@ -276,6 +285,8 @@ pub struct Settings {
     pub task_ttl: Duration,
     /// Key sealing approval states (`PVE_APPROVAL_KEY_FILE`); `None`: random per process.
     pub approval_key: Option<ApprovalKey>,
+    /// Approval by link: webhook, the page's public address, form or URL preference.
+    pub links: LinkSettings,
     /// The kill switch (`PVE_FREEZE_FILE`, else beside the audit log); `None` only when no
     /// path is known (no home or state folder).
     pub freeze: Option<crate::effects::FreezeSwitch>,
@@ -307,6 +318,7 @@ impl Default for Settings {
             download_allow: Vec::new(),
             task_ttl: Duration::from_secs(DEFAULT_TASK_TTL_SECS),
             approval_key: None,
+            links: LinkSettings::default(),
             freeze: None,
         }
     }
@@ -377,6 +389,10 @@ impl Settings {
         }
         if let Some(value) = get(ENV_APPROVAL_KEY_FILE) {
             settings.approval_key = Some(ApprovalKey::from_file(&PathBuf::from(value))?);
+        }
+        settings.links = LinkSettings::from_lookup(get)?;
+        if settings.links.notify.is_some() && settings.approval == ApprovalMode::Confirm {
+            return Err(LinkSettingsError::NotifyWithConfirm.into());
         }
         settings.freeze = crate::config::freeze_file(&Lookup(&lookup))
             .map_err(|e| PolicyError::InvalidFreezeFile(e.to_string()))?

@@ -5,4 +5,5 @@
 
 pub mod dupkeys;
 pub mod http;
+pub mod page_listener;
 pub mod stdio;

@@ -37,7 +37,11 @@ pub fn json_error(status: StatusCode, code: i64, message: &str) -> Response {
 pub async fn normalize_errors(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
     let status = response.status();
-    if !(status.is_client_error() || status.is_server_error()) || is_json(&response) {
+    // The approval page's own error pages are HTML meant for a person: kept as they are.
+    if !(status.is_client_error() || status.is_server_error())
+        || is_json(&response)
+        || is_html(&response)
+    {
         return response;
     }
     let (mut parts, body) = response.into_parts();
@@ -53,6 +57,14 @@ pub async fn normalize_errors(request: Request, next: Next) -> Response {
         rewritten.headers_mut().insert(name.clone(), value.clone());
     }
     rewritten
+}
+
+fn is_html(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
 }
 
 fn is_json(response: &Response) -> bool {

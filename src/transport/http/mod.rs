@@ -18,6 +18,7 @@
 //! Invariant: every session is served by a clone of the one [`Server`] given to [`start`] (one
 //! registry, one pooled Proxmox client); nothing is rebuilt per request.
 
+pub mod approve_page;
 pub mod auth;
 pub mod errors;
 pub mod guard;
@@ -127,6 +128,7 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         addr: format!("{}:{}", settings.host, settings.port),
         source,
     })?;
+    approve_page::offer_loopback_address(&server.pending_approvals(), addr);
     let guard = HostGuard::new(
         &settings.host,
         addr.port(),
@@ -202,6 +204,7 @@ fn router(
         .with_max_request_body_bytes(settings.max_body_bytes)
         .with_legacy_session_mode(!settings.stateless);
     let readiness = Readiness::new(server.state().pve.clone(), settings.ready_cache);
+    let page = approve_page::routes(server.pending_approvals());
     let mcp_service =
         StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let token = match &settings.auth {
@@ -230,6 +233,7 @@ fn router(
         .route("/health", get(ready::health))
         .route("/ready", get(ready::ready).with_state(readiness))
         .merge(mcp)
+        .merge(page)
         .fallback(errors::not_found)
         .layer(bodies)
         .layer(middleware::from_fn_with_state(

@@ -1,0 +1,417 @@
+//! Approvals waiting for a person on the approval page: a bounded, in-memory store keyed by
+//! unguessable, single-use links.
+//!
+//! Each gated call that is put to a person by link registers one entry: the question text, the
+//! tool, the binding of the exact call (the digest [`super::state::binding`] seals), a deadline
+//! (the approval timeout) and the channel its decision travels on. The link id is 256 bits from
+//! the operating system's CSPRNG (rand's `ThreadRng`, seeded from `OsRng`); the store keeps
+//! only its SHA-256, so a lookup's timing says nothing about stored ids. The page also carries
+//! a per-link anti-forgery token, compared in constant time.
+//!
+//! Invariants: a link decides at most one call, once, before its deadline, and only with its own
+//! anti-forgery token and call digest; an unknown, expired, used or abandoned link decides
+//! nothing. The store never holds more than [`CAPACITY`] entries (spent links are remembered
+//! for a while so a replay is told "already used" rather than "unknown").
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
+
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use tokio::sync::oneshot;
+use url::Url;
+
+/// Most entries held, waiting and spent together (bounded memory).
+pub const CAPACITY: usize = 1024;
+/// How long a spent or abandoned link is remembered after its deadline.
+const REMEMBER: Duration = Duration::from_secs(3600);
+/// Bytes of randomness in a link id and an anti-forgery token.
+const SECRET_BYTES: usize = 32;
+
+/// What the person decided on the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageDecision {
+    /// Run exactly this call.
+    Approve,
+    /// Do not run it.
+    Decline,
+}
+
+/// Why a link decides nothing (each has its page and status).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkProblem {
+    /// No such link (never issued, or forgotten long ago): 404.
+    Unknown,
+    /// The deadline passed: 410.
+    Expired,
+    /// The link was already used: 410.
+    Used,
+    /// The call stopped waiting (cancelled, timed out, server restarted the call): 410.
+    Abandoned,
+    /// The anti-forgery token is missing or wrong: 403.
+    Forged,
+    /// The form names another call than the link's: 404.
+    OtherCall,
+}
+
+/// What the page shows for a link still waiting.
+#[derive(Debug, Clone)]
+pub struct PageView {
+    /// The question, as the form elicitation would show it.
+    pub question: String,
+    /// Canonical tool name.
+    pub tool: &'static str,
+    /// The per-link anti-forgery token the form must post back.
+    pub token: String,
+    /// Hex digest of the exact call (tool and canonical arguments), posted back too.
+    pub call: String,
+    /// Seconds left to decide.
+    pub seconds_left: u64,
+}
+
+enum SlotState {
+    Waiting(oneshot::Sender<PageDecision>),
+    Used,
+    Abandoned,
+}
+
+struct Slot {
+    question: String,
+    tool: &'static str,
+    call: Vec<u8>,
+    token: [u8; SECRET_BYTES],
+    deadline: Instant,
+    state: SlotState,
+}
+
+/// The store; shared by the approver (registers) and the page (decides).
+pub struct PendingApprovals {
+    slots: Mutex<HashMap<[u8; 32], Slot>>,
+    base_url: Mutex<Option<Url>>,
+}
+
+impl std::fmt::Debug for PendingApprovals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Entries hold live link hashes and tokens: never printed.
+        f.debug_struct("PendingApprovals").finish_non_exhaustive()
+    }
+}
+
+/// A registered approval, waiting. Dropping it abandons the link (the page then says so).
+pub struct Waiting {
+    store: Arc<PendingApprovals>,
+    key: [u8; 32],
+    /// The page's address, to hand to the person.
+    pub link: Url,
+    /// When the link stops working (wall clock, for the notice).
+    pub expires_at: SystemTime,
+    /// When the link stops working.
+    pub deadline: Instant,
+    decision: Option<oneshot::Receiver<PageDecision>>,
+}
+
+impl std::fmt::Debug for Waiting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Waiting").finish_non_exhaustive()
+    }
+}
+
+impl Waiting {
+    /// Waits for the person's decision; `None` when the link was abandoned meanwhile.
+    /// Cancel-safe: waiting again after a timeout keeps listening.
+    pub async fn decision(&mut self) -> Option<PageDecision> {
+        let receiver = self.decision.as_mut()?;
+        let decided = receiver.await.ok();
+        self.decision = None;
+        decided
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.store.abandon(&self.key);
+    }
+}
+
+/// Why a link could not be issued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterError {
+    /// No public address for the page is known.
+    NoAddress,
+    /// Too many approvals are waiting.
+    Full,
+}
+
+impl PendingApprovals {
+    /// An empty store; `base_url` is the page's configured public address, if any.
+    pub fn new(base_url: Option<Url>) -> PendingApprovals {
+        PendingApprovals {
+            slots: Mutex::new(HashMap::new()),
+            base_url: Mutex::new(base_url),
+        }
+    }
+
+    /// Offers the address a transport serves the page at; a configured one is kept.
+    pub fn offer_base_url(&self, url: Url) {
+        let mut base = self.base_url.lock().unwrap_or_else(PoisonError::into_inner);
+        if base.is_none() {
+            *base = Some(url);
+        }
+    }
+
+    /// The page's public address, when known.
+    pub fn base_url(&self) -> Option<Url> {
+        self.base_url
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Registers one call waiting for a person, for `ttl`. `call` is the call's binding.
+    pub fn register(
+        self: &Arc<Self>,
+        question: &str,
+        tool: &'static str,
+        call: Vec<u8>,
+        ttl: Duration,
+    ) -> Result<Waiting, RegisterError> {
+        let base = self.base_url().ok_or(RegisterError::NoAddress)?;
+        let id = hex::encode(random());
+        let link = base
+            .join(&format!("approve/{id}"))
+            .map_err(|_| RegisterError::NoAddress)?;
+        let key = digest(&id);
+        let now = Instant::now();
+        let (send, receive) = oneshot::channel();
+        let mut slots = self.lock();
+        slots.retain(|_, slot| slot.deadline + REMEMBER > now);
+        if slots.len() >= CAPACITY {
+            return Err(RegisterError::Full);
+        }
+        slots.insert(
+            key,
+            Slot {
+                question: question.to_owned(),
+                tool,
+                call,
+                token: random(),
+                deadline: now + ttl,
+                state: SlotState::Waiting(send),
+            },
+        );
+        drop(slots);
+        Ok(Waiting {
+            store: Arc::clone(self),
+            key,
+            link,
+            expires_at: SystemTime::now() + ttl,
+            deadline: now + ttl,
+            decision: Some(receive),
+        })
+    }
+
+    /// What the page shows for `id`, if it can still decide.
+    pub fn view(&self, id: &str) -> Result<PageView, LinkProblem> {
+        let key = key_of(id)?;
+        let slots = self.lock();
+        let slot = slots.get(&key).ok_or(LinkProblem::Unknown)?;
+        let seconds_left = open(slot)?;
+        Ok(PageView {
+            question: slot.question.clone(),
+            tool: slot.tool,
+            token: hex::encode(slot.token),
+            call: hex::encode(&slot.call),
+            seconds_left,
+        })
+    }
+
+    /// Decides the call of `id`: only with the link's own `token` and `call` digest, once.
+    pub fn decide(
+        &self,
+        id: &str,
+        token: &str,
+        call: &str,
+        decision: PageDecision,
+    ) -> Result<&'static str, LinkProblem> {
+        let key = key_of(id)?;
+        let mut slots = self.lock();
+        let slot = slots.get_mut(&key).ok_or(LinkProblem::Unknown)?;
+        open(slot)?;
+        let token_ok = hex::decode(token.trim())
+            .is_ok_and(|given| given.len() == SECRET_BYTES && bool::from(given.ct_eq(&slot.token)));
+        if !token_ok {
+            return Err(LinkProblem::Forged);
+        }
+        if hex::decode(call.trim()).ok().as_deref() != Some(slot.call.as_slice()) {
+            return Err(LinkProblem::OtherCall);
+        }
+        let tool = slot.tool;
+        match std::mem::replace(&mut slot.state, SlotState::Used) {
+            SlotState::Waiting(sender) => match sender.send(decision) {
+                Ok(()) => Ok(tool),
+                Err(_) => {
+                    slot.state = SlotState::Abandoned;
+                    Err(LinkProblem::Abandoned)
+                }
+            },
+            // `open` let only a waiting slot through.
+            other => {
+                slot.state = other;
+                Err(LinkProblem::Used)
+            }
+        }
+    }
+
+    /// How many links are waiting for a person.
+    pub fn waiting(&self) -> usize {
+        self.lock()
+            .values()
+            .filter(|s| matches!(s.state, SlotState::Waiting(_)) && s.deadline > Instant::now())
+            .count()
+    }
+
+    fn abandon(&self, key: &[u8; 32]) {
+        if let Some(slot) = self.lock().get_mut(key)
+            && matches!(slot.state, SlotState::Waiting(_))
+        {
+            slot.state = SlotState::Abandoned;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Slot>> {
+        self.slots.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Whether a slot can still decide; the seconds left if so.
+fn open(slot: &Slot) -> Result<u64, LinkProblem> {
+    match slot.state {
+        SlotState::Used => return Err(LinkProblem::Used),
+        SlotState::Abandoned => return Err(LinkProblem::Abandoned),
+        SlotState::Waiting(_) => {}
+    }
+    let left = slot.deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(LinkProblem::Expired);
+    }
+    Ok(left.as_secs().max(1))
+}
+
+/// The store's key for a link id; ids that could never have been issued are unknown.
+fn key_of(id: &str) -> Result<[u8; 32], LinkProblem> {
+    let well_formed = id.len() == SECRET_BYTES * 2
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if well_formed {
+        Ok(digest(id))
+    } else {
+        Err(LinkProblem::Unknown)
+    }
+}
+
+fn digest(id: &str) -> [u8; 32] {
+    Sha256::digest(id.as_bytes()).into()
+}
+
+fn random() -> [u8; SECRET_BYTES] {
+    let mut bytes = [0u8; SECRET_BYTES];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> Arc<PendingApprovals> {
+        Arc::new(PendingApprovals::new(Some(
+            Url::parse("http://127.0.0.1:9/").expect("url"),
+        )))
+    }
+
+    fn id_of(waiting: &Waiting) -> String {
+        waiting
+            .link
+            .path()
+            .rsplit('/')
+            .next()
+            .expect("id")
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_link_decides_its_own_call_once_with_its_token() {
+        let store = store();
+        let mut a = store
+            .register("Stop VM 101?", "t", vec![1; 32], Duration::from_secs(60))
+            .expect("registered");
+        let b = store
+            .register("Stop VM 102?", "t", vec![2; 32], Duration::from_secs(60))
+            .expect("registered");
+        let (id_a, id_b) = (id_of(&a), id_of(&b));
+        assert_eq!(id_a.len(), 64);
+        let view = store.view(&id_a).expect("view");
+        assert_eq!(view.question, "Stop VM 101?");
+        let view_b = store.view(&id_b).expect("view");
+        // Wrong or missing token, or B's call on A's link: nothing decided.
+        assert_eq!(
+            store.decide(&id_a, "", &view.call, PageDecision::Approve),
+            Err(LinkProblem::Forged)
+        );
+        assert_eq!(
+            store.decide(&id_a, &view_b.token, &view.call, PageDecision::Approve),
+            Err(LinkProblem::Forged)
+        );
+        assert_eq!(
+            store.decide(&id_a, &view.token, &view_b.call, PageDecision::Approve),
+            Err(LinkProblem::OtherCall)
+        );
+        assert_eq!(
+            store.decide(&id_a, &view.token, &view.call, PageDecision::Approve),
+            Ok("t")
+        );
+        assert_eq!(a.decision().await, Some(PageDecision::Approve));
+        assert_eq!(
+            store.decide(&id_a, &view.token, &view.call, PageDecision::Approve),
+            Err(LinkProblem::Used)
+        );
+        assert_eq!(store.waiting(), 1);
+        drop(b);
+        assert_eq!(store.view(&id_b).unwrap_err(), LinkProblem::Abandoned);
+        assert_eq!(
+            store.view(&"0".repeat(64)).unwrap_err(),
+            LinkProblem::Unknown
+        );
+        assert_eq!(store.view("../x").unwrap_err(), LinkProblem::Unknown);
+    }
+
+    #[test]
+    fn expired_links_and_a_store_without_address_decide_nothing() {
+        let store = store();
+        let short = store
+            .register("q", "t", vec![3], Duration::from_millis(1))
+            .expect("registered");
+        std::thread::sleep(Duration::from_millis(10));
+        assert_eq!(
+            store.view(&id_of(&short)).unwrap_err(),
+            LinkProblem::Expired
+        );
+        let nowhere = Arc::new(PendingApprovals::new(None));
+        assert_eq!(
+            nowhere
+                .register("q", "t", vec![], Duration::from_secs(1))
+                .unwrap_err(),
+            RegisterError::NoAddress
+        );
+        nowhere.offer_base_url(Url::parse("http://127.0.0.1:1/").expect("url"));
+        store.offer_base_url(Url::parse("http://other/").expect("url"));
+        assert_eq!(
+            store.base_url().map(|u| u.to_string()).as_deref(),
+            Some("http://127.0.0.1:9/")
+        );
+        assert!(nowhere.base_url().is_some());
+    }
+}

@@ -1,0 +1,283 @@
+//! Settings of approval by link: a page a person opens to approve or decline one gated call,
+//! reached through URL-mode elicitation or a webhook (`PVE_APPROVAL_NOTIFY`).
+//!
+//! Invariants: the webhook URL is a secret (its query or path may carry a token) and is never
+//! shown by `Debug` or an error; a base URL is an absolute `http(s)` URL without query or
+//! fragment; `PVE_HUMAN_APPROVAL=confirm` and `PVE_APPROVAL_NOTIFY` together are refused at
+//! start-up (one says nobody is asked, the other names who is).
+
+use std::net::SocketAddr;
+
+use thiserror::Error;
+use url::Url;
+
+/// Where a person is told that a call waits for them (a webhook or an ntfy topic).
+pub const ENV_APPROVAL_NOTIFY: &str = "PVE_APPROVAL_NOTIFY";
+/// The public address of the approval page, as a person's browser reaches it.
+pub const ENV_APPROVAL_BASE_URL: &str = "PVE_APPROVAL_BASE_URL";
+/// Which way a client that declares both form and URL elicitation is asked.
+pub const ENV_APPROVAL_VIA: &str = "PVE_APPROVAL_VIA";
+/// Address of the approval page's own listener under the stdio transport.
+pub const ENV_APPROVAL_LISTEN: &str = "PVE_APPROVAL_LISTEN";
+/// Where the stdio transport's approval page listens unless `PVE_APPROVAL_LISTEN` says.
+pub const DEFAULT_APPROVAL_LISTEN: &str = "127.0.0.1:8788";
+
+/// Scheme prefix marking an ntfy topic (`ntfy+https://ntfy.sh/topic`).
+const NTFY_PREFIX: &str = "ntfy+";
+
+/// How a webhook is spoken to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotifyKind {
+    /// A JSON POST `{tool, question, link, expires_at, requested_by}`.
+    Json,
+    /// An ntfy topic: the question as plain text, the link in `Click`.
+    Ntfy,
+}
+
+/// The webhook of `PVE_APPROVAL_NOTIFY`. Invariant: never shown by `Debug`; only its scheme and
+/// host are fit for a log line ([`NotifyTarget::redacted`]).
+#[derive(Clone, PartialEq, Eq)]
+pub struct NotifyTarget {
+    kind: NotifyKind,
+    url: Url,
+}
+
+impl std::fmt::Debug for NotifyTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NotifyTarget({:?}, {})", self.kind, self.redacted())
+    }
+}
+
+impl NotifyTarget {
+    /// How the target is spoken to.
+    pub fn kind(&self) -> NotifyKind {
+        self.kind
+    }
+
+    /// The URL to POST to (a secret: never log it).
+    pub fn expose(&self) -> &Url {
+        &self.url
+    }
+
+    /// `scheme://host[:port]`, the most a log line or error may show.
+    pub fn redacted(&self) -> String {
+        let host = self.url.host_str().unwrap_or("?");
+        match self.url.port() {
+            Some(port) => format!("{}://{host}:{port}", self.url.scheme()),
+            None => format!("{}://{host}", self.url.scheme()),
+        }
+    }
+}
+
+/// Which elicitation a client that declares both modes gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalVia {
+    /// The form in the client (default); URL mode only for clients that declare only URL.
+    Form,
+    /// The approval page (URL mode) whenever the client declares URL elicitation.
+    Url,
+}
+
+/// The link-approval settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkSettings {
+    /// `PVE_APPROVAL_NOTIFY`: whom to tell when a client cannot ask a person.
+    pub notify: Option<NotifyTarget>,
+    /// `PVE_APPROVAL_BASE_URL`: the page's public address; else derived by the transport.
+    pub base_url: Option<Url>,
+    /// `PVE_APPROVAL_VIA`: form or url for clients that declare both.
+    pub via: ApprovalVia,
+    /// `PVE_APPROVAL_LISTEN` as given (the stdio page listener); `None`: not set.
+    pub listen: Option<SocketAddr>,
+}
+
+impl Default for LinkSettings {
+    fn default() -> Self {
+        LinkSettings {
+            notify: None,
+            base_url: None,
+            via: ApprovalVia::Form,
+            listen: None,
+        }
+    }
+}
+
+/// A link-approval setting that cannot be honoured. Never quotes the webhook URL.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum LinkSettingsError {
+    /// `PVE_APPROVAL_NOTIFY` is not an http(s) or ntfy+http(s) URL.
+    #[error(
+        "{ENV_APPROVAL_NOTIFY} is not usable ({problem}); give an http(s) URL, or ntfy+https://host/topic for an ntfy topic"
+    )]
+    Notify {
+        /// What is wrong (without the value: it may hold a token).
+        problem: &'static str,
+    },
+    /// `PVE_APPROVAL_BASE_URL` is not an absolute http(s) URL without query.
+    #[error(
+        "{ENV_APPROVAL_BASE_URL}={value:?} is not valid; give the page's public address, e.g. https://mcp.example.com"
+    )]
+    BaseUrl {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_APPROVAL_VIA` is not `form` or `url`.
+    #[error("{ENV_APPROVAL_VIA}={value:?} is not valid; use one of: form, url")]
+    Via {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_APPROVAL_LISTEN` is not `ip:port`.
+    #[error(
+        "{ENV_APPROVAL_LISTEN}={value:?} is not valid; give ip:port, e.g. {DEFAULT_APPROVAL_LISTEN}"
+    )]
+    Listen {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_HUMAN_APPROVAL=confirm` with `PVE_APPROVAL_NOTIFY`.
+    #[error(
+        "PVE_HUMAN_APPROVAL=confirm (nobody is asked) contradicts {ENV_APPROVAL_NOTIFY} (a person approves by link); unset one of them"
+    )]
+    NotifyWithConfirm,
+}
+
+impl LinkSettings {
+    /// Reads the four variables through `get` (trimmed, empty = unset).
+    pub fn from_lookup(
+        get: impl Fn(&str) -> Option<String>,
+    ) -> Result<LinkSettings, LinkSettingsError> {
+        let mut settings = LinkSettings::default();
+        if let Some(value) = get(ENV_APPROVAL_NOTIFY) {
+            settings.notify = Some(parse_notify(&value)?);
+        }
+        if let Some(value) = get(ENV_APPROVAL_BASE_URL) {
+            settings.base_url =
+                Some(parse_base_url(&value).ok_or(LinkSettingsError::BaseUrl { value })?);
+        }
+        if let Some(value) = get(ENV_APPROVAL_VIA) {
+            settings.via = match value.to_ascii_lowercase().as_str() {
+                "form" => ApprovalVia::Form,
+                "url" => ApprovalVia::Url,
+                _ => return Err(LinkSettingsError::Via { value }),
+            };
+        }
+        if let Some(value) = get(ENV_APPROVAL_LISTEN) {
+            settings.listen = Some(
+                value
+                    .parse::<SocketAddr>()
+                    .map_err(|_| LinkSettingsError::Listen { value })?,
+            );
+        }
+        Ok(settings)
+    }
+
+    /// The stdio page listener's address: `PVE_APPROVAL_LISTEN`, else the default.
+    pub fn listen_or_default(&self) -> SocketAddr {
+        self.listen
+            .unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8788)))
+    }
+}
+
+fn parse_notify(value: &str) -> Result<NotifyTarget, LinkSettingsError> {
+    let (kind, rest) = match value.strip_prefix(NTFY_PREFIX) {
+        Some(rest) => (NotifyKind::Ntfy, rest),
+        None => (NotifyKind::Json, value),
+    };
+    let url = Url::parse(rest).map_err(|_| LinkSettingsError::Notify {
+        problem: "not a URL",
+    })?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(LinkSettingsError::Notify {
+            problem: "the scheme is not http or https",
+        });
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(LinkSettingsError::Notify { problem: "no host" });
+    }
+    if url.fragment().is_some() {
+        return Err(LinkSettingsError::Notify {
+            problem: "a fragment is never sent",
+        });
+    }
+    Ok(NotifyTarget { kind, url })
+}
+
+/// An absolute http(s) URL without query or fragment, its path ending in `/` (so the page's
+/// path is appended, not substituted).
+fn parse_base_url(value: &str) -> Option<Url> {
+    let mut url = Url::parse(value).ok()?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none_or(str::is_empty)
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return None;
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Some(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)]) -> Result<LinkSettings, LinkSettingsError> {
+        LinkSettings::from_lookup(|k| {
+            pairs
+                .iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    }
+
+    #[test]
+    fn webhooks_and_ntfy_topics_are_read_and_never_shown() {
+        let settings = read(&[(
+            ENV_APPROVAL_NOTIFY,
+            "ntfy+https://ntfy.example/sekrit-topic?auth=tk_secret",
+        )])
+        .unwrap();
+        let target = settings.notify.clone().unwrap();
+        assert_eq!(target.kind(), NotifyKind::Ntfy);
+        assert_eq!(target.expose().host_str(), Some("ntfy.example"));
+        let shown = format!("{settings:?}");
+        assert!(
+            !shown.contains("tk_secret") && !shown.contains("sekrit"),
+            "{shown}"
+        );
+        let json = read(&[(ENV_APPROVAL_NOTIFY, "https://hooks.example/x")]).unwrap();
+        assert_eq!(json.notify.unwrap().kind(), NotifyKind::Json);
+        for bad in ["ftp://x/y", "not a url", "ntfy+mailto:x@y"] {
+            let err = read(&[(ENV_APPROVAL_NOTIFY, bad)]).unwrap_err();
+            assert!(!err.to_string().contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn base_urls_end_in_a_slash_and_bad_values_are_refused() {
+        let settings = read(&[(ENV_APPROVAL_BASE_URL, "https://mcp.example/pve")]).unwrap();
+        assert_eq!(
+            settings.base_url.unwrap().as_str(),
+            "https://mcp.example/pve/"
+        );
+        for bad in ["mcp.example", "https://mcp.example/?a=b", "ftp://x"] {
+            assert!(read(&[(ENV_APPROVAL_BASE_URL, bad)]).is_err(), "{bad}");
+        }
+        assert!(read(&[(ENV_APPROVAL_VIA, "email")]).is_err());
+        assert_eq!(
+            read(&[(ENV_APPROVAL_VIA, "url")]).unwrap().via,
+            ApprovalVia::Url
+        );
+        assert!(read(&[(ENV_APPROVAL_LISTEN, "localhost")]).is_err());
+        assert_eq!(
+            LinkSettings::default().listen_or_default().to_string(),
+            DEFAULT_APPROVAL_LISTEN
+        );
+    }
+}

@@ -1,0 +1,149 @@
+//! The approval page's own listener under the stdio transport: a headless agent's person still
+//! needs somewhere to open the link the webhook sent.
+//!
+//! Started when `PVE_APPROVAL_NOTIFY` or `PVE_APPROVAL_LISTEN` is set, on `PVE_APPROVAL_LISTEN`
+//! (default `127.0.0.1:8788`: a known address the link can name; port 0 picks one, and the links
+//! carry it). It serves only `/approve/{id}` (the same handler as the HTTP transport) behind the
+//! same hardening: Host/Origin guard (loopback names, the bind address, and the host of
+//! `PVE_APPROVAL_BASE_URL`), small body limit, request and header timeouts, the HTTP
+//! transport's accept loop.
+//!
+//! Invariant: a non-loopback listener is only started with `PVE_APPROVAL_BASE_URL` (the links must
+//! name an address the person's browser reaches and the guard must know it); nothing but the
+//! page is served.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceBuilder;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::map_request_body::MapRequestBodyLayer;
+use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
+
+use super::http::approve_page;
+use super::http::guard::HostGuard;
+use super::http::listener::{self, ConnLimits};
+use crate::server::Server;
+
+/// Largest form a person's browser posts (two short fields and a button).
+const BODY_LIMIT: usize = 16 * 1024;
+/// Time for one request, body included.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A running page listener.
+#[derive(Debug)]
+pub struct PageListener {
+    addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: JoinHandle<()>,
+}
+
+impl PageListener {
+    /// The address bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting and waits for open connections (bounded).
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        let _ = self.task.await;
+    }
+}
+
+/// Starts the listener when the settings ask for it; `Ok(None)` when they do not.
+pub async fn start(server: &Server) -> Result<Option<PageListener>, String> {
+    let links = &server.state().settings.links;
+    if links.notify.is_none() && links.listen.is_none() {
+        return Ok(None);
+    }
+    let wanted = links.listen_or_default();
+    if !wanted.ip().is_loopback() && links.base_url.is_none() {
+        return Err(format!(
+            "PVE_APPROVAL_LISTEN={wanted} is not a loopback address: set PVE_APPROVAL_BASE_URL to the address a person's browser uses to reach it"
+        ));
+    }
+    let bound = TcpListener::bind(wanted).await.map_err(|e| {
+        format!("the approval page cannot listen on {wanted} (PVE_APPROVAL_LISTEN): {e}")
+    })?;
+    let addr = bound
+        .local_addr()
+        .map_err(|e| format!("the approval page listener has no address: {e}"))?;
+    let pending = server.pending_approvals();
+    approve_page::offer_loopback_address(&pending, addr);
+    let extra_hosts: Vec<String> = links
+        .base_url
+        .as_ref()
+        .and_then(|url| {
+            let host = url.host_str()?;
+            Some(match url.port() {
+                Some(port) => format!("{host}:{port}"),
+                None => host.to_owned(),
+            })
+        })
+        .into_iter()
+        .collect();
+    let guard = HostGuard::new(&addr.ip().to_string(), addr.port(), &extra_hosts, &[])?;
+    let bodies = ServiceBuilder::new()
+        .layer(RequestBodyTimeoutLayer::new(REQUEST_TIMEOUT))
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(MapRequestBodyLayer::new(Body::new));
+    let app = Router::new()
+        .merge(approve_page::routes(pending.clone()))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "Not found").into_response() })
+        .layer(bodies)
+        .layer(middleware::from_fn_with_state(Arc::new(guard), check_host))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ));
+    let limits = ConnLimits {
+        headers_timeout: Duration::from_secs(10),
+        keepalive_timeout: Duration::from_secs(30),
+        max_headers: 64,
+    };
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(listener::serve(bound, app, limits, shutdown.clone()));
+    match pending.base_url() {
+        Some(base) => tracing::info!(%base, "approval page listening"),
+        None => tracing::warn!("approval page listening without a known public address"),
+    }
+    Ok(Some(PageListener {
+        addr,
+        shutdown,
+        task,
+    }))
+}
+
+/// The Host/Origin guard in front of the page (400/403 on a foreign name).
+async fn check_host(State(guard): State<Arc<HostGuard>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    let origin = headers
+        .get(header::ORIGIN)
+        .map(|v| v.to_str().unwrap_or("\u{0}"));
+    if let Err(refusal) = guard.check(host.as_deref(), origin) {
+        let (status, message) = refusal.status_and_message();
+        tracing::debug!(
+            message,
+            "approval page: request refused by the Host/Origin guard"
+        );
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::FORBIDDEN);
+        return (status, message).into_response();
+    }
+    next.run(request).await
+}
