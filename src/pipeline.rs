@@ -20,6 +20,7 @@ use crate::backends::Backends;
 use crate::dispatch;
 use crate::envelope::ToolFailure;
 use crate::gate::{self, Gate};
+use crate::identity::Caller;
 use crate::outcome;
 use crate::preview;
 use crate::registry::Entry;
@@ -51,7 +52,8 @@ pub async fn run(
         }
     };
     let gate = gate::evaluate(spec, &args);
-    if let Some(failure) = gate::tier_refusal(state.settings.tier, spec, gate.as_ref()) {
+    let tier = Caller::of(context).tier_within(state.settings.tier);
+    if let Some(failure) = gate::tier_refusal(tier, spec, gate.as_ref()) {
         return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();

@@ -5,14 +5,18 @@
 //! [`Secret::expose`] and never printed; running without a token needs both a loopback bind
 //! address and `MCP_ALLOW_NO_AUTH=true`; off loopback the token needs at least
 //! [`MIN_TOKEN_BITS_OFF_LOOPBACK`] bits of estimated entropy (other machines can guess at it).
+//! One authentication mode at a time (`MCP_AUTH_MODE`: `token`, `oauth` or `none`; by default
+//! derived from the token variables as before): a static token together with OAuth, OAuth
+//! variables outside OAuth mode, or a token with `none` stop the start-up (OAuth's own rules:
+//! [`super::oauth`]).
 
 use crate::config::EnvVarDoc;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use thiserror::Error;
 
+use super::oauth::{OAUTH_VAR_NAMES, OAuthSettings};
 use crate::config::Secret;
 
 /// Default bind address (the reference bound `0.0.0.0`).
@@ -56,6 +60,12 @@ only on a loopback MCP_HOST may MCP_ALLOW_NO_AUTH=true run without one"
         /// What is wrong with it.
         problem: String,
     },
+    /// Authentication settings that contradict each other.
+    #[error("{0}; one authentication mode at a time (MCP_AUTH_MODE=token, oauth or none)")]
+    AuthMix(String),
+    /// OAuth settings that are missing or unsafe.
+    #[error("{0}")]
+    OAuth(String),
 }
 
 /// How `/mcp` authenticates requests.
@@ -65,6 +75,8 @@ pub enum Auth {
     Bearer(Secret),
     /// No authentication (loopback only, explicitly requested).
     Disabled,
+    /// OAuth 2.1 access tokens from an authorization server (`MCP_AUTH_MODE=oauth`).
+    OAuth(Box<OAuthSettings>),
 }
 
 /// Validated settings of the HTTP transport.
@@ -120,6 +132,51 @@ pub const VARS: &[EnvVarDoc] = &[
         "MCP_ALLOW_NO_AUTH",
         "false",
         "true allows no token, loopback bind only",
+    ),
+    var(
+        "MCP_AUTH_MODE",
+        "token (none with MCP_ALLOW_NO_AUTH=true)",
+        "`token` (static bearer token), `oauth` (OAuth 2.1 access tokens) or `none` (loopback only)",
+    ),
+    var(
+        "MCP_OAUTH_ISSUER",
+        "–",
+        "oauth: the authorization server's issuer URL (https; http only on loopback); `iss` must equal it",
+    ),
+    var(
+        "MCP_OAUTH_RESOURCE",
+        "–",
+        "oauth: this server's canonical URI as clients reach it, e.g. https://mcp.example.com/mcp; `aud` must contain it",
+    ),
+    var(
+        "MCP_OAUTH_JWKS_URL",
+        "discovered",
+        "oauth: the issuer's JWKS URL; default: `jwks_uri` of its RFC 8414 or OpenID metadata",
+    ),
+    var(
+        "MCP_OAUTH_ALGORITHMS",
+        "RS256,ES256,EdDSA",
+        "oauth: accepted token signature algorithms (RS*, PS*, ES256, ES384, EdDSA; never HS* or none)",
+    ),
+    var(
+        "MCP_OAUTH_SCOPE_READ",
+        "proxmox:read",
+        "oauth: scope granting read-only tools",
+    ),
+    var(
+        "MCP_OAUTH_SCOPE_OPERATE",
+        "proxmox:operate",
+        "oauth: scope granting read-execute tools",
+    ),
+    var(
+        "MCP_OAUTH_SCOPE_ADMIN",
+        "proxmox:admin",
+        "oauth: scope granting every tool of PVE_ACCESS_TIER",
+    ),
+    var(
+        "MCP_BEHIND_TLS_PROXY",
+        "false",
+        "true: a TLS-terminating reverse proxy is in front (needed for oauth off loopback)",
     ),
     var(
         "MCP_ALLOWED_HOSTS",
@@ -252,12 +309,58 @@ impl HttpSettings {
 }
 
 fn is_loopback(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost")
-        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    super::oauth::is_loopback_host(host)
 }
 
 fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, SettingsError> {
+    let mode = get("MCP_AUTH_MODE").map(|m| m.to_ascii_lowercase());
+    let token_set = get("MCP_AUTH_TOKEN").is_some() || get("MCP_AUTH_TOKEN_FILE").is_some();
+    let allow_no_auth = flag(get, "MCP_ALLOW_NO_AUTH")?;
+    let behind_tls_proxy = flag(get, "MCP_BEHIND_TLS_PROXY")?;
+    let oauth_var = OAUTH_VAR_NAMES.iter().find(|name| get(name).is_some());
+    match mode.as_deref() {
+        Some("oauth") => {
+            if token_set {
+                return Err(SettingsError::AuthMix(
+                    "MCP_AUTH_MODE=oauth with a static token (MCP_AUTH_TOKEN or MCP_AUTH_TOKEN_FILE) set".into(),
+                ));
+            }
+            if allow_no_auth {
+                return Err(SettingsError::AuthMix(
+                    "MCP_AUTH_MODE=oauth with MCP_ALLOW_NO_AUTH=true".into(),
+                ));
+            }
+            OAuthSettings::from_lookup(get, host, behind_tls_proxy)
+                .map(|oauth| Auth::OAuth(Box::new(oauth)))
+        }
+        Some(other) if !matches!(other, "token" | "none") => Err(SettingsError::Invalid {
+            name: "MCP_AUTH_MODE",
+            value: other.to_owned(),
+            expected: "token, oauth or none",
+        }),
+        _ if oauth_var.is_some() => Err(SettingsError::AuthMix(format!(
+            "{} is set but MCP_AUTH_MODE is not oauth",
+            oauth_var.copied().unwrap_or_default()
+        ))),
+        Some("none") if token_set => Err(SettingsError::AuthMix(
+            "MCP_AUTH_MODE=none with a static token set".into(),
+        )),
+        Some("none") if !is_loopback(host) => {
+            Err(SettingsError::NoAuthNotLoopback(host.to_owned()))
+        }
+        Some("none") => Ok(Auth::Disabled),
+        Some(_) if !token_set && allow_no_auth => Err(SettingsError::AuthMix(
+            "MCP_AUTH_MODE=token with MCP_ALLOW_NO_AUTH=true and no token".into(),
+        )),
+        _ => read_static_token(get, host, allow_no_auth),
+    }
+}
+
+fn read_static_token(
+    get: &impl Fn(&str) -> Option<String>,
+    host: &str,
+    allow_no_auth: bool,
+) -> Result<Auth, SettingsError> {
     let from_env = get("MCP_AUTH_TOKEN");
     let file = get("MCP_AUTH_TOKEN_FILE").map(PathBuf::from);
     let token = match (from_env, file) {
@@ -278,7 +381,6 @@ fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, 
         }
         (None, None) => None,
     };
-    let allow_no_auth = flag(get, "MCP_ALLOW_NO_AUTH")?;
     match token {
         Some(token) => Ok(Auth::Bearer(token)),
         None if !allow_no_auth => Err(SettingsError::MissingToken),
@@ -509,5 +611,65 @@ mod tests {
     fn debug_output_hides_the_token() {
         let s = settings(&[TOKEN]).unwrap();
         assert!(!format!("{s:?}").contains(TOKEN.1));
+    }
+
+    #[test]
+    fn one_auth_mode_at_a_time() {
+        const ISSUER: (&str, &str) = ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab");
+        const RESOURCE: (&str, &str) = ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp");
+        const OAUTH: (&str, &str) = ("MCP_AUTH_MODE", "oauth");
+        let s = settings(&[OAUTH, ISSUER, RESOURCE]).unwrap();
+        assert!(matches!(s.auth, Auth::OAuth(_)));
+        for mix in [
+            vec![OAUTH, ISSUER, RESOURCE, TOKEN],
+            vec![OAUTH, ISSUER, RESOURCE, ("MCP_ALLOW_NO_AUTH", "true")],
+            vec![TOKEN, ISSUER],
+            vec![("MCP_AUTH_MODE", "none"), TOKEN],
+            vec![("MCP_AUTH_MODE", "none"), RESOURCE],
+        ] {
+            let err = settings(&mix).unwrap_err();
+            assert!(matches!(err, SettingsError::AuthMix(_)), "{mix:?}: {err}");
+        }
+        // OAuth off loopback needs the TLS proxy flag; the issuer must be https.
+        let off = [OAUTH, ISSUER, RESOURCE, ("MCP_HOST", "0.0.0.0")];
+        assert!(
+            settings(&off)
+                .unwrap_err()
+                .to_string()
+                .contains("MCP_BEHIND_TLS_PROXY")
+        );
+        let mut proxied = off.to_vec();
+        proxied.push(("MCP_BEHIND_TLS_PROXY", "true"));
+        assert!(settings(&proxied).is_ok());
+        let plain = [
+            OAUTH,
+            ("MCP_OAUTH_ISSUER", "http://id.example.com"),
+            RESOURCE,
+        ];
+        assert!(matches!(
+            settings(&plain).unwrap_err(),
+            SettingsError::OAuth(_)
+        ));
+        // The explicit modes keep today's rules.
+        assert_eq!(
+            settings(&[("MCP_AUTH_MODE", "none")]).unwrap().auth,
+            Auth::Disabled
+        );
+        assert!(settings(&[("MCP_AUTH_MODE", "none"), ("MCP_HOST", "0.0.0.0")]).is_err());
+        assert!(matches!(
+            settings(&[("MCP_AUTH_MODE", "token"), TOKEN]).unwrap().auth,
+            Auth::Bearer(_)
+        ));
+        assert_eq!(
+            settings(&[("MCP_AUTH_MODE", "token")]).unwrap_err(),
+            SettingsError::MissingToken
+        );
+        assert!(matches!(
+            settings(&[("MCP_AUTH_MODE", "jwt")]).unwrap_err(),
+            SettingsError::Invalid {
+                name: "MCP_AUTH_MODE",
+                ..
+            }
+        ));
     }
 }
