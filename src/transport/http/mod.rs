@@ -34,6 +34,7 @@ pub mod ready;
 pub mod refusals;
 pub mod sessions;
 pub mod settings;
+pub mod token_strength;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -409,4 +409,72 @@ mod tests {
         );
         assert_eq!(s.tier_of(["openid", "profile"]), None);
     }
+
+    /// `HttpSettings` with `pairs` as the environment.
+    fn settings(pairs: &[(&str, &str)]) -> Result<super::super::HttpSettings, SettingsError> {
+        let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+        super::super::HttpSettings::from_lookup(|k| map.get(k).map(|v| (*v).to_owned()))
+    }
+
+    const TOKEN: (&str, &str) = ("MCP_AUTH_TOKEN", "0123456789abcdef0123");
+
+    #[test]
+    fn one_auth_mode_at_a_time() {
+        const ISSUER: (&str, &str) = ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab");
+        const RESOURCE: (&str, &str) = ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp");
+        const OAUTH: (&str, &str) = ("MCP_AUTH_MODE", "oauth");
+        let s = settings(&[OAUTH, ISSUER, RESOURCE]).unwrap();
+        assert!(matches!(s.auth, super::super::Auth::OAuth(_)));
+        for mix in [
+            vec![OAUTH, ISSUER, RESOURCE, TOKEN],
+            vec![OAUTH, ISSUER, RESOURCE, ("MCP_ALLOW_NO_AUTH", "true")],
+            vec![TOKEN, ISSUER],
+            vec![("MCP_AUTH_MODE", "none"), TOKEN],
+            vec![("MCP_AUTH_MODE", "none"), RESOURCE],
+        ] {
+            let err = settings(&mix).unwrap_err();
+            assert!(matches!(err, SettingsError::AuthMix(_)), "{mix:?}: {err}");
+        }
+        // OAuth off loopback needs the TLS proxy flag; the issuer must be https.
+        let off = [OAUTH, ISSUER, RESOURCE, ("MCP_HOST", "0.0.0.0")];
+        assert!(
+            settings(&off)
+                .unwrap_err()
+                .to_string()
+                .contains("MCP_BEHIND_TLS_PROXY")
+        );
+        let mut proxied = off.to_vec();
+        proxied.push(("MCP_BEHIND_TLS_PROXY", "true"));
+        assert!(settings(&proxied).is_ok());
+        let plain = [
+            OAUTH,
+            ("MCP_OAUTH_ISSUER", "http://id.example.com"),
+            RESOURCE,
+        ];
+        assert!(matches!(
+            settings(&plain).unwrap_err(),
+            SettingsError::OAuth(_)
+        ));
+        // The explicit modes keep today's rules.
+        assert_eq!(
+            settings(&[("MCP_AUTH_MODE", "none")]).unwrap().auth,
+            super::super::Auth::Disabled
+        );
+        assert!(settings(&[("MCP_AUTH_MODE", "none"), ("MCP_HOST", "0.0.0.0")]).is_err());
+        assert!(matches!(
+            settings(&[("MCP_AUTH_MODE", "token"), TOKEN]).unwrap().auth,
+            super::super::Auth::Bearer(_)
+        ));
+        assert_eq!(
+            settings(&[("MCP_AUTH_MODE", "token")]).unwrap_err(),
+            SettingsError::MissingToken
+        );
+        assert!(matches!(
+            settings(&[("MCP_AUTH_MODE", "jwt")]).unwrap_err(),
+            SettingsError::Invalid {
+                name: "MCP_AUTH_MODE",
+                ..
+            }
+        ));
+    }
 }

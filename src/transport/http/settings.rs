@@ -17,6 +17,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use super::oauth::{OAUTH_VAR_NAMES, OAuthSettings};
+use super::token_strength::{MIN_TOKEN_BITS_OFF_LOOPBACK, estimated_entropy_bits};
 use crate::config::Secret;
 
 /// Default bind address (the reference bound `0.0.0.0`).
@@ -25,8 +26,6 @@ pub const DEFAULT_HOST: &str = "127.0.0.1";
 pub const DEFAULT_PORT: u16 = 3000;
 /// Shortest bearer token accepted: shorter ones are guessable.
 pub const MIN_TOKEN_LEN: usize = 16;
-/// Least estimated entropy of a bearer token when `MCP_HOST` is not a loopback address.
-pub const MIN_TOKEN_BITS_OFF_LOOPBACK: f64 = 128.0;
 
 /// Why the HTTP settings cannot be used.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -425,62 +424,6 @@ fn check_token(source_name: String, token: String, host: &str) -> Result<Secret,
     })
 }
 
-/// A conservative estimate of a token's entropy in bits: the smaller of [`character_bits`]
-/// and what the `zxcvbn` estimator (dictionary words, sequences, keyboard walks, repeats)
-/// says an attacker needs in guesses. `correcthorsebatterystaple1234567`, the alphabet
-/// followed by digits and a repeated hex run all score far below 128; `openssl rand -hex 32`
-/// stays above it.
-pub fn estimated_entropy_bits(token: &str) -> f64 {
-    // zxcvbn counts guesses in a u64, so it saturates near 64 bits: below that it has found
-    // a pattern an attacker would try (and its count is the estimate); at the bound it found
-    // none and the character estimate decides. Its cost grows with length, so a long token's
-    // first 100 characters decide whether it is a pattern.
-    let head: String = token.chars().take(100).collect();
-    let guessed = zxcvbn::zxcvbn(&head, &[]).guesses_log10() * std::f64::consts::LOG2_10;
-    if guessed < ZXCVBN_SATURATED_BITS {
-        guessed.min(character_bits(token))
-    } else {
-        character_bits(token)
-    }
-}
-
-/// Where zxcvbn's u64 guess count stops meaning anything (2^64 guesses, less a margin).
-const ZXCVBN_SATURATED_BITS: f64 = 60.0;
-
-/// Length times the smaller of the per-character Shannon entropy of the token's own
-/// characters and the size of the character classes it uses. Repetition (`aaaa…`) scores near
-/// zero; `openssl rand -hex 32` scores about 240.
-pub fn character_bits(token: &str) -> f64 {
-    let chars: Vec<char> = token.chars().collect();
-    if chars.is_empty() {
-        return 0.0;
-    }
-    let total = chars.len() as f64;
-    let mut counts: std::collections::HashMap<char, usize> = std::collections::HashMap::new();
-    for c in &chars {
-        *counts.entry(*c).or_default() += 1;
-    }
-    let shannon: f64 = counts
-        .values()
-        .map(|&n| {
-            let p = n as f64 / total;
-            -p * p.log2()
-        })
-        .sum();
-    let classes = [
-        (chars.iter().any(char::is_ascii_lowercase), 26.0),
-        (chars.iter().any(char::is_ascii_uppercase), 26.0),
-        (chars.iter().any(char::is_ascii_digit), 10.0),
-        (chars.iter().any(|c| !c.is_ascii_alphanumeric()), 33.0),
-    ];
-    let alphabet: f64 = classes
-        .iter()
-        .filter(|(used, _)| *used)
-        .map(|(_, n)| n)
-        .sum();
-    total * shannon.min(alphabet.log2())
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -611,65 +554,5 @@ mod tests {
     fn debug_output_hides_the_token() {
         let s = settings(&[TOKEN]).unwrap();
         assert!(!format!("{s:?}").contains(TOKEN.1));
-    }
-
-    #[test]
-    fn one_auth_mode_at_a_time() {
-        const ISSUER: (&str, &str) = ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab");
-        const RESOURCE: (&str, &str) = ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp");
-        const OAUTH: (&str, &str) = ("MCP_AUTH_MODE", "oauth");
-        let s = settings(&[OAUTH, ISSUER, RESOURCE]).unwrap();
-        assert!(matches!(s.auth, Auth::OAuth(_)));
-        for mix in [
-            vec![OAUTH, ISSUER, RESOURCE, TOKEN],
-            vec![OAUTH, ISSUER, RESOURCE, ("MCP_ALLOW_NO_AUTH", "true")],
-            vec![TOKEN, ISSUER],
-            vec![("MCP_AUTH_MODE", "none"), TOKEN],
-            vec![("MCP_AUTH_MODE", "none"), RESOURCE],
-        ] {
-            let err = settings(&mix).unwrap_err();
-            assert!(matches!(err, SettingsError::AuthMix(_)), "{mix:?}: {err}");
-        }
-        // OAuth off loopback needs the TLS proxy flag; the issuer must be https.
-        let off = [OAUTH, ISSUER, RESOURCE, ("MCP_HOST", "0.0.0.0")];
-        assert!(
-            settings(&off)
-                .unwrap_err()
-                .to_string()
-                .contains("MCP_BEHIND_TLS_PROXY")
-        );
-        let mut proxied = off.to_vec();
-        proxied.push(("MCP_BEHIND_TLS_PROXY", "true"));
-        assert!(settings(&proxied).is_ok());
-        let plain = [
-            OAUTH,
-            ("MCP_OAUTH_ISSUER", "http://id.example.com"),
-            RESOURCE,
-        ];
-        assert!(matches!(
-            settings(&plain).unwrap_err(),
-            SettingsError::OAuth(_)
-        ));
-        // The explicit modes keep today's rules.
-        assert_eq!(
-            settings(&[("MCP_AUTH_MODE", "none")]).unwrap().auth,
-            Auth::Disabled
-        );
-        assert!(settings(&[("MCP_AUTH_MODE", "none"), ("MCP_HOST", "0.0.0.0")]).is_err());
-        assert!(matches!(
-            settings(&[("MCP_AUTH_MODE", "token"), TOKEN]).unwrap().auth,
-            Auth::Bearer(_)
-        ));
-        assert_eq!(
-            settings(&[("MCP_AUTH_MODE", "token")]).unwrap_err(),
-            SettingsError::MissingToken
-        );
-        assert!(matches!(
-            settings(&[("MCP_AUTH_MODE", "jwt")]).unwrap_err(),
-            SettingsError::Invalid {
-                name: "MCP_AUTH_MODE",
-                ..
-            }
-        ));
     }
 }
