@@ -9,169 +9,39 @@
 mod common;
 #[path = "common/http_harness.rs"]
 mod harness;
+#[path = "common/oauth_issuer.rs"]
+mod oauth_issuer;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::routing::get;
 use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use harness::{client, initialize, isolate_schema_cache, pve_client, rpc_reply};
 use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
 use nandi_proxmox_mcp::transport::http::{self, Auth, HttpServer, HttpSettings};
+use oauth_issuer::*;
 use reqwest::StatusCode;
 use ring::rand::SystemRandom;
-use ring::signature::{
-    ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _,
-};
 use serde_json::{Value, json};
 
-const RESOURCE: &str = "https://mcp.example.test/mcp";
 const METADATA_URL: &str = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp";
 const ALL_SCOPES: &str = "proxmox:read proxmox:operate proxmox:admin";
 
-/// A token issuer on loopback: RFC 8414 metadata and a JWKS whose downloads are counted.
-struct Issuer {
-    url: String,
-    es: EcdsaKeyPair,
-    ed: Ed25519KeyPair,
-    jwks: Arc<RwLock<Value>>,
-    fetches: Arc<AtomicUsize>,
-}
-
-#[derive(Clone)]
-struct Served {
-    issuer: String,
-    jwks: Arc<RwLock<Value>>,
-    fetches: Arc<AtomicUsize>,
-}
-
-impl Issuer {
-    async fn start() -> Issuer {
-        let rng = SystemRandom::new();
-        let es_pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let es =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, es_pkcs8.as_ref(), &rng)
-                .unwrap();
-        let ed_pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
-        let ed = Ed25519KeyPair::from_pkcs8(ed_pkcs8.as_ref()).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr: SocketAddr = listener.local_addr().unwrap();
-        let url = format!("http://{addr}");
-        let jwks = Arc::new(RwLock::new(
-            json!({"keys": [es_jwk(&es, "es-1"), ed_jwk(&ed, "ed-1")]}),
-        ));
-        let fetches = Arc::new(AtomicUsize::new(0));
-        let served = Served {
-            issuer: url.clone(),
-            jwks: jwks.clone(),
-            fetches: fetches.clone(),
-        };
-        let app = Router::new()
-            .route(
-                "/.well-known/oauth-authorization-server",
-                get(|State(s): State<Served>| async move {
-                    axum::Json(json!({
-                        "issuer": s.issuer,
-                        "jwks_uri": format!("{}/jwks", s.issuer),
-                        "token_endpoint": format!("{}/token", s.issuer),
-                    }))
-                }),
-            )
-            .route(
-                "/jwks",
-                get(|State(s): State<Served>| async move {
-                    s.fetches.fetch_add(1, Ordering::SeqCst);
-                    axum::Json(s.jwks.read().unwrap().clone())
-                }),
-            )
-            .with_state(served);
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Issuer {
-            url,
-            es,
-            ed,
-            jwks,
-            fetches,
-        }
-    }
-
-    fn fetches(&self) -> usize {
-        self.fetches.load(Ordering::SeqCst)
-    }
-
-    /// Claims of a good admin token; tests change what they need.
-    fn claims(&self) -> Value {
-        let now = now();
-        json!({"iss": self.url, "aud": RESOURCE, "sub": "alice", "client_id": "claude",
-               "scope": "openid proxmox:admin", "iat": now, "nbf": now - 5, "exp": now + 300})
-    }
-
-    fn es256(&self, kid: &str, claims: &Value) -> String {
-        let signing = signing_input(
-            &json!({"alg": "ES256", "typ": "at+jwt", "kid": kid}),
-            claims,
-        );
-        let sig = self
-            .es
-            .sign(&SystemRandom::new(), signing.as_bytes())
-            .unwrap();
-        format!("{signing}.{}", B64.encode(sig.as_ref()))
-    }
-
-    fn eddsa(&self, claims: &Value) -> String {
-        let signing = signing_input(&json!({"alg": "EdDSA", "kid": "ed-1"}), claims);
-        let sig = self.ed.sign(signing.as_bytes());
-        format!("{signing}.{}", B64.encode(sig.as_ref()))
-    }
-
-    fn token(&self, claims: &Value) -> String {
-        self.es256("es-1", claims)
-    }
-
-    fn with_scope(&self, scope: &str) -> String {
-        let mut claims = self.claims();
-        claims["scope"] = json!(scope);
-        self.token(&claims)
-    }
-}
-
-fn es_jwk(key: &EcdsaKeyPair, kid: &str) -> Value {
-    let point = key.public_key().as_ref();
-    json!({"kty": "EC", "crv": "P-256", "kid": kid, "use": "sig", "alg": "ES256",
-           "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..65])})
-}
-
-fn ed_jwk(key: &Ed25519KeyPair, kid: &str) -> Value {
-    json!({"kty": "OKP", "crv": "Ed25519", "kid": kid, "x": B64.encode(key.public_key().as_ref())})
-}
-
-fn signing_input(header: &Value, claims: &Value) -> String {
-    format!(
-        "{}.{}",
-        B64.encode(header.to_string()),
-        B64.encode(claims.to_string())
-    )
-}
-
-fn now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
-}
-
 /// The transport in OAuth mode for `issuer`, in front of `emu`, at tier `full`.
 async fn serve(issuer: &Issuer, emu: &Emulator, extra: &[(&str, &str)]) -> HttpServer {
+    serve_with(issuer, emu, extra, |_| {}).await
+}
+
+/// [`serve`], with the settings adjusted by `tweak` before the start.
+async fn serve_with(
+    issuer: &Issuer,
+    emu: &Emulator,
+    extra: &[(&str, &str)],
+    tweak: impl FnOnce(&mut HttpSettings),
+) -> HttpServer {
     let policy = Settings::from_lookup(|k| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned()))
         .expect("policy");
     isolate_schema_cache();
@@ -193,7 +63,8 @@ async fn serve(issuer: &Issuer, emu: &Emulator, extra: &[(&str, &str)]) -> HttpS
     for (k, v) in extra {
         vars.insert(k, (*v).to_owned());
     }
-    let settings = HttpSettings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
+    let mut settings = HttpSettings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
+    tweak(&mut settings);
     http::start(server, settings).await.expect("starts")
 }
 
@@ -514,34 +385,14 @@ async fn unknown_key_ids_refresh_the_key_set_at_most_once_per_interval() {
     let emu = common::emulator().await;
     let jwks_url = format!("{}/jwks", issuer.url);
     // An explicit JWKS URL: no discovery; a short interval so the test can wait it out.
-    let policy_vars = [("MCP_OAUTH_JWKS_URL", jwks_url.as_str())];
-    let policy =
-        Settings::from_lookup(|k| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned())).unwrap();
-    isolate_schema_cache();
-    let server = Server::new(AppState {
-        registry: Registry::build(&policy),
-        settings: policy,
-        pve: Some(pve_client(&emu)),
-        connection_note: "test".into(),
-        ssh: None,
-        ssh_note: String::new(),
-        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
-    });
-    let mut vars: HashMap<&str, String> = HashMap::from([
-        ("MCP_PORT", "0".to_owned()),
-        ("MCP_AUTH_MODE", "oauth".to_owned()),
-        ("MCP_OAUTH_ISSUER", issuer.url.clone()),
-        ("MCP_OAUTH_RESOURCE", RESOURCE.to_owned()),
-    ]);
-    for (k, v) in policy_vars {
-        vars.insert(k, v.to_owned());
-    }
-    let mut settings = HttpSettings::from_lookup(|k| vars.get(k).cloned()).unwrap();
-    let Auth::OAuth(oauth) = &mut settings.auth else {
-        panic!("oauth mode")
-    };
-    oauth.jwks_min_refresh = INTERVAL;
-    let http = http::start(server, settings).await.unwrap();
+    let vars = [("MCP_OAUTH_JWKS_URL", jwks_url.as_str())];
+    let http = serve_with(&issuer, &emu, &vars, |settings| {
+        let Auth::OAuth(oauth) = &mut settings.auth else {
+            panic!("oauth mode")
+        };
+        oauth.jwks_min_refresh = INTERVAL;
+    })
+    .await;
 
     let good = issuer.claims();
     assert_eq!(
