@@ -21,8 +21,14 @@ use jsonwebtoken::Algorithm;
 use serde_json::json;
 use url::Url;
 
-use super::settings::SettingsError;
+use thiserror::Error;
+
 use crate::catalog::Tier;
+
+/// OAuth settings that are missing or unsafe; the message names the variable.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct OAuthError(pub String);
 
 /// Path of the Protected Resource Metadata document (RFC 9728 §3).
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -118,17 +124,16 @@ impl OAuthSettings {
         get: &impl Fn(&str) -> Option<String>,
         host: &str,
         behind_tls_proxy: bool,
-    ) -> Result<OAuthSettings, SettingsError> {
+    ) -> Result<OAuthSettings, OAuthError> {
         if !behind_tls_proxy && !is_loopback_host(host) {
-            return Err(SettingsError::OAuth(format!(
+            return Err(OAuthError(format!(
                 "MCP_AUTH_MODE=oauth on MCP_HOST={host} would carry bearer tokens over plain HTTP; \
                  bind a loopback address, or put a TLS-terminating reverse proxy in front and set \
                  MCP_BEHIND_TLS_PROXY=true"
             )));
         }
         let required = |name: &'static str| {
-            get(name)
-                .ok_or_else(|| SettingsError::OAuth(format!("MCP_AUTH_MODE=oauth needs {name}")))
+            get(name).ok_or_else(|| OAuthError(format!("MCP_AUTH_MODE=oauth needs {name}")))
         };
         let issuer = required("MCP_OAUTH_ISSUER")?;
         secure_url("MCP_OAUTH_ISSUER", &issuer)?;
@@ -142,7 +147,7 @@ impl OAuthSettings {
             None => DEFAULT_ALGORITHMS.to_vec(),
             Some(list) => parse_algorithms(&list)?,
         };
-        let scope = |name: &'static str, default: &str| -> Result<String, SettingsError> {
+        let scope = |name: &'static str, default: &str| -> Result<String, OAuthError> {
             let value = get(name).unwrap_or_else(|| default.to_owned());
             let valid = value
                 .chars()
@@ -150,7 +155,7 @@ impl OAuthSettings {
             if valid {
                 Ok(value)
             } else {
-                Err(SettingsError::OAuth(format!(
+                Err(OAuthError(format!(
                     "{name}={value:?} is not a scope name (printable ASCII without spaces, quotes or backslashes)"
                 )))
             }
@@ -164,7 +169,7 @@ impl OAuthSettings {
             || scopes.read == scopes.admin
             || scopes.operate == scopes.admin
         {
-            return Err(SettingsError::OAuth(
+            return Err(OAuthError(
                 "MCP_OAUTH_SCOPE_READ, _OPERATE and _ADMIN must be three different scopes".into(),
             ));
         }
@@ -276,8 +281,8 @@ pub fn is_loopback_host(host: &str) -> bool {
 }
 
 /// An absolute `https` URL without fragment, or `http` on a loopback host.
-pub fn secure_url(name: &str, value: &str) -> Result<Url, SettingsError> {
-    let bad = |why: &str| SettingsError::OAuth(format!("{name}={value:?} {why}"));
+pub fn secure_url(name: &str, value: &str) -> Result<Url, OAuthError> {
+    let bad = |why: &str| OAuthError(format!("{name}={value:?} {why}"));
     let url = Url::parse(value).map_err(|_| bad("is not an absolute URL"))?;
     if url.fragment().is_some() {
         return Err(bad("must not have a fragment"));
@@ -292,7 +297,7 @@ pub fn secure_url(name: &str, value: &str) -> Result<Url, SettingsError> {
     }
 }
 
-fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, SettingsError> {
+fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, OAuthError> {
     let mut algorithms = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let alg = match name {
@@ -306,13 +311,13 @@ fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, SettingsError> {
             "ES384" => Algorithm::ES384,
             "EdDSA" => Algorithm::EdDSA,
             "HS256" | "HS384" | "HS512" | "none" => {
-                return Err(SettingsError::OAuth(format!(
+                return Err(OAuthError(format!(
                     "MCP_OAUTH_ALGORITHMS: {name} is refused (only asymmetric signatures are \
                      accepted from an authorization server)"
                 )));
             }
             _ => {
-                return Err(SettingsError::OAuth(format!(
+                return Err(OAuthError(format!(
                     "MCP_OAUTH_ALGORITHMS: unknown algorithm {name:?}; expected RS256, RS384, \
                      RS512, PS256, PS384, PS512, ES256, ES384 or EdDSA"
                 )));
@@ -323,9 +328,7 @@ fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, SettingsError> {
         }
     }
     if algorithms.is_empty() {
-        return Err(SettingsError::OAuth(
-            "MCP_OAUTH_ALGORITHMS lists no algorithm".into(),
-        ));
+        return Err(OAuthError("MCP_OAUTH_ALGORITHMS lists no algorithm".into()));
     }
     Ok(algorithms)
 }
@@ -411,7 +414,9 @@ mod tests {
     }
 
     /// `HttpSettings` with `pairs` as the environment.
-    fn settings(pairs: &[(&str, &str)]) -> Result<super::super::HttpSettings, SettingsError> {
+    fn settings(
+        pairs: &[(&str, &str)],
+    ) -> Result<super::super::HttpSettings, super::super::SettingsError> {
         let map: HashMap<&str, &str> = pairs.iter().copied().collect();
         super::super::HttpSettings::from_lookup(|k| map.get(k).map(|v| (*v).to_owned()))
     }
@@ -433,7 +438,10 @@ mod tests {
             vec![("MCP_AUTH_MODE", "none"), RESOURCE],
         ] {
             let err = settings(&mix).unwrap_err();
-            assert!(matches!(err, SettingsError::AuthMix(_)), "{mix:?}: {err}");
+            assert!(
+                matches!(err, super::super::SettingsError::AuthMix(_)),
+                "{mix:?}: {err}"
+            );
         }
         // OAuth off loopback needs the TLS proxy flag; the issuer must be https.
         let off = [OAUTH, ISSUER, RESOURCE, ("MCP_HOST", "0.0.0.0")];
@@ -453,7 +461,7 @@ mod tests {
         ];
         assert!(matches!(
             settings(&plain).unwrap_err(),
-            SettingsError::OAuth(_)
+            super::super::SettingsError::OAuth(_)
         ));
         // The explicit modes keep today's rules.
         assert_eq!(
@@ -467,11 +475,11 @@ mod tests {
         ));
         assert_eq!(
             settings(&[("MCP_AUTH_MODE", "token")]).unwrap_err(),
-            SettingsError::MissingToken
+            super::super::SettingsError::MissingToken
         );
         assert!(matches!(
             settings(&[("MCP_AUTH_MODE", "jwt")]).unwrap_err(),
-            SettingsError::Invalid {
+            super::super::SettingsError::Invalid {
                 name: "MCP_AUTH_MODE",
                 ..
             }

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use super::oauth::{OAUTH_VAR_NAMES, OAuthSettings};
+use super::oauth::{OAUTH_VAR_NAMES, OAuthError, OAuthSettings};
 use super::token_strength::{MIN_TOKEN_BITS_OFF_LOOPBACK, estimated_entropy_bits};
 use crate::config::Secret;
 
@@ -63,8 +63,8 @@ only on a loopback MCP_HOST may MCP_ALLOW_NO_AUTH=true run without one"
     #[error("{0}; one authentication mode at a time (MCP_AUTH_MODE=token, oauth or none)")]
     AuthMix(String),
     /// OAuth settings that are missing or unsafe.
-    #[error("{0}")]
-    OAuth(String),
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
 }
 
 /// How `/mcp` authenticates requests.
@@ -329,8 +329,11 @@ fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, 
                     "MCP_AUTH_MODE=oauth with MCP_ALLOW_NO_AUTH=true".into(),
                 ));
             }
-            OAuthSettings::from_lookup(get, host, behind_tls_proxy)
-                .map(|oauth| Auth::OAuth(Box::new(oauth)))
+            Ok(Auth::OAuth(Box::new(OAuthSettings::from_lookup(
+                get,
+                host,
+                behind_tls_proxy,
+            )?)))
         }
         Some(other) if !matches!(other, "token" | "none") => Err(SettingsError::Invalid {
             name: "MCP_AUTH_MODE",
