@@ -82,9 +82,24 @@ pub fn evaluate(spec: &'static ToolSpec, args: &ValidArgs) -> Option<Gate> {
     })
 }
 
-/// Refuses a call whose planned effects the configured tier does not allow at all: a
+/// Refuses a call the tier in force does not allow at all: a tool above it (the caller's
+/// credentials may narrow the server's tier, see `identity::Caller::tier_within`) or a
 /// sensitive read below `full`. Nothing is asked and nothing is sent.
 pub fn tier_refusal(tier: Tier, spec: &ToolSpec, gate: Option<&Gate>) -> Option<ToolFailure> {
+    if spec.tier > tier {
+        return Some(
+            ToolFailure::new(
+                codes::EFFECT_NOT_APPROVED,
+                format!(
+                    "{} needs access tier {}; this caller's credentials allow {}. Nothing was sent to Proxmox.",
+                    spec.name,
+                    spec.tier.as_str(),
+                    tier.as_str()
+                ),
+            )
+            .with_hint("Ask for a token with a higher scope, or use a tool of your tier."),
+        );
+    }
     let planned = &gate?.planned;
     if tier == Tier::Full || !effects::needs_full_tier(planned.effects) {
         return None;

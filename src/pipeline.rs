@@ -39,9 +39,12 @@ pub async fn run(
     let cancel = &context.ct;
     let caller = Caller::of(context);
     let caller_name = caller.label();
+    // The tier in force: the server's, narrowed by the caller's credentials (OAuth scopes).
+    // It decides what may be called and what redaction may reveal.
+    let tier = caller.tier_within(state.settings.tier);
     // Redaction and audit (`outcome::conclude`) see every outcome below.
     let record = outcome::Record {
-        tier: state.settings.tier,
+        tier,
         audit: Some(&state.audit),
         arguments: request.arguments.as_ref(),
         caller: Some(&caller_name),
@@ -55,7 +58,7 @@ pub async fn run(
         }
     };
     let gate = gate::evaluate(spec, &args);
-    if let Some(failure) = gate::tier_refusal(state.settings.tier, spec, gate.as_ref()) {
+    if let Some(failure) = gate::tier_refusal(tier, spec, gate.as_ref()) {
         return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();

@@ -17,6 +17,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
 use crate::approval::{Approver, LinkApproval, PendingApprovals, SealedStates};
 use crate::compact::{self, Routed};
+use crate::identity::Caller;
 use crate::pipeline;
 use crate::policy::{ApprovalMode, Surface};
 use crate::prompts;
@@ -181,12 +182,28 @@ impl ServerHandler for Server {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         reject_cursor(request.as_ref())?;
-        Ok(ListToolsResult::with_all_items(
-            self.state.registry.tools().as_ref().clone(),
-        ))
+        let listed = self.state.registry.tools();
+        // Credentials only narrow: a caller whose tokens reach below the server's tier sees
+        // the tools of its own tier (tools not in the registry — compact's meta-tools — stay).
+        let server_tier = self.state.settings.tier;
+        let tier = Caller::of(&context).tier_within(server_tier);
+        if tier >= server_tier {
+            return Ok(ListToolsResult::with_all_items(listed.as_ref().clone()));
+        }
+        let registry = &self.state.registry;
+        let visible = listed
+            .iter()
+            .filter(|tool| {
+                registry
+                    .get(&tool.name)
+                    .is_none_or(|entry| entry.spec.tier <= tier)
+            })
+            .cloned()
+            .collect();
+        Ok(ListToolsResult::with_all_items(visible))
     }
 
     async fn list_prompts(

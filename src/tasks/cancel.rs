@@ -4,7 +4,7 @@
 //! Invariant: nothing is sent unless a person (or, where the mode allows, the confirm flag)
 //! approved and the `sending` line was written and synced; a task that already ended is
 //! acknowledged without a request; while changes are frozen the stop is refused (`FROZEN`)
-//! before anyone is asked.
+//! before anyone is asked, and so is a caller whose credentials stay below the stop's tier.
 
 use std::time::Instant;
 
@@ -18,6 +18,7 @@ use super::id::TaskHandle;
 use super::{STOP_TOOL, failure_error, id_error, pve_io};
 use crate::approval::{Approver, Question, Verdict};
 use crate::envelope::{ToolFailure, not_configured};
+use crate::identity::Caller;
 use crate::pve;
 use crate::state::AppState;
 
@@ -83,6 +84,22 @@ pub async fn cancel(
         approval,
         caller: Some(&caller),
     };
+    // The caller's credentials may narrow the server's tier (OAuth scopes): a caller below
+    // the stop tool's tier is refused before anyone is asked, like a call of the tool.
+    let tier = Caller::of(context).tier_within(state.settings.tier);
+    if stop.spec.tier > tier {
+        let failure = ToolFailure::new(
+            crate::envelope::codes::EFFECT_NOT_APPROVED,
+            format!(
+                "tasks/cancel needs access tier {} ({STOP_TOOL}); this caller's credentials allow {}. Nothing was sent to Proxmox.",
+                stop.spec.tier.as_str(),
+                tier.as_str()
+            ),
+        );
+        let outcome = Err(failure.clone());
+        audit::record_call(&state.audit, &audit_call(None), &outcome, started.elapsed()).await;
+        return Err(refusal(failure));
+    }
     // A stop is a change: while changes are frozen it is refused before anyone is asked.
     if let Some(Err(frozen)) = state.settings.freeze.as_ref().map(|f| f.check()) {
         let failure = crate::envelope::frozen(CANCEL_METHOD, &frozen);

@@ -526,7 +526,8 @@ async fn get_exec(
     };
     let mut outcome = outcome;
     if let Some(entry) = state.registry.get("pve_exec_qemu_guest_command") {
-        crate::redact::redact_outcome(entry.spec, state.settings.tier, None, &mut outcome);
+        let tier = crate::identity::Caller::of(context).tier_within(state.settings.tier);
+        crate::redact::redact_outcome(entry.spec, tier, None, &mut outcome);
     }
     let result = match serde_json::to_value(render(outcome, &meta)) {
         Ok(Value::Object(map)) => map,

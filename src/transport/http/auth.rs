@@ -1,9 +1,13 @@
-//! Bearer-token authentication of `/mcp`, and the gate that applies it before the rate limits.
+//! Authentication of `/mcp` (a static bearer token, an OAuth access token, or none on
+//! loopback), and the gate that applies it before the rate limits.
 //!
-//! Invariants: the presented token is compared in constant time (both sides are hashed first,
-//! so neither content nor length leaks through timing); a refusal is 401 with
-//! `WWW-Authenticate: Bearer`; the token is never logged, and the `Authorization` header is
-//! removed before the request reaches the MCP service, so no handler can see or echo it.
+//! Invariants: a static token is compared in constant time (both sides are hashed first, so
+//! neither content nor length leaks through timing); an OAuth token is validated by
+//! [`TokenValidator`]; a refusal is 401 with `WWW-Authenticate: Bearer …` (OAuth: naming the
+//! resource metadata and scopes) or, for a valid OAuth token without any of the server's
+//! scopes, 403 `insufficient_scope`; the token is never logged, and the `Authorization` header
+//! is removed before the request reaches the MCP service, so no handler can see or echo it.
+//! Every request let through carries its [`Caller`] in the request extensions.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -16,8 +20,10 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::errors::{SERVER_ERROR, json_error};
+use super::oauth_token::{Rejection, TokenValidator};
 use super::ratelimit::{RateKey, RateLimit, Verdict};
 use super::refusals::RefusalLog;
+use crate::identity::{Caller, Via};
 
 /// The expected token, kept only as its SHA-256 digest.
 #[derive(Clone)]
@@ -66,11 +72,22 @@ impl BearerAuth {
     }
 }
 
-/// What the `/mcp` gate needs: the token, the rate limits and the refusal log.
+/// How `/mcp` authenticates, one mode at a time.
+#[derive(Clone, Debug)]
+pub enum Authenticator {
+    /// No authentication (loopback only, explicitly requested).
+    Off,
+    /// The server's single static bearer token.
+    Static(BearerAuth),
+    /// OAuth 2.1 access tokens, validated locally.
+    OAuth(Arc<TokenValidator>),
+}
+
+/// What the `/mcp` gate needs: the authenticator, the rate limits and the refusal log.
 #[derive(Clone, Debug)]
 pub struct Gate {
-    /// The expected token.
-    pub auth: BearerAuth,
+    /// How requests are authenticated.
+    pub auth: Authenticator,
     /// Authenticated and unauthenticated allowances.
     pub rate: RateLimit,
     /// Bounded log of refusals.
@@ -85,45 +102,43 @@ pub fn peer_ip(request: &Request) -> IpAddr {
         .map_or(IpAddr::from([0, 0, 0, 0]), |c| c.0.ip())
 }
 
-/// Middleware: authentication, then the rate limit of the request's kind. A request without the
-/// token is counted against its address in the unauthenticated limiter (401 while allowed, then
-/// 429); a request with it against the token's own allowance (or the address when
-/// authentication is off).
+/// Middleware: authentication, then the rate limit of the request's kind. A request that
+/// fails authentication is counted against its address in the unauthenticated limiter (401 or
+/// 403 while allowed, then 429); an authenticated one against its credential's allowance: the
+/// static token, the OAuth subject, or the address when authentication is off.
 pub async fn gate(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
     let ip = peer_ip(&request);
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let presented = request.headers().get(header::AUTHORIZATION);
-    if !gate.auth.accepts(presented) {
-        if let Verdict::Limited { wait } = gate.rate.check_unauthenticated(ip) {
-            gate.refusals
-                .note("rate limit (unauthenticated)", ip, method.as_str(), &path);
-            return gate.rate.too_many(wait);
+    let checked = match &gate.auth {
+        Authenticator::Off => Ok((Caller::anonymous(Via::Unauthenticated), RateKey::Peer(ip))),
+        Authenticator::Static(auth) if auth.accepts(presented) => {
+            Ok((Caller::anonymous(Via::StaticToken), RateKey::Token))
         }
-        let challenge = if presented.is_some() {
-            r#"Bearer realm="nandi-proxmox-mcp", error="invalid_token""#
+        Authenticator::Static(_) => Err(if presented.is_some() {
+            Rejection::Invalid("wrong static token")
         } else {
-            r#"Bearer realm="nandi-proxmox-mcp""#
-        };
-        gate.refusals.note(
-            "missing or invalid bearer token",
-            ip,
-            method.as_str(),
-            &path,
-        );
-        let mut response = json_error(StatusCode::UNAUTHORIZED, SERVER_ERROR, "Unauthorized");
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(challenge),
-        );
-        return response;
-    }
-    request.headers_mut().remove(header::AUTHORIZATION);
-    let key = if gate.auth.is_enabled() {
-        RateKey::Token
-    } else {
-        RateKey::Peer(ip)
+            Rejection::Missing
+        }),
+        Authenticator::OAuth(validator) => validator.authenticate(presented).await.map(|caller| {
+            let key = RateKey::subject(&caller);
+            (caller, key)
+        }),
     };
+    let (caller, key) = match checked {
+        Ok(found) => found,
+        Err(rejection) => {
+            if let Verdict::Limited { wait } = gate.rate.check_unauthenticated(ip) {
+                gate.refusals
+                    .note("rate limit (unauthenticated)", ip, method.as_str(), &path);
+                return gate.rate.too_many(wait);
+            }
+            return refuse(&gate, rejection, ip, method.as_str(), &path);
+        }
+    };
+    request.headers_mut().remove(header::AUTHORIZATION);
+    request.extensions_mut().insert(caller);
     match gate.rate.check_authenticated(key) {
         Verdict::Allowed { remaining } => {
             let mut response = next.run(request).await;
@@ -135,6 +150,51 @@ pub async fn gate(State(gate): State<Gate>, mut request: Request, next: Next) ->
             gate.rate.too_many(wait)
         }
     }
+}
+
+/// The 401 or 403 answer to a rejected request, with the challenge of the mode in force.
+fn refuse(gate: &Gate, rejection: Rejection, ip: IpAddr, method: &str, path: &str) -> Response {
+    let (status, message, challenge) = match (&gate.auth, rejection) {
+        (Authenticator::OAuth(v), Rejection::InsufficientScope) => (
+            StatusCode::FORBIDDEN,
+            "Forbidden: the token grants none of this server's scopes",
+            v.challenges.insufficient_scope.clone(),
+        ),
+        (Authenticator::OAuth(v), Rejection::Missing) => (
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            v.challenges.missing.clone(),
+        ),
+        (Authenticator::OAuth(v), Rejection::Invalid(_)) => (
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            v.challenges.invalid.clone(),
+        ),
+        (_, Rejection::Missing) => (
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            HeaderValue::from_static(r#"Bearer realm="nandi-proxmox-mcp""#),
+        ),
+        (_, _) => (
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            HeaderValue::from_static(r#"Bearer realm="nandi-proxmox-mcp", error="invalid_token""#),
+        ),
+    };
+    let reason = match rejection {
+        Rejection::Missing => "missing bearer token",
+        Rejection::Invalid(why) => {
+            tracing::debug!(reason = why, %ip, "bearer token refused");
+            "missing or invalid bearer token"
+        }
+        Rejection::InsufficientScope => "token without any of the server's scopes",
+    };
+    gate.refusals.note(reason, ip, method, path);
+    let mut response = json_error(status, SERVER_ERROR, message);
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, challenge);
+    response
 }
 
 #[cfg(test)]

@@ -2,11 +2,14 @@
 //!
 //! Request path, outermost first: security headers (`nosniff`, `no-store`) → JSON-RPC-shaped
 //! error bodies → request/body timeouts → Host/Origin guard → 413 on an oversized body (before
-//! it is read) → routes. `/mcp` adds: bearer auth (401; failures rate-limited per address, 429)
-//! → rate limit of authenticated traffic (429, per token) → inspection (duplicate JSON keys in
+//! it is read) → routes. `/mcp` adds: authentication — a static bearer token, an OAuth access
+//! token (401, or 403 `insufficient_scope`; see `oauth`), or none on loopback — with failures
+//! rate-limited per address (429) → rate limit of authenticated traffic (429, per token or
+//! OAuth subject) → inspection (duplicate JSON keys in
 //! `tools/call`: -32602; room for a new session: 503; `DELETE` answered 200) → rmcp
 //! `StreamableHttpService` (sessions, SSE, DELETE, 404 for unknown sessions). Refusals are
-//! logged at a bounded rate. `/health`, `/ready` and a JSON 404 fallback complete the surface.
+//! logged at a bounded rate. `/health`, `/ready`, in OAuth mode the Protected Resource Metadata
+//! (`/.well-known/oauth-protected-resource[/mcp]`), and a JSON 404 fallback complete the surface.
 //!
 //! With `MCP_STATELESS=true` no request of any protocol version opens a session (rmcp's
 //! legacy session mode is off; `GET`/`DELETE` on `/mcp` answer 405), so replicas behind a load
@@ -24,11 +27,15 @@ pub mod errors;
 pub mod guard;
 pub mod inspect;
 pub mod listener;
+pub mod oauth;
+pub mod oauth_jwks;
+pub mod oauth_token;
 pub mod ratelimit;
 pub mod ready;
 pub mod refusals;
 pub mod sessions;
 pub mod settings;
+pub mod token_strength;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -53,7 +60,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::server::Server;
-use auth::{BearerAuth, Gate};
+use auth::{Authenticator, BearerAuth, Gate};
 use errors::{SERVER_ERROR, json_error};
 use guard::HostGuard;
 use inspect::Inspect;
@@ -136,12 +143,14 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         &settings.allowed_origins,
     )
     .map_err(HttpError::Config)?;
+    let authenticator = authenticator(&settings.auth, server.state().settings.tier)?;
     let shutdown = CancellationToken::new();
     let rate = RateLimit::new(settings.rate_limit_max, settings.rate_limit_window);
     let refusals = Arc::new(RefusalLog::default());
     let app = router(
         server,
         &settings,
+        authenticator,
         guard,
         rate.clone(),
         refusals.clone(),
@@ -161,7 +170,11 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         rate_limit_window_ms = settings.rate_limit_window.as_millis() as u64,
         max_sessions = settings.max_sessions,
         stateless = settings.stateless,
-        auth = if settings.auth == Auth::Disabled { "none" } else { "bearer" },
+        auth = match &settings.auth {
+            Auth::Disabled => "none",
+            Auth::Bearer(_) => "bearer",
+            Auth::OAuth(_) => "oauth",
+        },
         "HTTP MCP transport listening on http://{addr}{MCP_PATH}"
     );
     let limits = listener::ConnLimits {
@@ -177,10 +190,30 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
     })
 }
 
+/// The authenticator of the configured mode (OAuth: scopes capped by the server's `tier`).
+fn authenticator(auth: &Auth, tier: crate::catalog::Tier) -> Result<Authenticator, HttpError> {
+    Ok(match auth {
+        Auth::Disabled => Authenticator::Off,
+        Auth::Bearer(secret) => Authenticator::Static(BearerAuth::new(Some(secret.expose()))),
+        Auth::OAuth(oauth) => {
+            tracing::info!(
+                issuer = %oauth.issuer,
+                resource = %oauth.resource,
+                metadata = %oauth.metadata_url(),
+                "OAuth resource server: access tokens from the issuer, for this resource only"
+            );
+            Authenticator::OAuth(
+                oauth_token::TokenValidator::new(oauth, tier).map_err(HttpError::Config)?,
+            )
+        }
+    })
+}
+
 /// Builds the whole router: layers, routes and the rmcp service.
 fn router(
     server: Server,
     settings: &HttpSettings,
+    authenticator: Authenticator,
     guard: HostGuard,
     rate: RateLimit,
     refusals: Arc<RefusalLog>,
@@ -205,19 +238,19 @@ fn router(
         .with_legacy_session_mode(!settings.stateless);
     let readiness = Readiness::new(server.state().pve.clone(), settings.ready_cache);
     let page = approve_page::routes(server.pending_approvals());
+    let metadata = match &settings.auth {
+        Auth::OAuth(oauth) => oauth::metadata_routes(oauth, server.state().settings.tier),
+        _ => Router::new(),
+    };
     let mcp_service =
         StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
-    let token = match &settings.auth {
-        Auth::Bearer(secret) => Some(secret.expose()),
-        Auth::Disabled => None,
-    };
     let inspect = Inspect {
         sessions,
         stateless: settings.stateless,
         refusals: refusals.clone(),
     };
     let gate = Gate {
-        auth: BearerAuth::new(token),
+        auth: authenticator,
         rate,
         refusals: refusals.clone(),
     };
@@ -234,6 +267,7 @@ fn router(
         .route("/ready", get(ready::ready).with_state(readiness))
         .merge(mcp)
         .merge(page)
+        .merge(metadata)
         .fallback(errors::not_found)
         .layer(bodies)
         .layer(middleware::from_fn_with_state(

@@ -2,8 +2,9 @@
 //! traffic that failed authentication.
 //!
 //! Invariants: at most `MCP_RATE_LIMIT_MAX` requests per window pass for one key (a burst of that
-//! size, refilled evenly over the window). Authenticated requests are keyed by the token (by the
-//! client address when authentication is off); refused ones by the client address, in a separate
+//! size, refilled evenly over the window). Authenticated requests are keyed by the static token,
+//! by the OAuth subject (each person or client its own allowance), or by the client address
+//! when authentication is off; refused ones by the client address, in a separate
 //! limiter — so a flood of wrong tokens can never use up the allowance of the legitimate client.
 //! A refusal is 429 with `Retry-After` and draft-6 `RateLimit-Limit/-Remaining/-Reset` headers,
 //! like the reference. The socket address is used, never a forwarded header.
@@ -20,7 +21,10 @@ use governor::middleware::StateInformationMiddleware;
 use governor::state::keyed::DefaultKeyedStateStore;
 use governor::{Quota, RateLimiter};
 
+use sha2::{Digest, Sha256};
+
 use super::errors::{SERVER_ERROR, json_error};
+use crate::identity::Caller;
 
 /// What an allowance belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -29,6 +33,23 @@ pub enum RateKey {
     Token,
     /// A client address (authentication off, or a request that failed it).
     Peer(IpAddr),
+    /// One OAuth subject (`sub`, else the client), as a digest of its name.
+    Subject([u8; 16]),
+}
+
+impl RateKey {
+    /// The allowance of an OAuth caller: its subject, else its client.
+    pub fn subject(caller: &Caller) -> RateKey {
+        let name = caller
+            .subject
+            .as_deref()
+            .or(caller.client_id.as_deref())
+            .unwrap_or_default();
+        let digest = Sha256::digest(name.as_bytes());
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&digest[..16]);
+        RateKey::Subject(key)
+    }
 }
 
 type Limiter =
@@ -169,5 +190,28 @@ mod tests {
             rate.check_authenticated(RateKey::Token),
             Verdict::Allowed { remaining: 1 }
         );
+    }
+
+    #[test]
+    fn each_oauth_subject_has_its_own_allowance() {
+        let rate = RateLimit::new(1, Duration::from_secs(60));
+        let who = |sub: &str| Caller {
+            subject: Some(sub.to_owned()),
+            ..Caller::anonymous(crate::identity::Via::OAuth)
+        };
+        let alice = RateKey::subject(&who("alice"));
+        assert_eq!(alice, RateKey::subject(&who("alice")));
+        assert!(matches!(
+            rate.check_authenticated(alice),
+            Verdict::Allowed { .. }
+        ));
+        assert!(matches!(
+            rate.check_authenticated(alice),
+            Verdict::Limited { .. }
+        ));
+        assert!(matches!(
+            rate.check_authenticated(RateKey::subject(&who("bob"))),
+            Verdict::Allowed { .. }
+        ));
     }
 }

@@ -5,14 +5,19 @@
 //! [`Secret::expose`] and never printed; running without a token needs both a loopback bind
 //! address and `MCP_ALLOW_NO_AUTH=true`; off loopback the token needs at least
 //! [`MIN_TOKEN_BITS_OFF_LOOPBACK`] bits of estimated entropy (other machines can guess at it).
+//! One authentication mode at a time (`MCP_AUTH_MODE`: `token`, `oauth` or `none`; by default
+//! derived from the token variables as before): a static token together with OAuth, OAuth
+//! variables outside OAuth mode, or a token with `none` stop the start-up (OAuth's own rules:
+//! [`super::oauth`]).
 
 use crate::config::EnvVarDoc;
-use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use thiserror::Error;
 
+use super::oauth::{OAUTH_VAR_NAMES, OAuthError, OAuthSettings};
+use super::token_strength::{MIN_TOKEN_BITS_OFF_LOOPBACK, estimated_entropy_bits};
 use crate::config::Secret;
 
 /// Default bind address (the reference bound `0.0.0.0`).
@@ -21,8 +26,6 @@ pub const DEFAULT_HOST: &str = "127.0.0.1";
 pub const DEFAULT_PORT: u16 = 3000;
 /// Shortest bearer token accepted: shorter ones are guessable.
 pub const MIN_TOKEN_LEN: usize = 16;
-/// Least estimated entropy of a bearer token when `MCP_HOST` is not a loopback address.
-pub const MIN_TOKEN_BITS_OFF_LOOPBACK: f64 = 128.0;
 
 /// Why the HTTP settings cannot be used.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -56,6 +59,12 @@ only on a loopback MCP_HOST may MCP_ALLOW_NO_AUTH=true run without one"
         /// What is wrong with it.
         problem: String,
     },
+    /// Authentication settings that contradict each other.
+    #[error("{0}; one authentication mode at a time (MCP_AUTH_MODE=token, oauth or none)")]
+    AuthMix(String),
+    /// OAuth settings that are missing or unsafe.
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
 }
 
 /// How `/mcp` authenticates requests.
@@ -65,6 +74,8 @@ pub enum Auth {
     Bearer(Secret),
     /// No authentication (loopback only, explicitly requested).
     Disabled,
+    /// OAuth 2.1 access tokens from an authorization server (`MCP_AUTH_MODE=oauth`).
+    OAuth(Box<OAuthSettings>),
 }
 
 /// Validated settings of the HTTP transport.
@@ -120,6 +131,51 @@ pub const VARS: &[EnvVarDoc] = &[
         "MCP_ALLOW_NO_AUTH",
         "false",
         "true allows no token, loopback bind only",
+    ),
+    var(
+        "MCP_AUTH_MODE",
+        "token (none with MCP_ALLOW_NO_AUTH=true)",
+        "`token` (static bearer token), `oauth` (OAuth 2.1 access tokens) or `none` (loopback only)",
+    ),
+    var(
+        "MCP_OAUTH_ISSUER",
+        "–",
+        "oauth: the authorization server's issuer URL (https; http only on loopback); `iss` must equal it",
+    ),
+    var(
+        "MCP_OAUTH_RESOURCE",
+        "–",
+        "oauth: this server's canonical URI as clients reach it, e.g. https://mcp.example.com/mcp; `aud` must contain it",
+    ),
+    var(
+        "MCP_OAUTH_JWKS_URL",
+        "discovered",
+        "oauth: the issuer's JWKS URL; default: `jwks_uri` of its RFC 8414 or OpenID metadata",
+    ),
+    var(
+        "MCP_OAUTH_ALGORITHMS",
+        "RS256,ES256,EdDSA",
+        "oauth: accepted token signature algorithms (RS*, PS*, ES256, ES384, EdDSA; never HS* or none)",
+    ),
+    var(
+        "MCP_OAUTH_SCOPE_READ",
+        "proxmox:read",
+        "oauth: scope granting read-only tools",
+    ),
+    var(
+        "MCP_OAUTH_SCOPE_OPERATE",
+        "proxmox:operate",
+        "oauth: scope granting read-execute tools",
+    ),
+    var(
+        "MCP_OAUTH_SCOPE_ADMIN",
+        "proxmox:admin",
+        "oauth: scope granting every tool of PVE_ACCESS_TIER",
+    ),
+    var(
+        "MCP_BEHIND_TLS_PROXY",
+        "false",
+        "true: a TLS-terminating reverse proxy is in front (needed for oauth off loopback)",
     ),
     var(
         "MCP_ALLOWED_HOSTS",
@@ -252,12 +308,61 @@ impl HttpSettings {
 }
 
 fn is_loopback(host: &str) -> bool {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    bare.eq_ignore_ascii_case("localhost")
-        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    super::oauth::is_loopback_host(host)
 }
 
 fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, SettingsError> {
+    let mode = get("MCP_AUTH_MODE").map(|m| m.to_ascii_lowercase());
+    let token_set = get("MCP_AUTH_TOKEN").is_some() || get("MCP_AUTH_TOKEN_FILE").is_some();
+    let allow_no_auth = flag(get, "MCP_ALLOW_NO_AUTH")?;
+    let behind_tls_proxy = flag(get, "MCP_BEHIND_TLS_PROXY")?;
+    let oauth_var = OAUTH_VAR_NAMES.iter().find(|name| get(name).is_some());
+    match mode.as_deref() {
+        Some("oauth") => {
+            if token_set {
+                return Err(SettingsError::AuthMix(
+                    "MCP_AUTH_MODE=oauth with a static token (MCP_AUTH_TOKEN or MCP_AUTH_TOKEN_FILE) set".into(),
+                ));
+            }
+            if allow_no_auth {
+                return Err(SettingsError::AuthMix(
+                    "MCP_AUTH_MODE=oauth with MCP_ALLOW_NO_AUTH=true".into(),
+                ));
+            }
+            Ok(Auth::OAuth(Box::new(OAuthSettings::from_lookup(
+                get,
+                host,
+                behind_tls_proxy,
+            )?)))
+        }
+        Some(other) if !matches!(other, "token" | "none") => Err(SettingsError::Invalid {
+            name: "MCP_AUTH_MODE",
+            value: other.to_owned(),
+            expected: "token, oauth or none",
+        }),
+        _ if oauth_var.is_some() => Err(SettingsError::AuthMix(format!(
+            "{} is set but MCP_AUTH_MODE is not oauth",
+            oauth_var.copied().unwrap_or_default()
+        ))),
+        Some("none") if token_set => Err(SettingsError::AuthMix(
+            "MCP_AUTH_MODE=none with a static token set".into(),
+        )),
+        Some("none") if !is_loopback(host) => {
+            Err(SettingsError::NoAuthNotLoopback(host.to_owned()))
+        }
+        Some("none") => Ok(Auth::Disabled),
+        Some(_) if !token_set && allow_no_auth => Err(SettingsError::AuthMix(
+            "MCP_AUTH_MODE=token with MCP_ALLOW_NO_AUTH=true and no token".into(),
+        )),
+        _ => read_static_token(get, host, allow_no_auth),
+    }
+}
+
+fn read_static_token(
+    get: &impl Fn(&str) -> Option<String>,
+    host: &str,
+    allow_no_auth: bool,
+) -> Result<Auth, SettingsError> {
     let from_env = get("MCP_AUTH_TOKEN");
     let file = get("MCP_AUTH_TOKEN_FILE").map(PathBuf::from);
     let token = match (from_env, file) {
@@ -278,7 +383,6 @@ fn read_auth(get: &impl Fn(&str) -> Option<String>, host: &str) -> Result<Auth, 
         }
         (None, None) => None,
     };
-    let allow_no_auth = flag(get, "MCP_ALLOW_NO_AUTH")?;
     match token {
         Some(token) => Ok(Auth::Bearer(token)),
         None if !allow_no_auth => Err(SettingsError::MissingToken),
@@ -321,62 +425,6 @@ fn check_token(source_name: String, token: String, host: &str) -> Result<Secret,
         source_name,
         problem,
     })
-}
-
-/// A conservative estimate of a token's entropy in bits: the smaller of [`character_bits`]
-/// and what the `zxcvbn` estimator (dictionary words, sequences, keyboard walks, repeats)
-/// says an attacker needs in guesses. `correcthorsebatterystaple1234567`, the alphabet
-/// followed by digits and a repeated hex run all score far below 128; `openssl rand -hex 32`
-/// stays above it.
-pub fn estimated_entropy_bits(token: &str) -> f64 {
-    // zxcvbn counts guesses in a u64, so it saturates near 64 bits: below that it has found
-    // a pattern an attacker would try (and its count is the estimate); at the bound it found
-    // none and the character estimate decides. Its cost grows with length, so a long token's
-    // first 100 characters decide whether it is a pattern.
-    let head: String = token.chars().take(100).collect();
-    let guessed = zxcvbn::zxcvbn(&head, &[]).guesses_log10() * std::f64::consts::LOG2_10;
-    if guessed < ZXCVBN_SATURATED_BITS {
-        guessed.min(character_bits(token))
-    } else {
-        character_bits(token)
-    }
-}
-
-/// Where zxcvbn's u64 guess count stops meaning anything (2^64 guesses, less a margin).
-const ZXCVBN_SATURATED_BITS: f64 = 60.0;
-
-/// Length times the smaller of the per-character Shannon entropy of the token's own
-/// characters and the size of the character classes it uses. Repetition (`aaaa…`) scores near
-/// zero; `openssl rand -hex 32` scores about 240.
-pub fn character_bits(token: &str) -> f64 {
-    let chars: Vec<char> = token.chars().collect();
-    if chars.is_empty() {
-        return 0.0;
-    }
-    let total = chars.len() as f64;
-    let mut counts: std::collections::HashMap<char, usize> = std::collections::HashMap::new();
-    for c in &chars {
-        *counts.entry(*c).or_default() += 1;
-    }
-    let shannon: f64 = counts
-        .values()
-        .map(|&n| {
-            let p = n as f64 / total;
-            -p * p.log2()
-        })
-        .sum();
-    let classes = [
-        (chars.iter().any(char::is_ascii_lowercase), 26.0),
-        (chars.iter().any(char::is_ascii_uppercase), 26.0),
-        (chars.iter().any(char::is_ascii_digit), 10.0),
-        (chars.iter().any(|c| !c.is_ascii_alphanumeric()), 33.0),
-    ];
-    let alphabet: f64 = classes
-        .iter()
-        .filter(|(used, _)| *used)
-        .map(|(_, n)| n)
-        .sum();
-    total * shannon.min(alphabet.log2())
 }
 
 #[cfg(test)]

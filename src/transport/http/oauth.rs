@@ -1,0 +1,488 @@
+//! OAuth 2.1 resource-server settings of the HTTP transport (`MCP_AUTH_MODE=oauth`), the
+//! Protected Resource Metadata document (RFC 9728) and the `WWW-Authenticate` challenges.
+//!
+//! Invariants: the issuer, the JWKS URL and this server's resource URI are absolute `https`
+//! URLs (plain `http` only for loopback hosts, so tests and local setups can run); off a
+//! loopback `MCP_HOST` OAuth needs `MCP_BEHIND_TLS_PROXY=true`, since bearer tokens must not
+//! cross a network in clear text; only asymmetric signature algorithms are accepted (`none`
+//! and the HMAC family are refused at start-up, so a public key can never be used as an HMAC
+//! secret); scope names are valid RFC 6749 scope tokens and distinct. The metadata document
+//! and the challenges name the same resource, issuer and scopes the validator enforces.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use jsonwebtoken::Algorithm;
+use serde_json::json;
+use url::Url;
+
+use thiserror::Error;
+
+use crate::catalog::Tier;
+
+/// OAuth settings that are missing or unsafe; the message names the variable.
+#[derive(Debug, Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct OAuthError(pub String);
+
+/// Path of the Protected Resource Metadata document (RFC 9728 §3).
+pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+/// Default scope granting read-only tools.
+pub const DEFAULT_SCOPE_READ: &str = "proxmox:read";
+/// Default scope granting read and operate (power, snapshots…) tools.
+pub const DEFAULT_SCOPE_OPERATE: &str = "proxmox:operate";
+/// Default scope granting every tool the server exposes.
+pub const DEFAULT_SCOPE_ADMIN: &str = "proxmox:admin";
+/// Default allow-list of token signature algorithms.
+pub const DEFAULT_ALGORITHMS: &[Algorithm] =
+    &[Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA];
+/// Shortest interval between two JWKS downloads (an unknown `kid` triggers at most one per
+/// interval, so a flood of forged key ids cannot make the server hammer the issuer).
+pub const DEFAULT_JWKS_MIN_REFRESH: Duration = Duration::from_secs(30);
+
+/// The variables only OAuth mode reads; setting one in another mode is an error.
+pub const OAUTH_VAR_NAMES: &[&str] = &[
+    "MCP_OAUTH_ISSUER",
+    "MCP_OAUTH_JWKS_URL",
+    "MCP_OAUTH_RESOURCE",
+    "MCP_OAUTH_ALGORITHMS",
+    "MCP_OAUTH_SCOPE_READ",
+    "MCP_OAUTH_SCOPE_OPERATE",
+    "MCP_OAUTH_SCOPE_ADMIN",
+];
+
+/// The scope names that map to access tiers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeNames {
+    /// Grants [`Tier::ReadOnly`].
+    pub read: String,
+    /// Grants [`Tier::ReadExecute`].
+    pub operate: String,
+    /// Grants [`Tier::Full`].
+    pub admin: String,
+}
+
+impl ScopeNames {
+    /// The highest tier the granted scopes reach; `None` when none of them is ours.
+    pub fn tier_of<'a>(&self, granted: impl IntoIterator<Item = &'a str>) -> Option<Tier> {
+        granted
+            .into_iter()
+            .filter_map(|scope| {
+                if scope == self.admin {
+                    Some(Tier::Full)
+                } else if scope == self.operate {
+                    Some(Tier::ReadExecute)
+                } else if scope == self.read {
+                    Some(Tier::ReadOnly)
+                } else {
+                    None
+                }
+            })
+            .max()
+    }
+
+    /// The scopes useful on a server whose tier is `tier`, lowest first.
+    pub fn up_to(&self, tier: Tier) -> Vec<&str> {
+        let mut scopes = vec![self.read.as_str()];
+        if tier >= Tier::ReadExecute {
+            scopes.push(&self.operate);
+        }
+        if tier >= Tier::Full {
+            scopes.push(&self.admin);
+        }
+        scopes
+    }
+}
+
+/// Validated OAuth settings.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OAuthSettings {
+    /// The authorization server's issuer identifier (`MCP_OAUTH_ISSUER`); `iss` must equal it.
+    pub issuer: String,
+    /// Where the signing keys are (`MCP_OAUTH_JWKS_URL`); `None`: discovered from the
+    /// issuer's metadata (`jwks_uri`).
+    pub jwks_url: Option<String>,
+    /// This server's canonical URI (`MCP_OAUTH_RESOURCE`); `aud` must contain it.
+    pub resource: String,
+    /// Accepted signature algorithms (`MCP_OAUTH_ALGORITHMS`).
+    pub algorithms: Vec<Algorithm>,
+    /// Scope names per tier.
+    pub scopes: ScopeNames,
+    /// Shortest interval between two JWKS downloads.
+    pub jwks_min_refresh: Duration,
+}
+
+impl OAuthSettings {
+    /// Reads the `MCP_OAUTH_*` variables; `host` is `MCP_HOST`, `behind_tls_proxy` is
+    /// `MCP_BEHIND_TLS_PROXY`.
+    pub fn from_lookup(
+        get: &impl Fn(&str) -> Option<String>,
+        host: &str,
+        behind_tls_proxy: bool,
+    ) -> Result<OAuthSettings, OAuthError> {
+        if !behind_tls_proxy && !is_loopback_host(host) {
+            return Err(OAuthError(format!(
+                "MCP_AUTH_MODE=oauth on MCP_HOST={host} would carry bearer tokens over plain HTTP; \
+                 bind a loopback address, or put a TLS-terminating reverse proxy in front and set \
+                 MCP_BEHIND_TLS_PROXY=true"
+            )));
+        }
+        let required = |name: &'static str| {
+            get(name).ok_or_else(|| OAuthError(format!("MCP_AUTH_MODE=oauth needs {name}")))
+        };
+        let issuer = required("MCP_OAUTH_ISSUER")?;
+        secure_url("MCP_OAUTH_ISSUER", &issuer)?;
+        let jwks_url = get("MCP_OAUTH_JWKS_URL");
+        if let Some(url) = &jwks_url {
+            secure_url("MCP_OAUTH_JWKS_URL", url)?;
+        }
+        let resource = required("MCP_OAUTH_RESOURCE")?;
+        secure_url("MCP_OAUTH_RESOURCE", &resource)?;
+        let algorithms = match get("MCP_OAUTH_ALGORITHMS") {
+            None => DEFAULT_ALGORITHMS.to_vec(),
+            Some(list) => parse_algorithms(&list)?,
+        };
+        let scope = |name: &'static str, default: &str| -> Result<String, OAuthError> {
+            let value = get(name).unwrap_or_else(|| default.to_owned());
+            let valid = value
+                .chars()
+                .all(|c| c == '!' || matches!(c, '#'..='[' | ']'..='~'));
+            if valid {
+                Ok(value)
+            } else {
+                Err(OAuthError(format!(
+                    "{name}={value:?} is not a scope name (printable ASCII without spaces, quotes or backslashes)"
+                )))
+            }
+        };
+        let scopes = ScopeNames {
+            read: scope("MCP_OAUTH_SCOPE_READ", DEFAULT_SCOPE_READ)?,
+            operate: scope("MCP_OAUTH_SCOPE_OPERATE", DEFAULT_SCOPE_OPERATE)?,
+            admin: scope("MCP_OAUTH_SCOPE_ADMIN", DEFAULT_SCOPE_ADMIN)?,
+        };
+        if scopes.read == scopes.operate
+            || scopes.read == scopes.admin
+            || scopes.operate == scopes.admin
+        {
+            return Err(OAuthError(
+                "MCP_OAUTH_SCOPE_READ, _OPERATE and _ADMIN must be three different scopes".into(),
+            ));
+        }
+        Ok(OAuthSettings {
+            issuer,
+            jwks_url,
+            resource,
+            algorithms,
+            scopes,
+            jwks_min_refresh: DEFAULT_JWKS_MIN_REFRESH,
+        })
+    }
+
+    /// The URL of this resource's metadata document: the well-known path inserted before the
+    /// resource's path (RFC 9728 §3.1), e.g. `https://mcp.example.com/mcp` →
+    /// `https://mcp.example.com/.well-known/oauth-protected-resource/mcp`.
+    pub fn metadata_url(&self) -> String {
+        match Url::parse(&self.resource) {
+            Ok(url) => {
+                let path = url.path().trim_end_matches('/');
+                format!(
+                    "{}{METADATA_PATH}{path}",
+                    url.origin().ascii_serialization()
+                )
+            }
+            Err(_) => METADATA_PATH.to_owned(),
+        }
+    }
+
+    /// The Protected Resource Metadata document for a server whose tier is `tier`.
+    pub fn metadata(&self, tier: Tier) -> serde_json::Value {
+        json!({
+            "resource": self.resource,
+            "authorization_servers": [self.issuer],
+            "scopes_supported": self.scopes.up_to(tier),
+            "bearer_methods_supported": ["header"],
+            "resource_signing_alg_values_supported": self
+                .algorithms
+                .iter()
+                .map(|alg| format!("{alg:?}"))
+                .collect::<Vec<_>>(),
+            "resource_name": "nandi-proxmox-mcp (Proxmox VE)",
+        })
+    }
+}
+
+/// The `WWW-Authenticate` values of OAuth refusals, built once.
+#[derive(Clone, Debug)]
+pub struct Challenges {
+    /// 401 without a token.
+    pub missing: HeaderValue,
+    /// 401 with a token that is not valid here.
+    pub invalid: HeaderValue,
+    /// 403 with a valid token that grants none of the server's scopes.
+    pub insufficient_scope: HeaderValue,
+}
+
+impl Challenges {
+    /// The challenges for `settings` on a server whose tier is `tier`.
+    pub fn new(settings: &OAuthSettings, tier: Tier) -> Challenges {
+        let metadata = settings.metadata_url();
+        let scope = settings.scopes.up_to(tier).join(" ");
+        let value = |text: String| {
+            HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("Bearer"))
+        };
+        Challenges {
+            missing: value(format!(
+                r#"Bearer resource_metadata="{metadata}", scope="{scope}""#
+            )),
+            invalid: value(format!(
+                r#"Bearer error="invalid_token", resource_metadata="{metadata}", scope="{scope}""#
+            )),
+            insufficient_scope: value(format!(
+                r#"Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{metadata}""#
+            )),
+        }
+    }
+}
+
+/// The metadata routes: the document at [`METADATA_PATH`] and at its `/mcp`-suffixed form.
+/// They need no token; the Host/Origin guard of the whole router still applies.
+pub fn metadata_routes(settings: &OAuthSettings, tier: Tier) -> Router {
+    let body: Arc<str> = settings.metadata(tier).to_string().into();
+    let serve = move || {
+        let body = body.clone();
+        async move { metadata_response(&body) }
+    };
+    Router::new()
+        .route(METADATA_PATH, get(serve.clone()))
+        .route(&format!("{METADATA_PATH}{}", super::MCP_PATH), get(serve))
+}
+
+fn metadata_response(body: &str) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_owned(),
+    )
+        .into_response()
+}
+
+/// Whether a host name (with or without brackets) is a loopback address or `localhost`.
+pub fn is_loopback_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// An absolute `https` URL without fragment, or `http` on a loopback host.
+pub fn secure_url(name: &str, value: &str) -> Result<Url, OAuthError> {
+    let bad = |why: &str| OAuthError(format!("{name}={value:?} {why}"));
+    let url = Url::parse(value).map_err(|_| bad("is not an absolute URL"))?;
+    if url.fragment().is_some() {
+        return Err(bad("must not have a fragment"));
+    }
+    let host = url.host_str().unwrap_or_default();
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback_host(host) => Ok(url),
+        _ => Err(bad(
+            "must be an https URL (plain http is accepted only for loopback hosts)",
+        )),
+    }
+}
+
+fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, OAuthError> {
+    let mut algorithms = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let alg = match name {
+            "RS256" => Algorithm::RS256,
+            "RS384" => Algorithm::RS384,
+            "RS512" => Algorithm::RS512,
+            "PS256" => Algorithm::PS256,
+            "PS384" => Algorithm::PS384,
+            "PS512" => Algorithm::PS512,
+            "ES256" => Algorithm::ES256,
+            "ES384" => Algorithm::ES384,
+            "EdDSA" => Algorithm::EdDSA,
+            "HS256" | "HS384" | "HS512" | "none" => {
+                return Err(OAuthError(format!(
+                    "MCP_OAUTH_ALGORITHMS: {name} is refused (only asymmetric signatures are \
+                     accepted from an authorization server)"
+                )));
+            }
+            _ => {
+                return Err(OAuthError(format!(
+                    "MCP_OAUTH_ALGORITHMS: unknown algorithm {name:?}; expected RS256, RS384, \
+                     RS512, PS256, PS384, PS512, ES256, ES384 or EdDSA"
+                )));
+            }
+        };
+        if !algorithms.contains(&alg) {
+            algorithms.push(alg);
+        }
+    }
+    if algorithms.is_empty() {
+        return Err(OAuthError("MCP_OAUTH_ALGORITHMS lists no algorithm".into()));
+    }
+    Ok(algorithms)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn read(pairs: &[(&str, &str)], host: &str, proxy: bool) -> Result<OAuthSettings, String> {
+        let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+        OAuthSettings::from_lookup(&|k| map.get(k).map(|v| (*v).to_owned()), host, proxy)
+            .map_err(|e| e.to_string())
+    }
+
+    const BASE: &[(&str, &str)] = &[
+        ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab"),
+        ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp"),
+    ];
+
+    #[test]
+    fn defaults_and_the_metadata_url() {
+        let s = read(BASE, "127.0.0.1", false).unwrap();
+        assert_eq!(s.algorithms, DEFAULT_ALGORITHMS);
+        assert_eq!(s.scopes.read, "proxmox:read");
+        assert_eq!(
+            s.metadata_url(),
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+        );
+        let doc = s.metadata(Tier::ReadExecute);
+        assert_eq!(doc["resource"], "https://mcp.example.com/mcp");
+        assert_eq!(
+            doc["scopes_supported"],
+            json!(["proxmox:read", "proxmox:operate"])
+        );
+    }
+
+    #[test]
+    fn unsafe_urls_hosts_and_algorithms_are_refused() {
+        for (name, value) in [
+            ("MCP_OAUTH_ISSUER", "http://id.example.com"),
+            ("MCP_OAUTH_JWKS_URL", "http://10.0.0.5/jwks"),
+            ("MCP_OAUTH_RESOURCE", "mcp.example.com/mcp"),
+            ("MCP_OAUTH_ALGORITHMS", "RS256,HS256"),
+            ("MCP_OAUTH_ALGORITHMS", "none"),
+            ("MCP_OAUTH_ALGORITHMS", "XS1"),
+            ("MCP_OAUTH_SCOPE_READ", "proxmox read"),
+            ("MCP_OAUTH_SCOPE_ADMIN", "proxmox:read"),
+        ] {
+            let mut pairs = BASE.to_vec();
+            pairs.push((name, value));
+            let err = read(&pairs, "127.0.0.1", false).unwrap_err();
+            assert!(
+                err.contains(name.trim_start_matches("MCP_OAUTH_SCOPE_")),
+                "{err}"
+            );
+        }
+        let local = [
+            ("MCP_OAUTH_ISSUER", "http://127.0.0.1:8080"),
+            ("MCP_OAUTH_RESOURCE", "http://localhost:3000/mcp"),
+        ];
+        assert!(read(&local, "127.0.0.1", false).is_ok());
+        let err = read(BASE, "0.0.0.0", false).unwrap_err();
+        assert!(err.contains("MCP_BEHIND_TLS_PROXY=true"), "{err}");
+        assert!(read(BASE, "0.0.0.0", true).is_ok());
+        assert!(
+            read(&BASE[..1], "127.0.0.1", false)
+                .unwrap_err()
+                .contains("MCP_OAUTH_RESOURCE")
+        );
+    }
+
+    #[test]
+    fn the_highest_known_scope_wins() {
+        let s = read(BASE, "127.0.0.1", false).unwrap().scopes;
+        assert_eq!(s.tier_of(["openid", "proxmox:read"]), Some(Tier::ReadOnly));
+        assert_eq!(
+            s.tier_of(["proxmox:admin", "proxmox:read"]),
+            Some(Tier::Full)
+        );
+        assert_eq!(s.tier_of(["openid", "profile"]), None);
+    }
+
+    /// `HttpSettings` with `pairs` as the environment.
+    fn settings(
+        pairs: &[(&str, &str)],
+    ) -> Result<super::super::HttpSettings, super::super::SettingsError> {
+        let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+        super::super::HttpSettings::from_lookup(|k| map.get(k).map(|v| (*v).to_owned()))
+    }
+
+    const TOKEN: (&str, &str) = ("MCP_AUTH_TOKEN", "0123456789abcdef0123");
+
+    #[test]
+    fn one_auth_mode_at_a_time() {
+        const ISSUER: (&str, &str) = ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab");
+        const RESOURCE: (&str, &str) = ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp");
+        const OAUTH: (&str, &str) = ("MCP_AUTH_MODE", "oauth");
+        let s = settings(&[OAUTH, ISSUER, RESOURCE]).unwrap();
+        assert!(matches!(s.auth, super::super::Auth::OAuth(_)));
+        for mix in [
+            vec![OAUTH, ISSUER, RESOURCE, TOKEN],
+            vec![OAUTH, ISSUER, RESOURCE, ("MCP_ALLOW_NO_AUTH", "true")],
+            vec![TOKEN, ISSUER],
+            vec![("MCP_AUTH_MODE", "none"), TOKEN],
+            vec![("MCP_AUTH_MODE", "none"), RESOURCE],
+        ] {
+            let err = settings(&mix).unwrap_err();
+            assert!(
+                matches!(err, super::super::SettingsError::AuthMix(_)),
+                "{mix:?}: {err}"
+            );
+        }
+        // OAuth off loopback needs the TLS proxy flag; the issuer must be https.
+        let off = [OAUTH, ISSUER, RESOURCE, ("MCP_HOST", "0.0.0.0")];
+        assert!(
+            settings(&off)
+                .unwrap_err()
+                .to_string()
+                .contains("MCP_BEHIND_TLS_PROXY")
+        );
+        let mut proxied = off.to_vec();
+        proxied.push(("MCP_BEHIND_TLS_PROXY", "true"));
+        assert!(settings(&proxied).is_ok());
+        let plain = [
+            OAUTH,
+            ("MCP_OAUTH_ISSUER", "http://id.example.com"),
+            RESOURCE,
+        ];
+        assert!(matches!(
+            settings(&plain).unwrap_err(),
+            super::super::SettingsError::OAuth(_)
+        ));
+        // The explicit modes keep today's rules.
+        assert_eq!(
+            settings(&[("MCP_AUTH_MODE", "none")]).unwrap().auth,
+            super::super::Auth::Disabled
+        );
+        assert!(settings(&[("MCP_AUTH_MODE", "none"), ("MCP_HOST", "0.0.0.0")]).is_err());
+        assert!(matches!(
+            settings(&[("MCP_AUTH_MODE", "token"), TOKEN]).unwrap().auth,
+            super::super::Auth::Bearer(_)
+        ));
+        assert_eq!(
+            settings(&[("MCP_AUTH_MODE", "token")]).unwrap_err(),
+            super::super::SettingsError::MissingToken
+        );
+        assert!(matches!(
+            settings(&[("MCP_AUTH_MODE", "jwt")]).unwrap_err(),
+            super::super::SettingsError::Invalid {
+                name: "MCP_AUTH_MODE",
+                ..
+            }
+        ));
+    }
+}
