@@ -87,8 +87,8 @@ impl Caller {
                     .as_deref()
                     .or(self.client_id.as_deref())
                     .unwrap_or("unknown");
-                match self.client_id.as_deref() {
-                    Some(client) if Some(client) != self.subject.as_deref() => {
+                match (self.subject.as_deref(), self.client_id.as_deref()) {
+                    (Some(subject), Some(client)) if client != subject => {
                         format!("oauth:{who} (client {client})")
                     }
                     _ => format!("oauth:{who}"),

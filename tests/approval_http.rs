@@ -68,6 +68,12 @@ async fn a_person_is_asked_over_http_and_decides() {
     .await;
     assert_eq!(code(&result), "CONFIRMATION_DECLINED");
     assert_eq!(person.questions().len(), 1);
+    // A remote caller is named in the question, so the person knows whose request it is.
+    let question = person.questions()[0].clone();
+    assert!(
+        question.ends_with("Requested by: static token"),
+        "{question}"
+    );
     assert!(changes(&emu).is_empty());
     client.cancel().await.ok();
 

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use base64::Engine;
 use harness::{client, initialize, isolate_schema_cache, pve_client, rpc_reply};
+use nandi_proxmox_mcp::audit::{AuditLog, AuditTarget};
 use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
@@ -35,12 +36,27 @@ async fn serve(issuer: &Issuer, emu: &Emulator, extra: &[(&str, &str)]) -> HttpS
     serve_with(issuer, emu, extra, |_| {}).await
 }
 
+/// [`serve`], recording to `audit`.
+async fn serve_audited(issuer: &Issuer, emu: &Emulator, audit: AuditLog) -> HttpServer {
+    serve_inner(issuer, emu, &[], |_| {}, audit).await
+}
+
 /// [`serve`], with the settings adjusted by `tweak` before the start.
 async fn serve_with(
     issuer: &Issuer,
     emu: &Emulator,
     extra: &[(&str, &str)],
     tweak: impl FnOnce(&mut HttpSettings),
+) -> HttpServer {
+    serve_inner(issuer, emu, extra, tweak, AuditLog::off()).await
+}
+
+async fn serve_inner(
+    issuer: &Issuer,
+    emu: &Emulator,
+    extra: &[(&str, &str)],
+    tweak: impl FnOnce(&mut HttpSettings),
+    audit: AuditLog,
 ) -> HttpServer {
     let policy = Settings::from_lookup(|k| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned()))
         .expect("policy");
@@ -52,7 +68,7 @@ async fn serve_with(
         connection_note: "test".into(),
         ssh: None,
         ssh_note: String::new(),
-        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        audit,
     });
     let mut vars: HashMap<&str, String> = HashMap::from([
         ("MCP_PORT", "0".to_owned()),
@@ -207,6 +223,62 @@ async fn valid_tokens_are_served_and_their_scopes_narrow_the_tools() {
     )
     .await;
     assert_eq!(nodes["result"]["structuredContent"]["ok"], true, "{nodes}");
+    http.shutdown().await;
+}
+
+/// Every audit line names the token's subject and client: the change a token made, and the
+/// refusal of a change above its scopes (nothing sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_audit_line_names_the_tokens_subject() {
+    let issuer = Issuer::start().await;
+    let emu = common::emulator().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let http = serve_audited(
+        &issuer,
+        &emu,
+        AuditLog::new(AuditTarget::File(path.clone())),
+    )
+    .await;
+    let admin = issuer.token(&issuer.claims());
+    let id = session(&http, &admin).await;
+    let stop = json!({"name": "pve_stop_qemu_vm", "arguments": {"node": "pve01", "vmid": 101, "confirm": true}});
+    let done = rpc(&http, &admin, &id, 2, "tools/call", stop.clone()).await;
+    assert_eq!(done["result"]["structuredContent"]["ok"], true, "{done}");
+    let mut reader = issuer.claims();
+    reader["sub"] = json!("bob");
+    reader["client_id"] = json!("ci-agent");
+    reader["scope"] = json!("proxmox:read");
+    let reader = issuer.token(&reader);
+    let rid = session(&http, &reader).await;
+    emu.clear_requests();
+    let refused = rpc(&http, &reader, &rid, 2, "tools/call", stop).await;
+    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    assert!(emu.requests().is_empty());
+    let lines: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let callers: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["decision"].as_str().unwrap(),
+                l["caller"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        callers,
+        [
+            ("sending", "oauth:alice (client claude)"),
+            ("executed", "oauth:alice (client claude)"),
+            ("refused", "oauth:bob (client ci-agent)"),
+        ],
+        "{lines:?}"
+    );
+    assert_eq!(lines[2]["outcome"], "EFFECT_NOT_APPROVED");
     http.shutdown().await;
 }
 

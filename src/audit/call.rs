@@ -18,8 +18,11 @@ use crate::catalog::{Backend, ToolSpec};
 use crate::envelope::{ToolFailure, codes};
 use crate::redact;
 
-/// Error codes of refusals by an approval gate (or the kill switch); each one is recorded.
+/// Error codes of refusals by an approval gate, the tier in force (a caller's credentials
+/// below the tool's tier, an effect beyond the approved ones) or the kill switch; each one
+/// is recorded, and none of them sent anything.
 pub const GATE_REFUSALS: &[&str] = &[
+    codes::EFFECT_NOT_APPROVED,
     codes::CONFIRMATION_REQUIRED,
     codes::CONFIRMATION_DECLINED,
     codes::CONFIRMATION_CANCELLED,
