@@ -295,6 +295,13 @@ async fn with_mcp_stateless_an_older_client_needs_no_session_on_any_replica() {
     .await
     .expect("tools/list on B");
     assert_eq!(listed.status(), reqwest::StatusCode::OK);
+    // Without a session a plain request is answered as one JSON body, not an SSE stream.
+    assert_eq!(
+        listed.headers()["content-type"].to_str().unwrap(),
+        "application/json",
+        "{:?}",
+        listed.headers()
+    );
     let answer = rpc_answer(listed).await;
     let tools = answer["result"]["tools"].as_array().expect("tools");
     assert!(

@@ -235,7 +235,11 @@ fn router(
         .with_sse_keep_alive(Some(SSE_KEEP_ALIVE))
         .with_cancellation_token(shutdown.child_token())
         .with_max_request_body_bytes(settings.max_body_bytes)
-        .with_legacy_session_mode(!settings.stateless);
+        .with_legacy_session_mode(!settings.stateless)
+        // Where no session exists (2026-07-28 requests, `MCP_STATELESS`), a plain call is
+        // answered as one `application/json` body; rmcp falls back to SSE as soon as the
+        // call sends anything before its answer (progress, a person's question).
+        .with_json_response(true);
     let readiness = Readiness::new(server.state().pve.clone(), settings.ready_cache);
     let page = approve_page::routes(server.pending_approvals());
     let metadata = match &settings.auth {
