@@ -231,10 +231,13 @@ class HttpSession:
         self.conn.close()
 
 
-def http_run(binary, env, tool, arguments, calls, workers):
+def http_run(binary, env, tool, arguments, calls, workers, stateless=False):
+    """Calls/s and server CPU per request over Streamable HTTP: `workers` clients on persistent
+    connections; with `stateless`, MCP_STATELESS=true (no sessions, plain JSON answers)."""
     token = "bench-" + os.urandom(8).hex()
     env = dict(env, MCP_TRANSPORT="http", MCP_HOST="127.0.0.1", MCP_PORT="0",
-               MCP_AUTH_TOKEN=token, MCP_RATE_LIMIT_MAX="100000000", RUST_LOG="warn,nandi_proxmox_mcp=info")
+               MCP_AUTH_TOKEN=token, MCP_RATE_LIMIT_MAX="100000000", RUST_LOG="warn,nandi_proxmox_mcp=info",
+               MCP_STATELESS="true" if stateless else "false")
     proc = subprocess.Popen([binary, "run"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, env=env)
     try:
@@ -279,7 +282,8 @@ def http_run(binary, env, tool, arguments, calls, workers):
             raise RuntimeError(f"{len(errors)} HTTP calls failed: {errors[0]}")
         for s in sessions:
             s.close()
-        return {"http_calls_per_s": done / elapsed, "http_cpu_ms_per_request": cpu * 1e3}
+        prefix = "http_stateless" if stateless else "http"
+        return {f"{prefix}_calls_per_s": done / elapsed, f"{prefix}_cpu_ms_per_request": cpu * 1e3}
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -302,6 +306,65 @@ def summary(values):
     return f"{fmt(med)} ({fmt(lo)}–{fmt(hi)})"
 
 
+def stats(values):
+    values = [v for v in values if v is not None]
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+# Figures that vary with the machine rather than with the code; `--check` reports them but they
+# never fail it (compare the ratios, which the same run measures against its own yardstick).
+ABSOLUTE = ("true_ms", "https_get_ms", "cold_start_ms", "cold_start_full_ms", "call_ms")
+# How far a new median may sit outside the recorded min–max before it counts as drift.
+SLACK = 0.25
+
+
+def check(recorded, measured):
+    """Prints each recorded figure next to the new median; returns how many drifted."""
+    drift = 0
+    print(f"\ncheck against figures of {recorded['date']} (load {recorded['load']}, {recorded['runs']} runs):")
+    for name, keys in recorded["figures"].items():
+        for key, old in keys.items():
+            new = measured["figures"].get(name, {}).get(key)
+            if new is None:
+                print(f"  {name}.{key:36} not measured")
+                drift += 1
+                continue
+            low, high = old["min"] * (1 - SLACK), old["max"] * (1 + SLACK)
+            ok = low <= new["median"] <= high
+            verdict = "ok" if ok else ("machine" if key in ABSOLUTE else "DRIFT")
+            if verdict == "DRIFT":
+                drift += 1
+            print(f"  {name}.{key:36} recorded {old['median']:.4g} ({old['min']:.4g}–{old['max']:.4g})"
+                  f"  now {new['median']:.4g}  {verdict}")
+    return drift
+
+
+GOALS = [
+    ("cold start ÷ `/bin/true`, default", "nandi", "cold_start_vs_true", "≤ 2.5×", "{:.2f}×"),
+    ("cold start ÷ `/bin/true`, full/advanced", "nandi", "cold_start_full_vs_true", "≤ 2.5×", "{:.2f}×"),
+    ("server CPU per sequential stdio call", "nandi", "cpu_ms_per_call", "≤ 0.10 ms", "{:.3f} ms"),
+    ("MCP call latency ÷ plain HTTPS GET", "nandi", "call_vs_https_get", "≤ 1.3×", "{:.2f}×"),
+    ("8 in flight over stdio", "nandi", "inflight_calls_per_s", "≥ 10,000 calls/s", "{:,.0f} calls/s"),
+    ("HTTP CPU per request (4 sessions)", "nandi", "http_cpu_ms_per_request", "≤ 0.10 ms", "{:.3f} ms"),
+    ("HTTP CPU per request (stateless)", "nandi", "http_stateless_cpu_ms_per_request", "≤ 0.10 ms", "{:.3f} ms"),
+    ("RSS idle", "nandi", "rss_idle_mib", "≤ 8 MiB", "{:.1f} MiB"),
+]
+
+
+def render(recorded):
+    """The Markdown table docs/PERFORMANCE.md shows for a figures file."""
+    lines = [f"Measured {recorded['date']}, `{recorded['command']}`, {recorded['runs']} interleaved runs, "
+             f"{recorded['cpus']} CPUs, load average {recorded['load']}; median (min–max).", "",
+             "| figure | goal | measured |", "|---|---|---|"]
+    for label, name, key, goal, fmt in GOALS:
+        fig = recorded["figures"].get(name, {}).get(key)
+        if fig is None:
+            continue
+        lines.append(f"| {label} | {goal} | {fmt.format(fig['median'])} "
+                     f"({fmt.format(fig['min'])} – {fmt.format(fig['max'])}) |")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--binary", required=True)
@@ -313,7 +376,13 @@ def main():
     parser.add_argument("--http-calls", type=int, default=4000)
     parser.add_argument("--tool", default="pve_list_nodes")
     parser.add_argument("--json", help="also write the raw samples here")
+    parser.add_argument("--record", help="write the medians (with min/max, load, runs) to this figures file")
+    parser.add_argument("--check", help="compare the medians with this figures file; exit 1 on drift")
+    parser.add_argument("--render", help="print the Markdown table of this figures file and exit")
     args = parser.parse_args()
+    if args.render:
+        print(render(json.load(open(args.render))), end="")
+        return
 
     emu_proc = subprocess.Popen([args.emulator], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL)
@@ -339,6 +408,11 @@ def main():
                 cold = cold_start(argv, base_env) * 1e3
                 add(name, "cold_start_ms", cold)
                 add(name, "cold_start_vs_true", cold / samples["baseline"]["true_ms"][-1])
+                if name == "nandi":
+                    full = dict(base_env, **SURFACES[-1][1])
+                    cold_full = cold_start(argv, full) * 1e3
+                    add(name, "cold_start_full_ms", cold_full)
+                    add(name, "cold_start_full_vs_true", cold_full / samples["baseline"]["true_ms"][-1])
                 result = stdio_run(argv, base_env, args.tool, {}, args.calls, args.inflight_calls)
                 for key, value in result.items():
                     add(name, key, value)
@@ -348,9 +422,10 @@ def main():
                         size, ms = tools_list(argv, dict(base_env, **extra))
                         add(name, f"tools_list_bytes[{surface}]", size)
                         add(name, f"tools_list_ms[{surface}]", ms)
-                    http = http_run(args.binary, base_env, args.tool, {}, args.http_calls, 4)
-                    for key, value in http.items():
-                        add(name, key, value)
+                    for stateless in (False, True):
+                        http = http_run(args.binary, base_env, args.tool, {}, args.http_calls, 4, stateless)
+                        for key, value in http.items():
+                            add(name, key, value)
                 else:
                     size, ms = tools_list(argv, base_env)
                     add(name, "tools_list_bytes[default]", size)
@@ -366,6 +441,23 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(samples, f, indent=1)
+        figures = {
+            "command": " ".join(["scripts/bench"] + sys.argv[5:]),
+            "date": time.strftime("%Y-%m-%d"),
+            "load": " ".join(load),
+            "cpus": os.cpu_count(),
+            "runs": args.runs,
+            "figures": {name: {key: stats(values) for key, values in keys.items()}
+                        for name, keys in samples.items()},
+        }
+        if args.record:
+            with open(args.record, "w") as f:
+                json.dump(figures, f, indent=1, sort_keys=True)
+                f.write("\n")
+        if args.check:
+            drift = check(json.load(open(args.check)), figures)
+            if drift:
+                sys.exit(f"{drift} figure(s) of {args.check} did not reproduce")
     finally:
         emu_proc.stdin.close()
         emu_proc.wait(timeout=10)
