@@ -245,7 +245,8 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         if self.state.settings.surface == Surface::Compact {
-            match compact::route(&self.state.registry, &request) {
+            let tier = Caller::of(&context).tier_within(self.state.settings.tier);
+            match compact::route(&self.state.registry, tier, &request) {
                 Some(Routed::Answer(result)) => return Ok(result.into()),
                 Some(Routed::Inner(entry, inner)) => {
                     return Ok(
