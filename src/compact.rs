@@ -2,7 +2,9 @@
 //! listing — find tools by words or category, describe one, call one by name.
 //!
 //! Invariant: the meta-tools see exactly the registry, so a tool the policy hides (tier,
-//! module, lists, missing backend) is neither found, described nor callable, and a call made
+//! module, lists, missing backend) is neither found, described nor callable; a caller whose
+//! credentials reach a lower tier (OAuth scopes) is neither shown nor described the tools
+//! above it (a call of one is refused by the pipeline's tier gate, and audited); a call made
 //! through `pve_call_tool` runs the same pipeline as a direct call: the inner request
 //! carries the inner tool's name and arguments (which the approval binding seals) and the
 //! outer request's MRTR state and answers, so validation, the gate, approval, dry-run,
@@ -17,7 +19,7 @@ use std::time::Instant;
 use rmcp::model::{CallToolRequestParams, CallToolResult, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use crate::catalog::{Category, ToolSpec};
+use crate::catalog::{Category, Tier, ToolSpec};
 use crate::envelope::{CallMeta, ToolFailure, codes, render};
 use crate::registry::{Entry, Registry};
 use crate::schema;
@@ -96,13 +98,24 @@ pub enum Routed<'a> {
     Inner(&'a Entry, CallToolRequestParams),
 }
 
-/// Routes a call on the compact surface; `None` when `request` names no meta-tool.
-pub fn route<'a>(registry: &'a Registry, request: &CallToolRequestParams) -> Option<Routed<'a>> {
+/// Routes a call on the compact surface; `None` when `request` names no meta-tool. `tier` is
+/// the tier in force for this caller (the server's, narrowed by its credentials): finding and
+/// describing show no tool above it.
+pub fn route<'a>(
+    registry: &'a Registry,
+    tier: Tier,
+    request: &CallToolRequestParams,
+) -> Option<Routed<'a>> {
     let started = Instant::now();
     let args = request.arguments.clone().unwrap_or_default();
     let (tool, outcome) = match request.name.as_ref() {
-        FIND => (FIND, find(registry, &args)),
-        DESCRIBE => (DESCRIBE, lookup(registry, &args).map(describe)),
+        FIND => (FIND, find(registry, tier, &args)),
+        DESCRIBE => (
+            DESCRIBE,
+            lookup(registry, &args)
+                .and_then(|entry| within(entry, tier, &args))
+                .map(describe),
+        ),
         CALL => match lookup(registry, &args).and_then(|entry| inner(entry, &args, request)) {
             Ok((entry, inner)) => return Some(Routed::Inner(entry, inner)),
             Err(failure) => (CALL, Err(failure)),
@@ -152,13 +165,28 @@ fn lookup<'a>(registry: &'a Registry, args: &Map<String, Value>) -> Result<&'a E
     })
 }
 
+/// `entry` when the caller's tier reaches it; else the same refusal as an unknown name.
+fn within<'a>(
+    entry: &'a Entry,
+    tier: Tier,
+    args: &Map<String, Value>,
+) -> Result<&'a Entry, ToolFailure> {
+    if entry.spec.tier <= tier {
+        return Ok(entry);
+    }
+    let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+    Err(rejected(format!(
+        "No permitted tool is named '{name}' (unknown, or hidden by the access tier, module mode or tool lists)."
+    )))
+}
+
 fn rejected(message: String) -> ToolFailure {
     ToolFailure::new(codes::TOOL_INPUT_REJECTED, message)
         .with_hint("pve_find_tools lists the permitted tool names. Nothing was sent to Proxmox.")
 }
 
 /// `pve_find_tools`: the matching canonical tools, best first, or the categories.
-fn find(registry: &Registry, args: &Map<String, Value>) -> Result<Value, ToolFailure> {
+fn find(registry: &Registry, tier: Tier, args: &Map<String, Value>) -> Result<Value, ToolFailure> {
     let category = match args.get("category") {
         None | Some(Value::Null) => None,
         Some(Value::String(name)) => Some(
@@ -176,7 +204,10 @@ fn find(registry: &Registry, args: &Map<String, Value>) -> Result<Value, ToolFai
         .filter(|w| !w.is_empty())
         .map(stem)
         .collect();
-    let canonical = registry.entries().iter().filter(|e| e.alias_for.is_none());
+    let canonical = registry
+        .entries()
+        .iter()
+        .filter(|e| e.alias_for.is_none() && e.spec.tier <= tier);
     if words.is_empty() && category.is_none() {
         let categories: Vec<Value> = Category::ALL
             .iter()
@@ -280,7 +311,7 @@ mod tests {
     fn call(registry: &Registry, name: &str, args: Value) -> Value {
         let request = CallToolRequestParams::new(name.to_owned())
             .with_arguments(args.as_object().cloned().unwrap_or_default());
-        match route(registry, &request) {
+        match route(registry, Tier::Full, &request) {
             Some(Routed::Answer(result)) => result.structured_content.unwrap_or_default(),
             other => panic!("{other:?}"),
         }
@@ -316,6 +347,31 @@ mod tests {
         assert_eq!(stop["data"]["approval"], "always");
         assert_eq!(stop["data"]["aliasOf"], "pve_stop_qemu_vm");
         assert!(described["data"]["inputSchema"]["properties"]["newid"].is_object());
+    }
+
+    #[test]
+    fn a_lower_caller_tier_hides_the_tools_above_it() {
+        let full = Registry::build(&Settings {
+            tier: Tier::Full,
+            ..Settings::default()
+        });
+        let ask = |tier: Tier, name: &str, args: Value| {
+            let request = CallToolRequestParams::new(name.to_owned())
+                .with_arguments(args.as_object().cloned().unwrap_or_default());
+            match route(&full, tier, &request) {
+                Some(Routed::Answer(result)) => result.structured_content.unwrap_or_default(),
+                other => panic!("{other:?}"),
+            }
+        };
+        let found = ask(Tier::ReadOnly, FIND, json!({"query": "clone vm"}));
+        let names = found["data"]["tools"].to_string();
+        assert!(!names.contains("pve_qemu_clone"), "{names}");
+        let described = ask(Tier::ReadOnly, DESCRIBE, json!({"name": "pve_qemu_clone"}));
+        assert_eq!(described["ok"], false);
+        let described = ask(Tier::ReadOnly, DESCRIBE, json!({"name": "pve_list_nodes"}));
+        assert_eq!(described["ok"], true);
+        let described = ask(Tier::Full, DESCRIBE, json!({"name": "pve_qemu_clone"}));
+        assert_eq!(described["ok"], true);
     }
 
     #[test]
@@ -363,7 +419,7 @@ mod tests {
                 .unwrap(),
         );
         request.request_state = Some("sealed".into());
-        match route(&registry, &request) {
+        match route(&registry, Tier::Full, &request) {
             Some(Routed::Inner(entry, inner)) => {
                 assert_eq!(entry.wire_name, "pve_list_nodes");
                 assert_eq!(inner.name, "pve_list_nodes");

@@ -15,7 +15,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 
-use crate::approval::{Approver, LinkApproval, PendingApprovals, SealedStates};
+use crate::approval::{Approver, LinkApproval, PendingApprovals, SealedStates, with_approver_slot};
 use crate::compact::{self, Routed};
 use crate::identity::Caller;
 use crate::pipeline;
@@ -245,12 +245,12 @@ impl ServerHandler for Server {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         if self.state.settings.surface == Surface::Compact {
-            match compact::route(&self.state.registry, &request) {
+            let tier = Caller::of(&context).tier_within(self.state.settings.tier);
+            match compact::route(&self.state.registry, tier, &request) {
                 Some(Routed::Answer(result)) => return Ok(result.into()),
                 Some(Routed::Inner(entry, inner)) => {
-                    return Ok(
-                        pipeline::run(&self.state, &self.approver, entry, &inner, &context).await,
-                    );
+                    let run = pipeline::run(&self.state, &self.approver, entry, &inner, &context);
+                    return Ok(with_approver_slot(run).await);
                 }
                 None => {}
             }
@@ -262,7 +262,9 @@ impl ServerHandler for Server {
                 None,
             ));
         };
-        Ok(pipeline::run(&self.state, &self.approver, entry, &request, &context).await)
+        // The slot carries a signed-in approver's name to the call's audit lines.
+        let run = pipeline::run(&self.state, &self.approver, entry, &request, &context);
+        Ok(with_approver_slot(run).await)
     }
 
     async fn get_task(

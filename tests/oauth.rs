@@ -58,8 +58,26 @@ async fn serve_inner(
     tweak: impl FnOnce(&mut HttpSettings),
     audit: AuditLog,
 ) -> HttpServer {
-    let policy = Settings::from_lookup(|k| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned()))
-        .expect("policy");
+    serve_policy(issuer, emu, &[], extra, tweak, audit).await
+}
+
+/// The transport in OAuth mode with policy variables `policy` on top of tier `full`.
+async fn serve_policy(
+    issuer: &Issuer,
+    emu: &Emulator,
+    policy: &[(&str, &str)],
+    extra: &[(&str, &str)],
+    tweak: impl FnOnce(&mut HttpSettings),
+    audit: AuditLog,
+) -> HttpServer {
+    let policy = Settings::from_lookup(|k| {
+        policy
+            .iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| (*v).to_owned())
+            .or_else(|| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned()))
+    })
+    .expect("policy");
     isolate_schema_cache();
     let server = Server::new(AppState {
         registry: Registry::build(&policy),
@@ -540,5 +558,43 @@ async fn each_subject_has_its_own_rate_limit() {
         post(&http, Some(&bob), &initialize(), None).await.status(),
         StatusCode::OK
     );
+    http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compact_surface_shows_no_tool_above_the_tokens_scopes() {
+    let issuer = Issuer::start().await;
+    let emu = common::emulator().await;
+    let compact = [("PVE_TOOL_SURFACE", "compact")];
+    let http = serve_policy(&issuer, &emu, &compact, &[], |_| {}, AuditLog::off()).await;
+    let reader = issuer.with_scope("proxmox:read");
+    let admin = issuer.token(&issuer.claims());
+    for (token, sees) in [(&reader, false), (&admin, true)] {
+        let id = session(&http, token).await;
+        let find = json!({"name": "pve_find_tools", "arguments": {"query": "clone vm"}});
+        let found = rpc(&http, token, &id, 2, "tools/call", find).await;
+        let listed = found["result"]["structuredContent"]["data"].to_string();
+        assert_eq!(listed.contains("pve_qemu_clone"), sees, "{listed}");
+        let describe =
+            json!({"name": "pve_describe_tool", "arguments": {"name": "pve_qemu_clone"}});
+        let described = rpc(&http, token, &id, 3, "tools/call", describe).await;
+        assert_eq!(
+            described["result"]["structuredContent"]["ok"], sees,
+            "{described}"
+        );
+        // Below the caller's tier everything stays describable.
+        let describe =
+            json!({"name": "pve_describe_tool", "arguments": {"name": "pve_list_nodes"}});
+        let described = rpc(&http, token, &id, 4, "tools/call", describe).await;
+        assert_eq!(described["result"]["structuredContent"]["ok"], true);
+        // A call through the meta-tool above the caller's tier is refused by the tier gate.
+        let call = json!({"name": "pve_call_tool", "arguments": {"name": "pve_qemu_clone",
+            "arguments": {"node": "pve01", "vmid": 9000, "newid": 190, "dry_run": true}}});
+        let called = rpc(&http, token, &id, 5, "tools/call", call).await;
+        let envelope = &called["result"]["structuredContent"];
+        if !sees {
+            assert_eq!(envelope["ok"], false, "{called}");
+        }
+    }
     http.shutdown().await;
 }

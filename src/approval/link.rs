@@ -6,7 +6,9 @@
 //! waits for the page until the deadline. The client's `accept` only means the person was shown
 //! the page; its `decline` or `cancel` ends the wait. When the page decides, the client is sent
 //! `notifications/elicitation/complete`. Webhook: the notice replaces the elicitation; the call
-//! blocks until the page decides or the deadline passes.
+//! blocks until the page decides or the deadline passes. Who may decide is fixed at
+//! registration ([`Approvers::for_caller`]): an OAuth caller's link needs a signed-in person
+//! (`PVE_APPROVERS`), whose name is then noted for the call's audit lines.
 //!
 //! Invariant: only an Approve posted on the page, for this call's own link, before its deadline,
 //! approves; everything else — decline, cancel, no answer, an undeliverable notice, a client
@@ -22,11 +24,13 @@ use rmcp::model::{CustomNotification, ElicitRequestParams, ElicitationAction, Se
 use rmcp::service::RequestContext;
 use serde_json::json;
 
+use super::approvers::{Approvers, NoApprover, note_approver};
 use super::notify::{Notice, Notifier};
-use super::pending::{PageDecision, PendingApprovals, RegisterError};
+use super::pending::{Decided, PageDecision, PendingApprovals, RegisterError, Waiting};
 use super::{ApprovedBy, Question, Verdict};
 use crate::envelope::{ToolFailure, codes};
-use crate::policy::{ApprovalVia, LinkSettings};
+use crate::identity::Caller;
+use crate::policy::{ApprovalVia, ApproverRule, LinkSettings};
 
 /// The notification that tells the client the out-of-band interaction ended.
 pub const ELICITATION_COMPLETE: &str = "notifications/elicitation/complete";
@@ -37,6 +41,7 @@ pub struct LinkApproval {
     pending: Arc<PendingApprovals>,
     notifier: Option<Notifier>,
     via: ApprovalVia,
+    approvers: ApproverRule,
 }
 
 impl LinkApproval {
@@ -46,6 +51,7 @@ impl LinkApproval {
             pending,
             notifier: settings.notify.clone().map(Notifier::new),
             via: settings.via,
+            approvers: settings.approvers.clone(),
         }
     }
 
@@ -55,6 +61,7 @@ impl LinkApproval {
             pending: Arc::new(PendingApprovals::new(None)),
             notifier: None,
             via: ApprovalVia::Form,
+            approvers: ApproverRule::Caller,
         }
     }
 
@@ -73,6 +80,29 @@ impl LinkApproval {
         self.via == ApprovalVia::Url && self.reachable()
     }
 
+    /// Registers the call's link, decidable by whom the settings name for this caller.
+    // The failure is the cold path, rendered once (as in `dispatch`).
+    #[allow(clippy::result_large_err)]
+    fn register(
+        &self,
+        context: &RequestContext<RoleServer>,
+        question: &Question,
+        binding: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Waiting, ToolFailure> {
+        let approvers = Approvers::for_caller(&self.approvers, &Caller::of(context))
+            .map_err(|NoApprover| no_approver())?;
+        self.pending
+            .register(
+                &question.message,
+                question.tool,
+                binding,
+                timeout,
+                approvers,
+            )
+            .map_err(not_registered)
+    }
+
     /// Asks through URL-mode elicitation and waits for the page.
     pub async fn by_url(
         &self,
@@ -81,12 +111,9 @@ impl LinkApproval {
         binding: Vec<u8>,
         timeout: Duration,
     ) -> Verdict {
-        let registered = self
-            .pending
-            .register(&question.message, question.tool, binding, timeout);
-        let mut waiting = match registered {
+        let mut waiting = match self.register(context, question, binding, timeout) {
             Ok(waiting) => waiting,
-            Err(why) => return Verdict::Refused(not_registered(why)),
+            Err(failure) => return Verdict::Refused(failure),
         };
         let elicitation_id = hex::encode({
             let mut id = [0u8; 16];
@@ -152,12 +179,9 @@ impl LinkApproval {
         let Some(notifier) = &self.notifier else {
             return Verdict::Refused(super::unavailable());
         };
-        let registered = self
-            .pending
-            .register(&question.message, question.tool, binding, timeout);
-        let mut waiting = match registered {
+        let mut waiting = match self.register(context, question, binding, timeout) {
             Ok(waiting) => waiting,
-            Err(why) => return Verdict::Refused(not_registered(why)),
+            Err(failure) => return Verdict::Refused(failure),
         };
         let requested_by = crate::identity::Caller::of(context).label();
         let link = waiting.link.to_string();
@@ -203,11 +227,32 @@ fn not_registered(why: RegisterError) -> ToolFailure {
     )
 }
 
-/// The page's decision as a verdict.
-fn conclude(decided: Option<PageDecision>) -> Verdict {
+/// An OAuth caller without a subject, under `PVE_APPROVERS=caller`: nobody could sign in as
+/// them, so nobody is asked.
+fn no_approver() -> ToolFailure {
+    ToolFailure::new(
+        codes::APPROVAL_UNAVAILABLE,
+        "This call needs the approval of the person who made it, and the calling token names no person (no `sub`); nothing was sent to Proxmox.",
+    )
+    .with_hint("Tell the operator: call with a person's token, or set PVE_APPROVERS=scope:<name> so people with that scope approve.")
+}
+
+/// The page's decision as a verdict; a signed-in approver's name is noted for the audit.
+fn conclude(decided: Option<Decided>) -> Verdict {
     match decided {
-        Some(PageDecision::Approve) => Verdict::Approved(ApprovedBy::PersonByLink),
-        Some(PageDecision::Decline) => Verdict::Refused(super::declined()),
+        Some(Decided {
+            decision: PageDecision::Approve,
+            approver,
+        }) => {
+            if let Some(name) = approver {
+                note_approver(name);
+            }
+            Verdict::Approved(ApprovedBy::PersonByLink)
+        }
+        Some(Decided {
+            decision: PageDecision::Decline,
+            ..
+        }) => Verdict::Refused(super::declined()),
         None => Verdict::Refused(super::cancelled(
             "The approval link was abandoned before a person decided.",
         )),

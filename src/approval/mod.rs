@@ -27,6 +27,7 @@
 //! timeout, transport failure, a forged or replayed state) refuses the call before anything
 //! is sent to Proxmox.
 
+mod approvers;
 mod link;
 mod notify;
 mod pending;
@@ -47,8 +48,9 @@ use serde_json::Value;
 use crate::envelope::{ToolFailure, codes};
 use crate::policy::ApprovalMode;
 
+pub use approvers::{Approvers, Person, approver_of_this_call, note_approver, with_approver_slot};
 pub use link::{ELICITATION_COMPLETE, LinkApproval};
-pub use pending::{LinkProblem, PageDecision, PageView, PendingApprovals};
+pub use pending::{Admitted, Decided, LinkProblem, PageDecision, PageView, PendingApprovals};
 pub use state::SealedStates;
 
 /// Key of the approval question inside an MRTR `inputRequests` map.

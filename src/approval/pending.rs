@@ -6,11 +6,16 @@
 //! (the approval timeout) and the channel its decision travels on. The link id is 256 bits from
 //! the operating system's CSPRNG (rand's `ThreadRng`, seeded from `OsRng`); the store keeps
 //! only its SHA-256, so a lookup's timing says nothing about stored ids. The page also carries
-//! a per-link anti-forgery token, compared in constant time.
+//! a per-link anti-forgery token, compared in constant time. Each entry also carries who may
+//! decide it ([`Approvers`]); when that is a signed-in person, the page admits the person
+//! ([`PendingApprovals::admit`]) into a short session of this link only (a 256-bit secret the
+//! browser keeps in a cookie; the store keeps its SHA-256), and only a decision made in such a
+//! session counts; it travels with the person's name.
 //!
 //! Invariants: a link decides at most one call, once, before its deadline, and only with its own
-//! anti-forgery token and call digest; an unknown, expired, used or abandoned link decides
-//! nothing. The store never holds more than [`CAPACITY`] entries (spent links are remembered
+//! anti-forgery token and call digest — and, when it needs a signed-in person, only inside a
+//! session of a person its [`Approvers`] admit; an unknown, expired, used or abandoned link
+//! decides nothing. The store never holds more than [`CAPACITY`] entries (spent links are remembered
 //! for a while so a replay is told "already used" rather than "unknown").
 
 use std::collections::HashMap;
@@ -23,12 +28,18 @@ use subtle::ConstantTimeEq;
 use tokio::sync::oneshot;
 use url::Url;
 
+use super::approvers::{Approvers, Person};
+
 /// Most entries held, waiting and spent together (bounded memory).
 pub const CAPACITY: usize = 1024;
 /// How long a spent or abandoned link is remembered after its deadline.
 const REMEMBER: Duration = Duration::from_secs(3600);
 /// Bytes of randomness in a link id and an anti-forgery token.
 const SECRET_BYTES: usize = 32;
+/// Longest life of a signed-in session on one link (never past the link's deadline).
+pub const SESSION_TTL: Duration = Duration::from_secs(600);
+/// Most sessions one link keeps (the oldest is dropped first).
+const MAX_SESSIONS: usize = 8;
 
 /// What the person decided on the page.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +48,15 @@ pub enum PageDecision {
     Approve,
     /// Do not run it.
     Decline,
+}
+
+/// A decision made on the page, with the signed-in person who made it (if the link needed one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// What was decided.
+    pub decision: PageDecision,
+    /// The approver's name (`oauth:<sub>`); `None` for a capability link.
+    pub approver: Option<String>,
 }
 
 /// Why a link decides nothing (each has its page and status).
@@ -54,6 +74,10 @@ pub enum LinkProblem {
     Forged,
     /// The form names another call than the link's: 404.
     OtherCall,
+    /// The link needs a signed-in person and the request carries no live session of it: 403.
+    NotSignedIn,
+    /// The signed-in person is not one the link's approvers admit: 403.
+    NotAllowed,
 }
 
 /// What the page shows for a link still waiting.
@@ -69,10 +93,31 @@ pub struct PageView {
     pub call: String,
     /// Seconds left to decide.
     pub seconds_left: u64,
+    /// Who may decide.
+    pub approvers: Approvers,
+    /// The signed-in person of the request's session, when it has a live one.
+    pub signed_in: Option<String>,
+}
+
+/// A session a person was admitted into: the secret for the browser's cookie.
+#[derive(Debug)]
+pub struct Admitted {
+    /// The session secret (hex): the cookie's value, never logged.
+    pub secret: String,
+    /// Seconds the session lives (the cookie's `Max-Age`).
+    pub seconds: u64,
+    /// The person's name (`oauth:<sub>`).
+    pub label: String,
+}
+
+struct Session {
+    digest: [u8; 32],
+    label: String,
+    until: Instant,
 }
 
 enum SlotState {
-    Waiting(oneshot::Sender<PageDecision>),
+    Waiting(oneshot::Sender<Decided>),
     Used,
     Abandoned,
 }
@@ -84,6 +129,8 @@ struct Slot {
     token: [u8; SECRET_BYTES],
     deadline: Instant,
     state: SlotState,
+    approvers: Approvers,
+    sessions: Vec<Session>,
 }
 
 /// The store; shared by the approver (registers) and the page (decides).
@@ -109,7 +156,7 @@ pub struct Waiting {
     pub expires_at: SystemTime,
     /// When the link stops working.
     pub deadline: Instant,
-    decision: Option<oneshot::Receiver<PageDecision>>,
+    decision: Option<oneshot::Receiver<Decided>>,
 }
 
 impl std::fmt::Debug for Waiting {
@@ -121,7 +168,7 @@ impl std::fmt::Debug for Waiting {
 impl Waiting {
     /// Waits for the person's decision; `None` when the link was abandoned meanwhile.
     /// Cancel-safe: waiting again after a timeout keeps listening.
-    pub async fn decision(&mut self) -> Option<PageDecision> {
+    pub async fn decision(&mut self) -> Option<Decided> {
         let receiver = self.decision.as_mut()?;
         let decided = receiver.await.ok();
         self.decision = None;
@@ -169,13 +216,15 @@ impl PendingApprovals {
             .clone()
     }
 
-    /// Registers one call waiting for a person, for `ttl`. `call` is the call's binding.
+    /// Registers one call waiting for a person, for `ttl`. `call` is the call's binding;
+    /// `approvers` says who may decide it.
     pub fn register(
         self: &Arc<Self>,
         question: &str,
         tool: &'static str,
         call: Vec<u8>,
         ttl: Duration,
+        approvers: Approvers,
     ) -> Result<Waiting, RegisterError> {
         let base = self.base_url().ok_or(RegisterError::NoAddress)?;
         let id = hex::encode(random());
@@ -199,6 +248,8 @@ impl PendingApprovals {
                 token: random(),
                 deadline: now + ttl,
                 state: SlotState::Waiting(send),
+                approvers,
+                sessions: Vec::new(),
             },
         );
         drop(slots);
@@ -212,8 +263,9 @@ impl PendingApprovals {
         })
     }
 
-    /// What the page shows for `id`, if it can still decide.
-    pub fn view(&self, id: &str) -> Result<PageView, LinkProblem> {
+    /// What the page shows for `id`, if it can still decide; `session` is the secret of the
+    /// request's session cookie, if any.
+    pub fn view(&self, id: &str, session: Option<&str>) -> Result<PageView, LinkProblem> {
         let key = key_of(id)?;
         let slots = self.lock();
         let slot = slots.get(&key).ok_or(LinkProblem::Unknown)?;
@@ -224,21 +276,60 @@ impl PendingApprovals {
             token: hex::encode(slot.token),
             call: hex::encode(&slot.call),
             seconds_left,
+            approvers: slot.approvers.clone(),
+            signed_in: signed_in(slot, session),
         })
     }
 
-    /// Decides the call of `id`: only with the link's own `token` and `call` digest, once.
+    /// Admits `person`, signed in at the authorization server, into a session of link `id`:
+    /// only while the link can decide and only when its approvers admit the person.
+    pub fn admit(&self, id: &str, person: &Person) -> Result<Admitted, LinkProblem> {
+        let key = key_of(id)?;
+        let mut slots = self.lock();
+        let slot = slots.get_mut(&key).ok_or(LinkProblem::Unknown)?;
+        open(slot)?;
+        if !slot.approvers.admits(person) {
+            return Err(LinkProblem::NotAllowed);
+        }
+        let now = Instant::now();
+        let until = (now + SESSION_TTL).min(slot.deadline);
+        let secret = hex::encode(random());
+        let label = person.label();
+        slot.sessions.retain(|s| s.until > now);
+        if slot.sessions.len() >= MAX_SESSIONS {
+            slot.sessions.remove(0);
+        }
+        slot.sessions.push(Session {
+            digest: digest(&secret),
+            label: label.clone(),
+            until,
+        });
+        Ok(Admitted {
+            secret,
+            seconds: until.saturating_duration_since(now).as_secs().max(1),
+            label,
+        })
+    }
+
+    /// Decides the call of `id`: only with the link's own `token` and `call` digest, once, and
+    /// — when the link needs a signed-in person — only in a live `session` of an admitted one.
     pub fn decide(
         &self,
         id: &str,
         token: &str,
         call: &str,
         decision: PageDecision,
+        session: Option<&str>,
     ) -> Result<&'static str, LinkProblem> {
         let key = key_of(id)?;
         let mut slots = self.lock();
         let slot = slots.get_mut(&key).ok_or(LinkProblem::Unknown)?;
         open(slot)?;
+        let approver = if slot.approvers.needs_sign_in() {
+            Some(signed_in(slot, session).ok_or(LinkProblem::NotSignedIn)?)
+        } else {
+            None
+        };
         let token_ok = hex::decode(token.trim())
             .is_ok_and(|given| given.len() == SECRET_BYTES && bool::from(given.ct_eq(&slot.token)));
         if !token_ok {
@@ -249,7 +340,7 @@ impl PendingApprovals {
         }
         let tool = slot.tool;
         match std::mem::replace(&mut slot.state, SlotState::Used) {
-            SlotState::Waiting(sender) => match sender.send(decision) {
+            SlotState::Waiting(sender) => match sender.send(Decided { decision, approver }) {
                 Ok(()) => Ok(tool),
                 Err(_) => {
                     slot.state = SlotState::Abandoned;
@@ -283,6 +374,20 @@ impl PendingApprovals {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Slot>> {
         self.slots.lock().unwrap_or_else(PoisonError::into_inner)
     }
+}
+
+/// The person of a live session of `slot` whose secret is `session`.
+fn signed_in(slot: &Slot, session: Option<&str>) -> Option<String> {
+    let session = session?.trim();
+    if session.len() != SECRET_BYTES * 2 {
+        return None;
+    }
+    let presented = digest(session);
+    let now = Instant::now();
+    slot.sessions
+        .iter()
+        .find(|s| s.until > now && bool::from(s.digest.ct_eq(&presented)))
+        .map(|s| s.label.clone())
 }
 
 /// Whether a slot can still decide; the seconds left if so.
@@ -346,63 +451,102 @@ mod tests {
     async fn a_link_decides_its_own_call_once_with_its_token() {
         let store = store();
         let mut a = store
-            .register("Stop VM 101?", "t", vec![1; 32], Duration::from_secs(60))
+            .register(
+                "Stop VM 101?",
+                "t",
+                vec![1; 32],
+                Duration::from_secs(60),
+                Approvers::LinkHolder,
+            )
             .expect("registered");
         let b = store
-            .register("Stop VM 102?", "t", vec![2; 32], Duration::from_secs(60))
+            .register(
+                "Stop VM 102?",
+                "t",
+                vec![2; 32],
+                Duration::from_secs(60),
+                Approvers::LinkHolder,
+            )
             .expect("registered");
         let (id_a, id_b) = (id_of(&a), id_of(&b));
         assert_eq!(id_a.len(), 64);
-        let view = store.view(&id_a).expect("view");
+        let view = store.view(&id_a, None).expect("view");
         assert_eq!(view.question, "Stop VM 101?");
-        let view_b = store.view(&id_b).expect("view");
+        let view_b = store.view(&id_b, None).expect("view");
         // Wrong or missing token, or B's call on A's link: nothing decided.
         assert_eq!(
-            store.decide(&id_a, "", &view.call, PageDecision::Approve),
+            store.decide(&id_a, "", &view.call, PageDecision::Approve, None),
             Err(LinkProblem::Forged)
         );
         assert_eq!(
-            store.decide(&id_a, &view_b.token, &view.call, PageDecision::Approve),
+            store.decide(
+                &id_a,
+                &view_b.token,
+                &view.call,
+                PageDecision::Approve,
+                None
+            ),
             Err(LinkProblem::Forged)
         );
         assert_eq!(
-            store.decide(&id_a, &view.token, &view_b.call, PageDecision::Approve),
+            store.decide(
+                &id_a,
+                &view.token,
+                &view_b.call,
+                PageDecision::Approve,
+                None
+            ),
             Err(LinkProblem::OtherCall)
         );
         assert_eq!(
-            store.decide(&id_a, &view.token, &view.call, PageDecision::Approve),
+            store.decide(&id_a, &view.token, &view.call, PageDecision::Approve, None),
             Ok("t")
         );
-        assert_eq!(a.decision().await, Some(PageDecision::Approve));
         assert_eq!(
-            store.decide(&id_a, &view.token, &view.call, PageDecision::Approve),
+            a.decision().await.map(|d| d.decision),
+            Some(PageDecision::Approve)
+        );
+        assert_eq!(
+            store.decide(&id_a, &view.token, &view.call, PageDecision::Approve, None),
             Err(LinkProblem::Used)
         );
         assert_eq!(store.waiting(), 1);
         drop(b);
-        assert_eq!(store.view(&id_b).unwrap_err(), LinkProblem::Abandoned);
+        assert_eq!(store.view(&id_b, None).unwrap_err(), LinkProblem::Abandoned);
         assert_eq!(
-            store.view(&"0".repeat(64)).unwrap_err(),
+            store.view(&"0".repeat(64), None).unwrap_err(),
             LinkProblem::Unknown
         );
-        assert_eq!(store.view("../x").unwrap_err(), LinkProblem::Unknown);
+        assert_eq!(store.view("../x", None).unwrap_err(), LinkProblem::Unknown);
     }
 
     #[test]
     fn expired_links_and_a_store_without_address_decide_nothing() {
         let store = store();
         let short = store
-            .register("q", "t", vec![3], Duration::from_millis(1))
+            .register(
+                "q",
+                "t",
+                vec![3],
+                Duration::from_millis(1),
+                Approvers::LinkHolder,
+            )
             .expect("registered");
         std::thread::sleep(Duration::from_millis(10));
         assert_eq!(
-            store.view(&id_of(&short)).unwrap_err(),
+            store.view(&id_of(&short), None).unwrap_err(),
             LinkProblem::Expired
         );
         let nowhere = Arc::new(PendingApprovals::new(None));
         assert_eq!(
             nowhere
-                .register("q", "t", vec![], Duration::from_secs(1))
+                .register(
+                    "q",
+                    "t",
+                    vec![],
+                    Duration::from_secs(1),
+                    Approvers::LinkHolder
+                )
                 .unwrap_err(),
             RegisterError::NoAddress
         );

@@ -94,6 +94,7 @@ pub async fn record_intent(
         Duration::ZERO,
     );
     line.caller = call.caller.map(str::to_owned);
+    line.approver = approver_of(call);
     match log.append(line).await {
         Ok(_) => Ok(()),
         Err(e) => {
@@ -164,6 +165,7 @@ pub fn entry(
         upid,
         duration,
         caller: None,
+        approver: None,
     }
 }
 
@@ -241,9 +243,15 @@ pub async fn record_call(
         duration,
     );
     line.caller = call.caller.map(str::to_owned);
+    line.approver = approver_of(call);
     if let Err(e) = log.append(line).await {
         tracing::error!(tool = call.wire_name, error = %e, "audit line not written");
     }
+}
+
+/// The signed-in person who approved this call on the approval page, for an approved call.
+fn approver_of(call: &Call<'_>) -> Option<String> {
+    call.approval.and(crate::approval::approver_of_this_call())
 }
 
 #[cfg(test)]

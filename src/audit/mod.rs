@@ -2,7 +2,8 @@
 //!
 //! Line format (one JSON object, keys in this order, `hash` last):
 //! `{"seq":N,"time":…,"instance":…,"caller":…,"tool":…,"canonical":…,"arguments":{masked},"decision":…,"approval":…,
-//! "outcome":…,"pveStatus":…,"upid":…,"durationMs":…,"hash":"<64 hex>"}`.
+//! "outcome":…,"pveStatus":…,"upid":…,"durationMs":…,"hash":"<64 hex>"}`; a call a signed-in
+//! person approved on the approval page also has `"approver":"oauth:<sub>"` after `approval`.
 //! `hash = SHA-256(previous line's hash + this line without its hash)` in lower-case hex,
 //! where "this line without its hash" is the exact text up to `,"hash":` closed with `}`;
 //! the first line chains to [`GENESIS`]. `seq` counts from 1, so a deleted or reordered
@@ -121,6 +122,9 @@ pub struct AuditEntry {
     /// Who asked for it ([`crate::identity::Caller::label`]: `stdio`, `static token`,
     /// `oauth:<sub>`, `cli:<user>`), when known; written as `caller` after `instance`.
     pub caller: Option<String>,
+    /// Who approved it on the approval page after signing in (`oauth:<sub>`), when a person
+    /// did; written as `approver` after `approval` (absent otherwise).
+    pub approver: Option<String>,
 }
 
 /// The line appended for an entry: its number and hash.
@@ -337,6 +341,9 @@ fn render_line(seq: u64, entry: &AuditEntry, instance: Option<&str>, previous: &
     record.insert("arguments".into(), entry.arguments.clone());
     record.insert("decision".into(), entry.decision.clone().into());
     record.insert("approval".into(), entry.approval.clone().into());
+    if let Some(approver) = &entry.approver {
+        record.insert("approver".into(), approver.clone().into());
+    }
     record.insert("outcome".into(), entry.outcome.clone().into());
     record.insert("pveStatus".into(), entry.pve_status.into());
     record.insert("upid".into(), entry.upid.clone().into());
@@ -442,6 +449,7 @@ mod tests {
             upid: None,
             duration: Duration::from_millis(12),
             caller: Some("static token".into()),
+            approver: None,
         }
     }
 

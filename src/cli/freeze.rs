@@ -191,6 +191,7 @@ fn record(
         upid: None,
         duration: Duration::ZERO,
         caller: Some(format!("cli:{}", who())),
+        approver: None,
     };
     log.append_blocking(&entry)
         .map(|_| ())

@@ -4,7 +4,8 @@
 //! Invariants: the webhook URL is a secret (its query or path may carry a token) and is never
 //! shown by `Debug` or an error; a base URL is an absolute `http(s)` URL without query or
 //! fragment; `PVE_HUMAN_APPROVAL=confirm` and `PVE_APPROVAL_NOTIFY` together are refused at
-//! start-up (one says nobody is asked, the other names who is).
+//! start-up (one says nobody is asked, the other names who is); `PVE_APPROVERS` names exactly
+//! one rule (the caller themself, or one scope), and a scope is a valid RFC 6749 scope token.
 
 use std::net::SocketAddr;
 
@@ -19,6 +20,8 @@ pub const ENV_APPROVAL_BASE_URL: &str = "PVE_APPROVAL_BASE_URL";
 pub const ENV_APPROVAL_VIA: &str = "PVE_APPROVAL_VIA";
 /// Address of the approval page's own listener under the stdio transport.
 pub const ENV_APPROVAL_LISTEN: &str = "PVE_APPROVAL_LISTEN";
+/// Who may decide an approval link of an OAuth caller: `caller` or `scope:<name>`.
+pub const ENV_APPROVERS: &str = "PVE_APPROVERS";
 /// Where the stdio transport's approval page listens unless `PVE_APPROVAL_LISTEN` says.
 pub const DEFAULT_APPROVAL_LISTEN: &str = "127.0.0.1:8788";
 
@@ -78,6 +81,27 @@ pub enum ApprovalVia {
     Url,
 }
 
+/// Who may decide an approval link for a caller that signed in with OAuth (`PVE_APPROVERS`).
+/// Callers without OAuth (static token, stdio) keep the capability link: whoever holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ApproverRule {
+    /// Only the person the caller's token names (`sub`), signed in at the authorization server.
+    #[default]
+    Caller,
+    /// Any person signed in at the authorization server whose token carries this scope.
+    Scope(String),
+}
+
+impl ApproverRule {
+    /// `caller` or `scope:<name>`, as the variable is written.
+    pub fn as_setting(&self) -> String {
+        match self {
+            ApproverRule::Caller => "caller".to_owned(),
+            ApproverRule::Scope(name) => format!("scope:{name}"),
+        }
+    }
+}
+
 /// The link-approval settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LinkSettings {
@@ -89,6 +113,8 @@ pub struct LinkSettings {
     pub via: ApprovalVia,
     /// `PVE_APPROVAL_LISTEN` as given (the stdio page listener); `None`: not set.
     pub listen: Option<SocketAddr>,
+    /// `PVE_APPROVERS`: who may decide a link of an OAuth caller.
+    pub approvers: ApproverRule,
 }
 
 impl Default for LinkSettings {
@@ -98,6 +124,7 @@ impl Default for LinkSettings {
             base_url: None,
             via: ApprovalVia::Form,
             listen: None,
+            approvers: ApproverRule::Caller,
         }
     }
 }
@@ -124,6 +151,14 @@ pub enum LinkSettingsError {
     /// `PVE_APPROVAL_VIA` is not `form` or `url`.
     #[error("{ENV_APPROVAL_VIA}={value:?} is not valid; use one of: form, url")]
     Via {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_APPROVERS` is not `caller` or `scope:<name>`.
+    #[error(
+        "{ENV_APPROVERS}={value:?} is not valid; use `caller` (the person who made the call) or `scope:<name>` (anyone whose token carries that scope), e.g. scope:proxmox:approve"
+    )]
+    Approvers {
         /// The rejected value.
         value: String,
     },
@@ -169,6 +204,10 @@ impl LinkSettings {
                     .map_err(|_| LinkSettingsError::Listen { value })?,
             );
         }
+        if let Some(value) = get(ENV_APPROVERS) {
+            settings.approvers =
+                parse_approvers(&value).ok_or(LinkSettingsError::Approvers { value })?;
+        }
         Ok(settings)
     }
 
@@ -201,6 +240,20 @@ fn parse_notify(value: &str) -> Result<NotifyTarget, LinkSettingsError> {
         });
     }
     Ok(NotifyTarget { kind, url })
+}
+
+/// `caller`, or `scope:` and one scope token (printable ASCII without blanks, quotes or
+/// backslashes).
+fn parse_approvers(value: &str) -> Option<ApproverRule> {
+    if value.eq_ignore_ascii_case("caller") {
+        return Some(ApproverRule::Caller);
+    }
+    let scope = value.strip_prefix("scope:")?;
+    let valid = !scope.is_empty()
+        && scope
+            .chars()
+            .all(|c| c == '!' || matches!(c, '#'..='[' | ']'..='~'));
+    valid.then(|| ApproverRule::Scope(scope.to_owned()))
 }
 
 /// An absolute http(s) URL without query or fragment, its path ending in `/` (so the page's
@@ -275,6 +328,16 @@ mod tests {
             ApprovalVia::Url
         );
         assert!(read(&[(ENV_APPROVAL_LISTEN, "localhost")]).is_err());
+        assert_eq!(read(&[]).unwrap().approvers, ApproverRule::Caller);
+        assert_eq!(
+            read(&[(ENV_APPROVERS, "scope:proxmox:approve")])
+                .unwrap()
+                .approvers,
+            ApproverRule::Scope("proxmox:approve".into())
+        );
+        for bad in ["everyone", "scope:", "scope:a b", "group:admins"] {
+            assert!(read(&[(ENV_APPROVERS, bad)]).is_err(), "{bad}");
+        }
         assert_eq!(
             LinkSettings::default().listen_or_default().to_string(),
             DEFAULT_APPROVAL_LISTEN

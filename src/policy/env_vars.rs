@@ -73,6 +73,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         secret: false,
     },
     EnvVarDoc {
+        name: ENV_APPROVERS,
+        description: "Under OAuth (`MCP_AUTH_MODE=oauth`), who may decide on the approval page: `caller` (the person the calling token names, signed in at the authorization server) or `scope:<name>` (anyone who signs in with a token carrying that scope, e.g. `scope:proxmox:approve`). The person signs in through `MCP_OAUTH_APPROVAL_CLIENT_ID`. Without OAuth the link itself is the permission.",
+        default: "caller",
+        secret: false,
+    },
+    EnvVarDoc {
         name: ENV_SURFACE,
         description: "`full` lists every permitted tool; `compact` lists three meta-tools (find, describe, call) over the same tools, for clients with small context or tool limits.",
         default: "full",

@@ -31,9 +31,9 @@ mod env_vars;
 
 pub use approval_key::ApprovalKey;
 pub use approval_links::{
-    ApprovalVia, DEFAULT_APPROVAL_LISTEN, ENV_APPROVAL_BASE_URL, ENV_APPROVAL_LISTEN,
-    ENV_APPROVAL_NOTIFY, ENV_APPROVAL_VIA, LinkSettings, LinkSettingsError, NotifyKind,
-    NotifyTarget,
+    ApprovalVia, ApproverRule, DEFAULT_APPROVAL_LISTEN, ENV_APPROVAL_BASE_URL, ENV_APPROVAL_LISTEN,
+    ENV_APPROVAL_NOTIFY, ENV_APPROVAL_VIA, ENV_APPROVERS, LinkSettings, LinkSettingsError,
+    NotifyKind, NotifyTarget,
 };
 pub use env_vars::ENV_VARS;
 

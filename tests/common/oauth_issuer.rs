@@ -1,16 +1,23 @@
 //! A token issuer for the OAuth tests, on loopback: fresh ES256 and Ed25519 keys, RFC 8414
 //! metadata and a JWKS whose downloads are counted, and JWTs signed by hand (so tests can also
-//! forge the bad ones).
+//! forge the bad ones). It also signs people in for the approval page: `/authorize` consents at
+//! once for the test user of the moment ([`Issuer::sign_in_as`]) and redirects with a code;
+//! `/token` exchanges a code once, for the client and redirect URI it was issued to, only with
+//! the PKCE verifier whose S256 challenge it was issued for, and answers a signed access token
+//! for the requested `resource`.
 #![allow(dead_code)]
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::Router;
-use axum::extract::State;
-use axum::routing::get;
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
 use base64::Engine;
 pub use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use ring::rand::SystemRandom;
@@ -29,6 +36,18 @@ pub struct Issuer {
     pub ed: Ed25519KeyPair,
     pub jwks: Arc<RwLock<Value>>,
     fetches: Arc<AtomicUsize>,
+    user: Arc<RwLock<(String, String)>>,
+    grants: Arc<AtomicUsize>,
+}
+
+/// A code issued by `/authorize`, waiting for `/token`.
+struct Grant {
+    client_id: String,
+    redirect_uri: String,
+    challenge: String,
+    resource: String,
+    subject: String,
+    scope: String,
 }
 
 #[derive(Clone)]
@@ -36,6 +55,10 @@ struct Served {
     issuer: String,
     jwks: Arc<RwLock<Value>>,
     fetches: Arc<AtomicUsize>,
+    signer: Arc<EcdsaKeyPair>,
+    user: Arc<RwLock<(String, String)>>,
+    codes: Arc<Mutex<HashMap<String, Grant>>>,
+    grants: Arc<AtomicUsize>,
 }
 
 impl Issuer {
@@ -55,10 +78,19 @@ impl Issuer {
             json!({"keys": [es_jwk(&es, "es-1"), ed_jwk(&ed, "ed-1")]}),
         ));
         let fetches = Arc::new(AtomicUsize::new(0));
+        let user = Arc::new(RwLock::new(("alice".to_owned(), "openid".to_owned())));
+        let grants = Arc::new(AtomicUsize::new(0));
+        let signer =
+            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, es_pkcs8.as_ref(), &rng)
+                .unwrap();
         let served = Served {
             issuer: url.clone(),
             jwks: jwks.clone(),
             fetches: fetches.clone(),
+            signer: Arc::new(signer),
+            user: user.clone(),
+            codes: Arc::default(),
+            grants: grants.clone(),
         };
         let app = Router::new()
             .route(
@@ -68,6 +100,8 @@ impl Issuer {
                         "issuer": s.issuer,
                         "jwks_uri": format!("{}/jwks", s.issuer),
                         "token_endpoint": format!("{}/token", s.issuer),
+                        "authorization_endpoint": format!("{}/authorize", s.issuer),
+                        "code_challenge_methods_supported": ["S256"],
                     }))
                 }),
             )
@@ -78,6 +112,8 @@ impl Issuer {
                     axum::Json(s.jwks.read().unwrap().clone())
                 }),
             )
+            .route("/authorize", get(authorize))
+            .route("/token", post(token))
             .with_state(served);
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Issuer {
@@ -86,7 +122,19 @@ impl Issuer {
             ed,
             jwks,
             fetches,
+            user,
+            grants,
         }
+    }
+
+    /// The person `/authorize` signs in from now on, and the scopes their tokens carry.
+    pub fn sign_in_as(&self, subject: &str, scope: &str) {
+        *self.user.write().unwrap() = (subject.to_owned(), scope.to_owned());
+    }
+
+    /// How many codes `/token` exchanged for a token.
+    pub fn grants(&self) -> usize {
+        self.grants.load(Ordering::SeqCst)
     }
 
     pub fn fetches(&self) -> usize {
@@ -152,4 +200,87 @@ pub fn now() -> i64 {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64
+}
+
+/// `GET /authorize`: consents at once for the current test user, redirects with a fresh code.
+async fn authorize(State(s): State<Served>, Query(q): Query<HashMap<String, String>>) -> Response {
+    let field = |name: &str| q.get(name).cloned().unwrap_or_default();
+    if field("response_type") != "code"
+        || field("code_challenge_method") != "S256"
+        || field("code_challenge").is_empty()
+        || field("state").is_empty()
+    {
+        return (StatusCode::BAD_REQUEST, "bad authorization request").into_response();
+    }
+    let (subject, scope) = s.user.read().unwrap().clone();
+    let code = B64.encode(ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{}{}{}", field("state"), subject, now()).as_bytes(),
+    ));
+    s.codes.lock().unwrap().insert(
+        code.clone(),
+        Grant {
+            client_id: field("client_id"),
+            redirect_uri: field("redirect_uri"),
+            challenge: field("code_challenge"),
+            resource: field("resource"),
+            subject,
+            scope,
+        },
+    );
+    let mut target = url::Url::parse(&field("redirect_uri")).unwrap();
+    target
+        .query_pairs_mut()
+        .append_pair("code", &code)
+        .append_pair("state", &field("state"));
+    Redirect::to(target.as_str()).into_response()
+}
+
+/// `POST /token`: one code, once, with its client, redirect URI and PKCE verifier.
+async fn token(State(s): State<Served>, body: String) -> Response {
+    let form: HashMap<String, String> = url::form_urlencoded::parse(body.as_bytes())
+        .into_owned()
+        .collect();
+    let field = |name: &str| form.get(name).cloned().unwrap_or_default();
+    let refused = || {
+        (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({"error": "invalid_grant"})),
+        )
+            .into_response()
+    };
+    if field("grant_type") != "authorization_code" {
+        return refused();
+    }
+    let Some(grant) = s.codes.lock().unwrap().remove(&field("code")) else {
+        return refused();
+    };
+    let challenge = B64.encode(ring::digest::digest(
+        &ring::digest::SHA256,
+        field("code_verifier").as_bytes(),
+    ));
+    if challenge != grant.challenge
+        || field("redirect_uri") != grant.redirect_uri
+        || field("client_id") != grant.client_id
+    {
+        return refused();
+    }
+    let now = now();
+    let claims = json!({"iss": s.issuer, "aud": grant.resource, "sub": grant.subject,
+        "client_id": grant.client_id, "scope": grant.scope, "iat": now, "nbf": now - 5,
+        "exp": now + 300});
+    let signing = signing_input(
+        &json!({"alg": "ES256", "typ": "at+jwt", "kid": "es-1"}),
+        &claims,
+    );
+    let sig = s
+        .signer
+        .sign(&SystemRandom::new(), signing.as_bytes())
+        .unwrap();
+    s.grants.fetch_add(1, Ordering::SeqCst);
+    axum::Json(
+        json!({"access_token": format!("{signing}.{}", B64.encode(sig.as_ref())),
+        "token_type": "Bearer", "expires_in": 300}),
+    )
+    .into_response()
 }

@@ -11,31 +11,56 @@
 //! sends the `Referer` to this server only (`same-origin`: with `no-referrer` browsers send
 //! `Origin: null` on the page's own POST, which the Origin guard must refuse).
 //!
-//! Invariant: only a POST with the link's token and call digest, while the call still waits,
-//! decides; an unknown, expired, used or abandoned link answers 404/410 and decides nothing.
+//! Under OAuth a link of an OAuth caller needs a signed-in person (see `approve_login`): the
+//! page shows neither the question nor the form before the person signed in, and a POST counts
+//! only with the session cookie the sign-in set (HttpOnly, `SameSite=Strict`, `Secure` when the
+//! page's address is https, path = this link, at most ten minutes). Without OAuth the link
+//! itself is the permission.
+//!
+//! Invariant: only a POST with the link's token and call digest — and, for a link that needs a
+//! signed-in person, that person's session — while the call still waits, decides; an unknown,
+//! expired, used or abandoned link answers 404/410 and decides nothing.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use url::Url;
 
-use crate::approval::{LinkProblem, PageDecision, PendingApprovals};
+use super::approve_login::{
+    ApprovalLogin, BINDING_COOKIE, CALLBACK_ROUTE, LOGIN_ROUTE, LOGIN_TTL, LoginProblem,
+    SESSION_COOKIE, cookie, set_cookie,
+};
+use crate::approval::{LinkProblem, PageDecision, PageView, PendingApprovals};
 
 /// Route of the page.
 pub const APPROVE_ROUTE: &str = "/approve/{id}";
 
-/// The page's routes, reading `pending`.
+/// What the page's handlers share: the store and, under OAuth, the sign-in.
+#[derive(Clone, Debug)]
+struct Page {
+    pending: Arc<PendingApprovals>,
+    login: Option<Arc<ApprovalLogin>>,
+}
+
+/// The page's routes, reading `pending`, without sign-in (a link is its own permission).
 pub fn routes(pending: Arc<PendingApprovals>) -> Router {
+    routes_with(pending, None)
+}
+
+/// The page's routes with the OAuth sign-in `login` for links that need a signed-in person.
+pub fn routes_with(pending: Arc<PendingApprovals>, login: Option<Arc<ApprovalLogin>>) -> Router {
     Router::new()
+        .route(CALLBACK_ROUTE, get(callback))
         .route(APPROVE_ROUTE, get(show).post(decide))
-        .with_state(pending)
+        .route(LOGIN_ROUTE, get(sign_in))
+        .with_state(Page { pending, login })
 }
 
 /// Offers the page's address derived from a bound address: only a loopback address is one a
@@ -57,37 +82,252 @@ struct Posted {
     decision: String,
 }
 
-async fn show(State(pending): State<Arc<PendingApprovals>>, Path(id): Path<String>) -> Response {
-    match pending.view(&id) {
-        Ok(view) => page(
-            StatusCode::OK,
-            "Approve this Proxmox action?",
-            &format!(
-                "<p class=\"q\">{question}</p>\
-                 <p class=\"m\">Tool <code>{tool}</code>. This link works once, for this exact call, for {left} more seconds.</p>\
-                 <form method=\"post\">\
-                 <input type=\"hidden\" name=\"token\" value=\"{token}\">\
-                 <input type=\"hidden\" name=\"call\" value=\"{call}\">\
-                 <button class=\"ok\" name=\"decision\" value=\"approve\">Approve</button> \
-                 <button name=\"decision\" value=\"decline\">Decline</button>\
-                 </form>",
-                question = escape(&view.question),
-                tool = escape(view.tool),
-                left = view.seconds_left,
-                token = escape(&view.token),
-                call = escape(&view.call),
-            ),
-        ),
+async fn show(
+    State(page_state): State<Page>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let session = cookie(&headers, SESSION_COOKIE);
+    match page_state.pending.view(&id, session.as_deref()) {
+        Ok(view) if view.approvers.needs_sign_in() && view.signed_in.is_none() => {
+            sign_in_page(&id, &view, page_state.login.is_some())
+        }
+        Ok(view) => decision_page(&view, &link_path(&page_state.pending, &id)),
         Err(problem) => refusal(problem),
     }
 }
 
+/// The question and the Approve/Decline form, posting to `action` (the link's own path).
+fn decision_page(view: &PageView, action: &str) -> Response {
+    let who = view
+        .signed_in
+        .as_deref()
+        .map(|name| {
+            format!(
+                "<p class=\"m\">Signed in as <code>{}</code>.</p>",
+                escape(name)
+            )
+        })
+        .unwrap_or_default();
+    page(
+        StatusCode::OK,
+        "Approve this Proxmox action?",
+        &format!(
+            "<p class=\"q\">{question}</p>{who}\
+             <p class=\"m\">Tool <code>{tool}</code>. This link works once, for this exact call, for {left} more seconds.</p>\
+             <form method=\"post\" action=\"{action}\">\
+             <input type=\"hidden\" name=\"token\" value=\"{token}\">\
+             <input type=\"hidden\" name=\"call\" value=\"{call}\">\
+             <button class=\"ok\" name=\"decision\" value=\"approve\">Approve</button> \
+             <button name=\"decision\" value=\"decline\">Decline</button>\
+             </form>",
+            question = escape(&view.question),
+            tool = escape(view.tool),
+            left = view.seconds_left,
+            action = escape(action),
+            token = escape(&view.token),
+            call = escape(&view.call),
+        ),
+    )
+}
+
+/// Before sign-in: who may decide, and the way to sign in (no question, no form).
+fn sign_in_page(id: &str, view: &PageView, can_sign_in: bool) -> Response {
+    let how = if can_sign_in {
+        format!(
+            "<p><a class=\"ok b\" href=\"{}/login\">Sign in to see and decide</a></p>",
+            escape(id)
+        )
+    } else {
+        "<p>This server has no sign-in for approvers configured (MCP_OAUTH_APPROVAL_CLIENT_ID), so this call cannot be decided here; it will be refused when the link expires.</p>".to_owned()
+    };
+    page(
+        StatusCode::OK,
+        "Sign in to decide",
+        &format!(
+            "<p>A Proxmox action waits for approval by {who}. Sign in at your identity provider first; this link works for {left} more seconds.</p>{how}",
+            who = escape(&view.approvers.describe()),
+            left = view.seconds_left,
+        ),
+    )
+}
+
+/// The path of link `id` as the browser sees it (under the page's public base path).
+fn link_path(pending: &PendingApprovals, id: &str) -> String {
+    format!("{}approve/{id}", base_path(pending))
+}
+
+/// The public base path of the page (`/` unless a base URL with a path is configured).
+fn base_path(pending: &PendingApprovals) -> String {
+    pending
+        .base_url()
+        .map_or_else(|| "/".to_owned(), |u| u.path().to_owned())
+}
+
+/// The callback's path as the browser sees it.
+fn callback_path(pending: &PendingApprovals) -> String {
+    format!(
+        "{}{}",
+        base_path(pending),
+        CALLBACK_ROUTE.trim_start_matches('/')
+    )
+}
+
+/// Whether cookies must carry `Secure` (the page's public address is https).
+fn secure(pending: &PendingApprovals) -> bool {
+    pending.base_url().is_some_and(|u| u.scheme() == "https")
+}
+
+/// `GET /approve/{id}/login`: starts the sign-in for a link that needs one.
+async fn sign_in(State(page_state): State<Page>, Path(id): Path<String>) -> Response {
+    let pending = &page_state.pending;
+    let view = match pending.view(&id, None) {
+        Ok(view) => view,
+        Err(problem) => return refusal(problem),
+    };
+    let (Some(login), Some(base)) = (&page_state.login, pending.base_url()) else {
+        return sign_in_page(&id, &view, false);
+    };
+    if !view.approvers.needs_sign_in() {
+        return decision_page(&view, &link_path(pending, &id));
+    }
+    match login.start(&id, &base).await {
+        Ok(started) => {
+            let mut response = StatusCode::SEE_OTHER.into_response();
+            let headers = response.headers_mut();
+            if let Ok(location) = HeaderValue::from_str(started.authorize.as_str()) {
+                headers.insert(header::LOCATION, location);
+            }
+            let binding = set_cookie(
+                BINDING_COOKIE,
+                &started.binding,
+                &callback_path(pending),
+                LOGIN_TTL.as_secs(),
+                "Lax",
+                secure(pending),
+            );
+            if let Some(value) = binding {
+                headers.insert(header::SET_COOKIE, value);
+            }
+            headers.insert(
+                header::REFERRER_POLICY,
+                HeaderValue::from_static("no-referrer"),
+            );
+            response
+        }
+        Err(problem) => login_refusal(&problem),
+    }
+}
+
+/// What the authorization server sends back.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Callback {
+    state: String,
+    code: Option<String>,
+    error: Option<String>,
+}
+
+/// `GET /approve/callback`: finishes the sign-in; an admitted person gets the decision form and
+/// a session cookie for that link.
+async fn callback(
+    State(page_state): State<Page>,
+    Query(answer): Query<Callback>,
+    headers: HeaderMap,
+) -> Response {
+    let Some(login) = &page_state.login else {
+        return login_refusal(&LoginProblem::State);
+    };
+    let binding = cookie(&headers, BINDING_COOKIE);
+    let code = if answer.error.is_some() {
+        None
+    } else {
+        answer.code.as_deref()
+    };
+    let (id, person) = match login.finish(&answer.state, code, binding.as_deref()).await {
+        Ok(found) => found,
+        Err(problem) => return login_refusal(&problem),
+    };
+    let pending = &page_state.pending;
+    let admitted = match pending.admit(&id, &person) {
+        Ok(admitted) => admitted,
+        Err(LinkProblem::NotAllowed) => {
+            tracing::warn!(person = %person.label(), "approval page: a signed-in person who may not decide this call was refused");
+            let needed = pending
+                .view(&id, None)
+                .map_or_else(|_| String::new(), |v| v.approvers.describe());
+            return page(
+                StatusCode::FORBIDDEN,
+                "Not yours to decide",
+                &format!(
+                    "<p>You are signed in as <code>{who}</code>, and this call may be decided by {needed} only.</p><p>Nothing was decided.</p>",
+                    who = escape(&person.label()),
+                    needed = escape(&needed),
+                ),
+            );
+        }
+        Err(problem) => return refusal(problem),
+    };
+    tracing::info!(person = %admitted.label, "approval page: a person signed in to decide");
+    let view = match pending.view(&id, Some(&admitted.secret)) {
+        Ok(view) => view,
+        Err(problem) => return refusal(problem),
+    };
+    let path = link_path(pending, &id);
+    let mut response = decision_page(&view, &path);
+    let secure = secure(pending);
+    let session = set_cookie(
+        SESSION_COOKIE,
+        &admitted.secret,
+        &path,
+        admitted.seconds,
+        "Strict",
+        secure,
+    );
+    let spent = set_cookie(
+        BINDING_COOKIE,
+        "",
+        &callback_path(pending),
+        0,
+        "Lax",
+        secure,
+    );
+    for value in [session, spent].into_iter().flatten() {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+/// The page for a sign-in that admitted nobody.
+fn login_refusal(problem: &LoginProblem) -> Response {
+    tracing::warn!(reason = %problem, "approval page: a sign-in was refused");
+    let status = match problem {
+        LoginProblem::Busy => StatusCode::SERVICE_UNAVAILABLE,
+        LoginProblem::Server(_) => StatusCode::BAD_GATEWAY,
+        _ => StatusCode::FORBIDDEN,
+    };
+    let text = match problem {
+        // Details of the authorization server's trouble stay in the log.
+        LoginProblem::Server(_) => "the identity provider could not be asked".to_owned(),
+        other => other.to_string(),
+    };
+    page(
+        status,
+        "Not signed in",
+        &format!(
+            "<p>Sign-in failed: {}.</p><p>Nothing was decided. Open the approval link again to retry.</p>",
+            escape(&text)
+        ),
+    )
+}
+
 async fn decide(
-    State(pending): State<Arc<PendingApprovals>>,
+    State(page_state): State<Page>,
     Path(id): Path<String>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let pending = &page_state.pending;
     let site = headers
         .get("sec-fetch-site")
         .map(|v| v.to_str().unwrap_or(""));
@@ -111,7 +351,14 @@ async fn decide(
             );
         }
     };
-    match pending.decide(&id, &posted.token, &posted.call, decision) {
+    let session = cookie(&headers, SESSION_COOKIE);
+    match pending.decide(
+        &id,
+        &posted.token,
+        &posted.call,
+        decision,
+        session.as_deref(),
+    ) {
         Ok(tool) => {
             tracing::info!(
                 tool,
@@ -137,6 +384,9 @@ async fn decide(
                 tracing::warn!(
                     "approval page: a POST without the link's anti-forgery token was refused"
                 );
+            }
+            if problem == LinkProblem::NotSignedIn {
+                tracing::warn!("approval page: a POST without a signed-in session was refused");
             }
             refusal(problem)
         }
@@ -169,6 +419,14 @@ fn refusal(problem: LinkProblem) -> Response {
         LinkProblem::Forged => (
             StatusCode::FORBIDDEN,
             "This decision did not carry the page's anti-forgery token; open the link again.",
+        ),
+        LinkProblem::NotSignedIn => (
+            StatusCode::FORBIDDEN,
+            "This call may be decided only by a signed-in person; open the link again and sign in.",
+        ),
+        LinkProblem::NotAllowed => (
+            StatusCode::FORBIDDEN,
+            "The signed-in person may not decide this call.",
         ),
     };
     page(
@@ -208,7 +466,8 @@ fn page(status: StatusCode, title: &str, body: &str) -> Response {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:0;background:#f6f6f6}\
 main{max-width:42rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:8px}\
 .q{white-space:pre-wrap;font-size:1.05rem}.m{color:#555}\
-button{font-size:1rem;padding:.6rem 1.4rem;margin-right:.5rem}.ok{background:#1a7f37;color:#fff;border:0}";
+button,.b{font-size:1rem;padding:.6rem 1.4rem;margin-right:.5rem}.ok{background:#1a7f37;color:#fff;border:0}\
+a.b{display:inline-block;text-decoration:none}";
 
 /// Escapes text for HTML content and attribute values.
 pub fn escape(text: &str) -> String {

@@ -21,6 +21,7 @@
 //! Invariant: every session is served by a clone of the one [`Server`] given to [`start`] (one
 //! registry, one pooled Proxmox client); nothing is rebuilt per request.
 
+pub mod approve_login;
 pub mod approve_page;
 pub mod auth;
 pub mod errors;
@@ -209,6 +210,40 @@ fn authenticator(auth: &Auth, tier: crate::catalog::Tier) -> Result<Authenticato
     })
 }
 
+/// Under OAuth, the approval page's sign-in (`MCP_OAUTH_APPROVAL_CLIENT_ID`); without it, links
+/// of OAuth callers cannot be decided, which is said once at start-up.
+fn approval_login(
+    server: &Server,
+    settings: &HttpSettings,
+    authenticator: &Authenticator,
+) -> Option<Arc<approve_login::ApprovalLogin>> {
+    let (Auth::OAuth(oauth), Authenticator::OAuth(validator)) = (&settings.auth, authenticator)
+    else {
+        return None;
+    };
+    let rule = &server.state().settings.links.approvers;
+    match &oauth.approval_client {
+        Some(client) => {
+            tracing::info!(
+                client_id = %client.id,
+                approvers = %rule.as_setting(),
+                "approval page: people sign in at the issuer before they decide"
+            );
+            Some(Arc::new(approve_login::ApprovalLogin::new(
+                client.clone(),
+                validator.clone(),
+                rule,
+            )))
+        }
+        None => {
+            tracing::warn!(
+                "approval page: MCP_OAUTH_APPROVAL_CLIENT_ID is not set, so approval links of OAuth callers cannot be decided (nobody can sign in)"
+            );
+            None
+        }
+    }
+}
+
 /// Builds the whole router: layers, routes and the rmcp service.
 fn router(
     server: Server,
@@ -241,7 +276,10 @@ fn router(
         // call sends anything before its answer (progress, a person's question).
         .with_json_response(true);
     let readiness = Readiness::new(server.state().pve.clone(), settings.ready_cache);
-    let page = approve_page::routes(server.pending_approvals());
+    let page = approve_page::routes_with(
+        server.pending_approvals(),
+        approval_login(&server, settings, &authenticator),
+    );
     let metadata = match &settings.auth {
         Auth::OAuth(oauth) => oauth::metadata_routes(oauth, server.state().settings.tier),
         _ => Router::new(),

@@ -7,7 +7,8 @@
 //! cross a network in clear text; only asymmetric signature algorithms are accepted (`none`
 //! and the HMAC family are refused at start-up, so a public key can never be used as an HMAC
 //! secret); scope names are valid RFC 6749 scope tokens and distinct. The metadata document
-//! and the challenges name the same resource, issuer and scopes the validator enforces.
+//! and the challenges name the same resource, issuer and scopes the validator enforces. The
+//! approval sign-in's client secret is read from a file and is never shown by `Debug`.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use url::Url;
 use thiserror::Error;
 
 use crate::catalog::Tier;
+use crate::config::Secret;
 
 /// OAuth settings that are missing or unsafe; the message names the variable.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -54,7 +56,20 @@ pub const OAUTH_VAR_NAMES: &[&str] = &[
     "MCP_OAUTH_SCOPE_READ",
     "MCP_OAUTH_SCOPE_OPERATE",
     "MCP_OAUTH_SCOPE_ADMIN",
+    "MCP_OAUTH_APPROVAL_CLIENT_ID",
+    "MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE",
 ];
+
+/// This server as an OAuth client of the authorization server, for the approval page's
+/// sign-in (authorization code with PKCE).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalClient {
+    /// `MCP_OAUTH_APPROVAL_CLIENT_ID`.
+    pub id: String,
+    /// The secret of a confidential client (`MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE`); `None`:
+    /// a public client (PKCE alone).
+    pub secret: Option<Secret>,
+}
 
 /// The scope names that map to access tiers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -115,6 +130,8 @@ pub struct OAuthSettings {
     pub scopes: ScopeNames,
     /// Shortest interval between two JWKS downloads.
     pub jwks_min_refresh: Duration,
+    /// The approval page's sign-in client; `None`: links of OAuth callers cannot be decided.
+    pub approval_client: Option<ApprovalClient>,
 }
 
 impl OAuthSettings {
@@ -180,6 +197,7 @@ impl OAuthSettings {
             algorithms,
             scopes,
             jwks_min_refresh: DEFAULT_JWKS_MIN_REFRESH,
+            approval_client: approval_client(get)?,
         })
     }
 
@@ -297,6 +315,44 @@ pub fn secure_url(name: &str, value: &str) -> Result<Url, OAuthError> {
     }
 }
 
+/// `MCP_OAUTH_APPROVAL_CLIENT_ID` and its optional secret file (trimmed, non-empty).
+fn approval_client(
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<ApprovalClient>, OAuthError> {
+    let secret_file = get("MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE");
+    let Some(id) = get("MCP_OAUTH_APPROVAL_CLIENT_ID") else {
+        return match secret_file {
+            Some(_) => Err(OAuthError(
+                "MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE needs MCP_OAUTH_APPROVAL_CLIENT_ID".into(),
+            )),
+            None => Ok(None),
+        };
+    };
+    if id.chars().any(|c| c.is_control() || c == ' ') {
+        return Err(OAuthError(format!(
+            "MCP_OAUTH_APPROVAL_CLIENT_ID={id:?} is not a client id"
+        )));
+    }
+    let secret = match secret_file {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                OAuthError(format!(
+                    "MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE={path:?} cannot be read: {e}"
+                ))
+            })?;
+            let text = text.trim();
+            if text.is_empty() {
+                return Err(OAuthError(format!(
+                    "MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE={path:?} is empty"
+                )));
+            }
+            Some(Secret::new(text))
+        }
+    };
+    Ok(Some(ApprovalClient { id, secret }))
+}
+
 fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, OAuthError> {
     let mut algorithms = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
@@ -400,6 +456,38 @@ mod tests {
                 .unwrap_err()
                 .contains("MCP_OAUTH_RESOURCE")
         );
+    }
+
+    #[test]
+    fn the_approval_client_and_its_secret_file() {
+        assert_eq!(
+            read(BASE, "127.0.0.1", false).unwrap().approval_client,
+            None
+        );
+        let mut pairs = BASE.to_vec();
+        pairs.push(("MCP_OAUTH_APPROVAL_CLIENT_ID", "pve-approval"));
+        let client = read(&pairs, "127.0.0.1", false)
+            .unwrap()
+            .approval_client
+            .unwrap();
+        assert_eq!((client.id.as_str(), client.secret), ("pve-approval", None));
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        let path = file.to_string_lossy().into_owned();
+        pairs.push(("MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE", &path));
+        let client = read(&pairs, "127.0.0.1", false)
+            .unwrap()
+            .approval_client
+            .unwrap();
+        assert_eq!(client.secret, Some(Secret::new("s3cret")));
+        assert!(!format!("{client:?}").contains("s3cret"));
+        let orphan = [
+            BASE[0],
+            BASE[1],
+            ("MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE", &path),
+        ];
+        assert!(read(&orphan, "127.0.0.1", false).is_err());
     }
 
     #[test]

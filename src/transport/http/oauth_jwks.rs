@@ -7,7 +7,9 @@
 //! failed download keeps the keys already known; only asymmetric signing keys are kept (an
 //! `oct` key is dropped, so no HMAC secret can ever verify a token); the metadata's `issuer`
 //! must equal the configured one (RFC 8414 §3.3) and its `jwks_uri` passes the same https rule
-//! as the settings; responses are size-bounded and redirects are not followed.
+//! as the settings; responses are size-bounded and redirects are not followed. The same
+//! metadata names the endpoints of the approval sign-in ([`Endpoints`]), which pass the same
+//! https rule.
 
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -97,12 +99,22 @@ impl Key {
     }
 }
 
+/// The authorization server's endpoints for the approval sign-in (RFC 8414).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// `authorization_endpoint`: where the person's browser signs in.
+    pub authorization: Url,
+    /// `token_endpoint`: where the code is exchanged.
+    pub token: Url,
+}
+
 #[derive(Default)]
 struct Known {
     keys: Vec<Key>,
     fetched: Option<Instant>,
     last_attempt: Option<Instant>,
     jwks_url: Option<String>,
+    endpoints: Option<Endpoints>,
 }
 
 /// The cached key set of one issuer.
@@ -211,9 +223,48 @@ impl Jwks {
         }
     }
 
-    /// `jwks_uri` from the issuer's metadata: RFC 8414 first, then OpenID Connect discovery,
-    /// in the order the MCP authorization spec gives.
+    /// The HTTPS client for the issuer.
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// The sign-in endpoints from the issuer's metadata (fetched once, then kept).
+    pub async fn endpoints(&self) -> Result<Endpoints, String> {
+        if let Some(known) = self.known.read().ok().and_then(|k| k.endpoints.clone()) {
+            return Ok(known);
+        }
+        let doc = self.metadata().await?;
+        let endpoint = |name: &str| -> Result<Url, String> {
+            let value = doc
+                .get(name)
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("the issuer's metadata has no {name}"))?;
+            secure_url(name, value).map_err(|e| e.to_string())
+        };
+        let endpoints = Endpoints {
+            authorization: endpoint("authorization_endpoint")?,
+            token: endpoint("token_endpoint")?,
+        };
+        if let Ok(mut known) = self.known.write() {
+            known.endpoints = Some(endpoints.clone());
+        }
+        Ok(endpoints)
+    }
+
+    /// `jwks_uri` from the issuer's metadata.
     async fn discover(&self) -> Result<String, String> {
+        let doc = self.metadata().await?;
+        let jwks = doc
+            .get("jwks_uri")
+            .and_then(Value::as_str)
+            .ok_or("the issuer's metadata has no jwks_uri")?;
+        secure_url("jwks_uri", jwks).map_err(|e| e.to_string())?;
+        Ok(jwks.to_owned())
+    }
+
+    /// The issuer's metadata: RFC 8414 first, then OpenID Connect discovery, in the order the
+    /// MCP authorization spec gives; its `issuer` must be ours.
+    async fn metadata(&self) -> Result<Value, String> {
         let mut problems = Vec::new();
         for candidate in metadata_urls(&self.issuer)? {
             let doc = match self.fetch(&candidate).await {
@@ -230,12 +281,7 @@ impl Jwks {
                 ));
                 continue;
             }
-            let Some(jwks) = doc.get("jwks_uri").and_then(Value::as_str) else {
-                problems.push(format!("{candidate}: no jwks_uri"));
-                continue;
-            };
-            secure_url("jwks_uri", jwks).map_err(|e| e.to_string())?;
-            return Ok(jwks.to_owned());
+            return Ok(doc);
         }
         Err(problems.join("; "))
     }

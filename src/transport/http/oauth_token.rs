@@ -23,7 +23,8 @@ use ring::signature::{self as ring_sig, RsaPublicKeyComponents, UnparsedPublicKe
 use serde_json::{Map, Value};
 
 use super::oauth::{Challenges, OAuthSettings};
-use super::oauth_jwks::Jwks;
+use super::oauth_jwks::{Endpoints, Jwks};
+use crate::approval::Person;
 use crate::catalog::Tier;
 use crate::identity::{Caller, Via, clean_name};
 
@@ -67,6 +68,21 @@ impl TokenValidator {
         }))
     }
 
+    /// The settings it enforces.
+    pub fn settings(&self) -> &OAuthSettings {
+        &self.settings
+    }
+
+    /// The authorization server's endpoints (from its metadata, discovered once).
+    pub async fn endpoints(&self) -> Result<Endpoints, String> {
+        self.jwks.endpoints().await
+    }
+
+    /// The HTTPS client that talks to the authorization server (no redirects, bounded time).
+    pub fn http(&self) -> &reqwest::Client {
+        self.jwks.http()
+    }
+
     /// The caller behind an `Authorization` header.
     pub async fn authenticate(&self, header: Option<&HeaderValue>) -> Result<Caller, Rejection> {
         let header = header.ok_or(Rejection::Missing)?;
@@ -77,6 +93,35 @@ impl TokenValidator {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim())
             .ok_or(Rejection::Invalid("not a bearer token"))?;
+        let claims = self.verify(token).await?;
+        let granted = granted_scopes(&claims);
+        let tier = self
+            .settings
+            .scopes
+            .tier_of(granted.iter().map(String::as_str))
+            .ok_or(Rejection::InsufficientScope)?;
+        Ok(Caller {
+            via: Via::OAuth,
+            subject: text(&claims, "sub"),
+            client_id: text(&claims, "client_id").or_else(|| text(&claims, "azp")),
+            scopes: granted,
+            tier_ceiling: Some(tier),
+        })
+    }
+
+    /// The person an access token from the approval sign-in names: the same checks as for a
+    /// caller's token (signature, issuer, audience = this resource, time), without the tier
+    /// scopes (an approver needs none); a token without `sub` names nobody.
+    pub async fn identify(&self, token: &str) -> Result<Person, Rejection> {
+        let claims = self.verify(token).await?;
+        Ok(Person {
+            subject: text(&claims, "sub").ok_or(Rejection::Invalid("no subject"))?,
+            scopes: granted_scopes(&claims),
+        })
+    }
+
+    /// The claims of a token that passes every check but the scopes.
+    async fn verify(&self, token: &str) -> Result<Map<String, Value>, Rejection> {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(Rejection::Invalid("token too large"));
         }
@@ -95,29 +140,18 @@ impl TokenValidator {
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&[&self.settings.resource]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        let claims = decode::<Map<String, Value>>(token, &key, &validation)
-            .map_err(|e| Rejection::Invalid(reason(e.kind())))?
-            .claims;
-        let granted = granted_scopes(&claims);
-        let tier = self
-            .settings
-            .scopes
-            .tier_of(granted.iter().map(String::as_str))
-            .ok_or(Rejection::InsufficientScope)?;
-        let text = |name: &str| {
-            claims
-                .get(name)
-                .and_then(Value::as_str)
-                .and_then(clean_name)
-        };
-        Ok(Caller {
-            via: Via::OAuth,
-            subject: text("sub"),
-            client_id: text("client_id").or_else(|| text("azp")),
-            scopes: granted,
-            tier_ceiling: Some(tier),
-        })
+        decode::<Map<String, Value>>(token, &key, &validation)
+            .map(|data| data.claims)
+            .map_err(|e| Rejection::Invalid(reason(e.kind())))
     }
+}
+
+/// A string claim, cleaned.
+fn text(claims: &Map<String, Value>, name: &str) -> Option<String> {
+    claims
+        .get(name)
+        .and_then(Value::as_str)
+        .and_then(clean_name)
 }
 
 /// The scopes a token grants: `scope` (RFC 9068, space-separated) or `scp` (a list or string).

@@ -173,6 +173,16 @@ pub const VARS: &[EnvVarDoc] = &[
         "oauth: scope granting every tool of PVE_ACCESS_TIER",
     ),
     var(
+        "MCP_OAUTH_APPROVAL_CLIENT_ID",
+        "–",
+        "oauth: client id of this server at the authorization server, for the approval page's sign-in (authorization code + PKCE, redirect URI `<PVE_APPROVAL_BASE_URL>approve/callback`); unset: approval links of OAuth callers cannot be decided",
+    ),
+    var(
+        "MCP_OAUTH_APPROVAL_CLIENT_SECRET_FILE",
+        "–",
+        "oauth: file holding that client's secret when it is a confidential client",
+    ),
+    var(
         "MCP_BEHIND_TLS_PROXY",
         "false",
         "true: a TLS-terminating reverse proxy is in front (needed for oauth off loopback)",
