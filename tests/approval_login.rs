@@ -293,6 +293,29 @@ async fn the_callers_own_sign_in_approves_and_the_audit_names_the_approver() {
         assert_eq!(line["approver"], "oauth:alice", "{line}");
         assert_eq!(line["caller"], "oauth:alice (client claude)", "{line}");
     }
+
+    // A decline by the signed-in person is recorded with their name too.
+    let calling = stop(&client);
+    let second = self::link(&setup, 2).await;
+    let (page, session) = sign_in(&second).await;
+    let (session, _) = session.expect("a session cookie");
+    assert_eq!(post(&second, &page, "decline", Some(&session)).await, 200);
+    let result = calling.await.expect("call task");
+    assert_eq!(
+        envelope(&result)["error"]["code"],
+        "CONFIRMATION_DECLINED",
+        "{result:?}"
+    );
+    assert_eq!(changes(&emu).len(), 1, "the declined call sent nothing");
+    let declined: Vec<Value> = std::fs::read_to_string(&setup.audit)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["outcome"] == "CONFIRMATION_DECLINED")
+        .collect();
+    assert_eq!(declined.len(), 1, "{declined:?}");
+    assert_eq!(declined[0]["decision"], "refused");
+    assert_eq!(declined[0]["approver"], "oauth:alice", "{declined:?}");
     close(client).await;
     setup.http.shutdown().await;
 }

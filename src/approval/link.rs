@@ -237,22 +237,19 @@ fn no_approver() -> ToolFailure {
     .with_hint("Tell the operator: call with a person's token, or set PVE_APPROVERS=scope:<name> so people with that scope approve.")
 }
 
-/// The page's decision as a verdict; a signed-in approver's name is noted for the audit.
+/// The page's decision as a verdict; the name of a signed-in person who decided (approve or
+/// decline) is noted for the audit.
 fn conclude(decided: Option<Decided>) -> Verdict {
     match decided {
-        Some(Decided {
-            decision: PageDecision::Approve,
-            approver,
-        }) => {
+        Some(Decided { decision, approver }) => {
             if let Some(name) = approver {
                 note_approver(name);
             }
-            Verdict::Approved(ApprovedBy::PersonByLink)
+            match decision {
+                PageDecision::Approve => Verdict::Approved(ApprovedBy::PersonByLink),
+                PageDecision::Decline => Verdict::Refused(super::declined()),
+            }
         }
-        Some(Decided {
-            decision: PageDecision::Decline,
-            ..
-        }) => Verdict::Refused(super::declined()),
         None => Verdict::Refused(super::cancelled(
             "The approval link was abandoned before a person decided.",
         )),

@@ -94,7 +94,8 @@ pub async fn record_intent(
         Duration::ZERO,
     );
     line.caller = call.caller.map(str::to_owned);
-    line.approver = approver_of(call);
+    // The signed-in person who decided it on the approval page (approved or declined).
+    line.approver = crate::approval::approver_of_this_call();
     match log.append(line).await {
         Ok(_) => Ok(()),
         Err(e) => {
@@ -243,15 +244,11 @@ pub async fn record_call(
         duration,
     );
     line.caller = call.caller.map(str::to_owned);
-    line.approver = approver_of(call);
+    // The signed-in person who decided it on the approval page (approved or declined).
+    line.approver = crate::approval::approver_of_this_call();
     if let Err(e) = log.append(line).await {
         tracing::error!(tool = call.wire_name, error = %e, "audit line not written");
     }
-}
-
-/// The signed-in person who approved this call on the approval page, for an approved call.
-fn approver_of(call: &Call<'_>) -> Option<String> {
-    call.approval.and(crate::approval::approver_of_this_call())
 }
 
 #[cfg(test)]

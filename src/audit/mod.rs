@@ -3,7 +3,7 @@
 //! Line format (one JSON object, keys in this order, `hash` last):
 //! `{"seq":N,"time":…,"instance":…,"caller":…,"tool":…,"canonical":…,"arguments":{masked},"decision":…,"approval":…,
 //! "outcome":…,"pveStatus":…,"upid":…,"durationMs":…,"hash":"<64 hex>"}`; a call a signed-in
-//! person approved on the approval page also has `"approver":"oauth:<sub>"` after `approval`.
+//! person approved or declined on the approval page also has `"approver":"oauth:<sub>"` after `approval`.
 //! `hash = SHA-256(previous line's hash + this line without its hash)` in lower-case hex,
 //! where "this line without its hash" is the exact text up to `,"hash":` closed with `}`;
 //! the first line chains to [`GENESIS`]. `seq` counts from 1, so a deleted or reordered
