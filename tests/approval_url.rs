@@ -370,3 +370,50 @@ async fn a_link_for_one_call_never_approves_another() {
     close(client).await;
     http.shutdown().await;
 }
+
+/// Off loopback, a webhook's link would point at an address a person's browser may not reach:
+/// the HTTP transport refuses to start until PVE_APPROVAL_BASE_URL names the public one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_off_loopback_needs_the_public_base_url() {
+    let emu = common::emulator().await;
+    let start = |base: Option<&'static str>| {
+        let mut vars = vec![
+            ("PVE_ACCESS_TIER", "full"),
+            ("PVE_APPROVAL_NOTIFY", "http://127.0.0.1:9/hook"),
+        ];
+        vars.extend(base.map(|b| ("PVE_APPROVAL_BASE_URL", b)));
+        let settings = Settings::from_lookup(|k| {
+            vars.iter()
+                .find(|(key, _)| *key == k)
+                .map(|(_, v)| (*v).to_owned())
+        })
+        .expect("policy");
+        let server = Server::new(AppState {
+            registry: Registry::build(&settings),
+            settings,
+            pve: Some(pve_client(&emu)),
+            connection_note: "test".into(),
+            ssh: None,
+            ssh_note: String::new(),
+            audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        });
+        let token = "k9Qm2Xv7Lp4Rt8Wz1Nc6Bh3Yd5Fs0Ja9Ge2Ku7Mx4";
+        let vars: HashMap<&str, &str> = HashMap::from([
+            ("MCP_PORT", "0"),
+            ("MCP_HOST", "0.0.0.0"),
+            ("MCP_AUTH_TOKEN", token),
+        ]);
+        let settings =
+            HttpSettings::from_lookup(|k| vars.get(k).map(|v| (*v).to_owned())).expect("settings");
+        http::start(server, settings)
+    };
+    let refused = start(None).await.expect_err("refused without a base URL");
+    assert!(
+        refused.to_string().contains("PVE_APPROVAL_BASE_URL"),
+        "{refused}"
+    );
+    let running = start(Some("https://mcp.example.test/"))
+        .await
+        .expect("starts with a base URL");
+    running.shutdown().await;
+}

@@ -136,6 +136,14 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         addr: format!("{}:{}", settings.host, settings.port),
         source,
     })?;
+    // A person's browser must reach the approval page a webhook links: off loopback the
+    // bound address is no such place, so the public address must be named.
+    let links = &server.state().settings.links;
+    if links.notify.is_some() && links.base_url.is_none() && !addr.ip().is_loopback() {
+        return Err(HttpError::Config(format!(
+            "PVE_APPROVAL_NOTIFY is set and the server listens on {addr}, which a person's browser may not reach: set PVE_APPROVAL_BASE_URL to the public address of this server (the approval page is served at <base>/approve/…)"
+        )));
+    }
     approve_page::offer_loopback_address(&server.pending_approvals(), addr);
     let guard = HostGuard::new(
         &settings.host,
