@@ -6,4 +6,5 @@
 pub mod dupkeys;
 pub mod http;
 pub mod page_listener;
+pub mod running;
 pub mod stdio;

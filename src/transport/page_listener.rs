@@ -12,7 +12,6 @@
 //! name an address the person's browser reaches and the guard must know it); nothing but the
 //! page is served.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +22,6 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -41,25 +39,7 @@ const BODY_LIMIT: usize = 16 * 1024;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A running page listener.
-#[derive(Debug)]
-pub struct PageListener {
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-impl PageListener {
-    /// The address bound.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops accepting and waits for open connections (bounded).
-    pub async fn shutdown(self) {
-        self.shutdown.cancel();
-        let _ = self.task.await;
-    }
-}
+pub type PageListener = super::running::Running;
 
 /// Starts the listener when the settings ask for it; `Ok(None)` when they do not.
 pub async fn start(server: &Server) -> Result<Option<PageListener>, String> {
@@ -118,11 +98,7 @@ pub async fn start(server: &Server) -> Result<Option<PageListener>, String> {
         Some(base) => tracing::info!(%base, "approval page listening"),
         None => tracing::warn!("approval page listening without a known public address"),
     }
-    Ok(Some(PageListener {
-        addr,
-        shutdown,
-        task,
-    }))
+    Ok(Some(PageListener::new(addr, shutdown, task)))
 }
 
 /// The Host/Origin guard in front of the page (400/403 on a foreign name).

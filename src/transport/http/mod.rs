@@ -38,7 +38,6 @@ pub mod sessions;
 pub mod settings;
 pub mod token_strength;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -52,7 +51,6 @@ use axum::routing::get;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use thiserror::Error;
 use tokio::net::TcpListener;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -92,26 +90,9 @@ pub enum HttpError {
     },
 }
 
-/// A running HTTP transport.
-#[derive(Debug)]
-pub struct HttpServer {
-    addr: SocketAddr,
-    shutdown: CancellationToken,
-    task: JoinHandle<()>,
-}
-
-impl HttpServer {
-    /// The address actually bound (useful with `MCP_PORT=0`).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops accepting, ends sessions and streams, and waits for open connections (bounded).
-    pub async fn shutdown(self) {
-        self.shutdown.cancel();
-        let _ = self.task.await;
-    }
-}
+/// A running HTTP transport ([`HttpServer::local_addr`] gives the bound address, useful with
+/// `MCP_PORT=0`).
+pub type HttpServer = super::running::Running;
 
 /// Binds `settings.host:settings.port` and serves `server` until [`HttpServer::shutdown`].
 pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer, HttpError> {
@@ -192,11 +173,7 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         max_headers: settings.max_headers,
     };
     let task = tokio::spawn(listener::serve(listener, app, limits, shutdown.clone()));
-    Ok(HttpServer {
-        addr,
-        shutdown,
-        task,
-    })
+    Ok(HttpServer::new(addr, shutdown, task))
 }
 
 /// The authenticator of the configured mode (OAuth: scopes capped by the server's `tier`).
