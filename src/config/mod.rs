@@ -25,12 +25,14 @@
 //! * the API token secret is only reachable through [`Secret::expose`]: it never appears in `Debug`
 //!   output or in an error message.
 
+pub mod clusters;
 mod env;
 mod error;
 mod fields;
 mod file;
 pub mod instances;
 mod keys;
+mod policy_keys;
 mod scope;
 pub mod trust;
 mod trust_ops;
@@ -45,6 +47,7 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use instances::{Instance, Scope};
 pub use keys::render_instance_file;
+pub use policy_keys::PolicyKeys;
 pub use trust_ops::{
     revoke_file, trust_file, trust_status, trust_store, trusted_project_object,
     untrusted_project_files,
@@ -174,6 +177,8 @@ pub struct Config {
     pub ssh: Option<SshConfig>,
     /// Where this configuration came from (for logs and `doctor`).
     pub source: ConfigSource,
+    /// The cluster's own policy keys (instance files only; empty otherwise).
+    pub policy: PolicyKeys,
 }
 
 impl Config {
@@ -183,6 +188,7 @@ impl Config {
             proxmox: None,
             ssh: None,
             source: ConfigSource::Unconfigured,
+            policy: PolicyKeys::default(),
         }
     }
 }
@@ -548,6 +554,7 @@ pub fn parse_instance_object(
     Ok(Config {
         proxmox: Some(proxmox),
         ssh,
+        policy: policy_keys::parse(path, map)?,
         source: ConfigSource::File {
             path: path.to_path_buf(),
             instance: instances::instance_name_for(path),
