@@ -116,6 +116,7 @@ pub fn route<'a>(registry: &'a Registry, request: &CallToolRequestParams) -> Opt
         attempts: 0,
         retries: 0,
         approval: None,
+        cluster: None,
     };
     Some(Routed::Answer(render(outcome, &meta)))
 }

@@ -34,6 +34,9 @@ pub struct Entry {
     pub alias_for: Option<&'static str>,
     /// Largest result in bytes before it is cut with a paging note (`PVE_OUTPUT_CAP_BYTES`).
     pub output_cap: usize,
+    /// The cluster this entry serves, when the process serves several (`meta.cluster`);
+    /// `None` in the plain single-cluster case.
+    pub cluster: Option<&'static str>,
 }
 
 /// The exposed tools.
@@ -105,6 +108,7 @@ impl Registry {
                     wire_name: spec.name,
                     alias_for: Some(successor),
                     output_cap: DEFAULT_OUTPUT_CAP,
+                    cluster: None,
                 });
                 continue;
             }
@@ -113,6 +117,7 @@ impl Registry {
                 wire_name: spec.name,
                 alias_for: None,
                 output_cap: DEFAULT_OUTPUT_CAP,
+                cluster: None,
             });
             if aliases == AliasMode::Off {
                 continue;
@@ -123,6 +128,7 @@ impl Registry {
                     wire_name: alias,
                     alias_for: Some(spec.name),
                     output_cap: DEFAULT_OUTPUT_CAP,
+                    cluster: None,
                 });
             }
         }
@@ -166,6 +172,39 @@ impl Registry {
             });
         }
         listed
+    }
+
+    /// Sets every entry's result cap (`PVE_OUTPUT_CAP_BYTES`).
+    pub fn set_output_cap(&mut self, cap: usize) {
+        for entry in &mut self.entries {
+            entry.output_cap = cap;
+        }
+    }
+
+    /// The same entries, each naming `cluster` (a process serving several clusters builds
+    /// one registry per cluster; answers and task ids then name it).
+    pub fn in_cluster(mut self, cluster: &'static str) -> Registry {
+        for entry in &mut self.entries {
+            entry.cluster = Some(cluster);
+        }
+        self
+    }
+
+    /// The same entries with every listed tool taking a `cluster` argument: one of `names`,
+    /// required unless there is a default. The tools are rendered as usual first.
+    pub fn with_cluster_argument(self, names: &[&str], required: bool) -> Registry {
+        let listed = self
+            .tools()
+            .iter()
+            .map(|tool| {
+                let mut tool = tool.clone();
+                let mut schema = tool.input_schema.as_ref().clone();
+                schema::add_cluster_property(&mut schema, names, required);
+                tool.input_schema = Arc::new(schema);
+                tool
+            })
+            .collect();
+        self.with_listing(listed)
     }
 
     /// The same entries with another `tools/list` payload: the compact surface lists its

@@ -20,10 +20,7 @@ use super::{
     CONFIG_ENV_VAR, Config, ConfigError, ConfigSource, EnvSource, FileOrigin, Paths, file,
 };
 
-/// Asks discovery for every instance file (`all`) instead of the only one.
-pub const CLUSTERS_ENV_VAR: &str = "NANDI_PROXMOX_CLUSTERS";
-/// Names the cluster a call without a `cluster` argument goes to.
-pub const DEFAULT_CLUSTER_ENV_VAR: &str = "NANDI_PROXMOX_DEFAULT_CLUSTER";
+pub use super::{CLUSTERS_ENV_VAR, DEFAULT_CLUSTER_ENV_VAR};
 /// Allowed cluster names (the file stem of the instance file).
 pub const CLUSTER_NAME_PATTERN: &str = "^[a-z0-9][a-z0-9_-]{0,31}$";
 /// The name of the only cluster when it has no file name (environment variables).

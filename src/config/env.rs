@@ -45,13 +45,13 @@ pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
         false,
     ),
     doc(
-        super::clusters::CLUSTERS_ENV_VAR,
+        super::CLUSTERS_ENV_VAR,
         "`all` serves every instance file in ~/.nandi-proxmox-mcp/ (and trusted project files) as clusters of one server; each call names its `cluster`",
         "–",
         false,
     ),
     doc(
-        super::clusters::DEFAULT_CLUSTER_ENV_VAR,
+        super::DEFAULT_CLUSTER_ENV_VAR,
         "With several clusters, the one a call without `cluster` goes to (else `cluster` is required, unless a file says `\"default\": true`)",
         "–",
         false,

@@ -439,3 +439,15 @@ mod tests {
         assert!(text.contains("`zzz`"), "{text}");
     }
 }
+
+/// A JSON value's kind, for "must be a string (got a number)" messages that never show content.
+pub(crate) fn kind(value: &serde_json::Value) -> &'static str {
+    match value {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}

@@ -165,17 +165,7 @@ fn valid_keys() -> Vec<&'static str> {
     FILE_KEYS.iter().map(|d| d.key).collect()
 }
 
-/// A JSON value's kind, for "must be a string (got a number)" messages that never show content.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use super::fields::kind;
 
 /// Typed, located access to one JSON object of the file.
 struct Obj<'a> {

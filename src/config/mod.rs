@@ -55,6 +55,10 @@ pub use trust_ops::{
 
 /// Environment variable that names the instance file to use (bypasses discovery).
 pub const CONFIG_ENV_VAR: &str = "NANDI_PROXMOX_CONFIG";
+/// Asks discovery for every instance file (`all`) instead of the only one (several clusters).
+pub const CLUSTERS_ENV_VAR: &str = "NANDI_PROXMOX_CLUSTERS";
+/// Names the cluster a call without a `cluster` argument goes to (several clusters).
+pub const DEFAULT_CLUSTER_ENV_VAR: &str = "NANDI_PROXMOX_DEFAULT_CLUSTER";
 /// Largest instance file we accept; an instance file is a small JSON object.
 pub const MAX_FILE_BYTES: u64 = 65_536;
 /// Proxmox API port used when none is configured.

@@ -12,7 +12,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::ConfigError;
-use super::keys::kind;
+use super::fields::kind;
 
 /// `accessTier`: the cluster's tier (as `PVE_ACCESS_TIER`).
 pub(crate) const ACCESS_TIER: &str = "accessTier";

@@ -143,7 +143,7 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         &settings.allowed_origins,
     )
     .map_err(HttpError::Config)?;
-    let authenticator = authenticator(&settings.auth, server.state().settings.tier)?;
+    let authenticator = authenticator(&settings.auth, server.clusters().max_tier())?;
     let shutdown = CancellationToken::new();
     let rate = RateLimit::new(settings.rate_limit_max, settings.rate_limit_window);
     let refusals = Arc::new(RefusalLog::default());
@@ -239,7 +239,7 @@ fn router(
     let readiness = Readiness::new(server.state().pve.clone(), settings.ready_cache);
     let page = approve_page::routes(server.pending_approvals());
     let metadata = match &settings.auth {
-        Auth::OAuth(oauth) => oauth::metadata_routes(oauth, server.state().settings.tier),
+        Auth::OAuth(oauth) => oauth::metadata_routes(oauth, server.clusters().max_tier()),
         _ => Router::new(),
     };
     let mcp_service =
