@@ -168,6 +168,7 @@ pub async fn run(
         ssh: state.ssh.as_deref(),
         registry: &state.registry,
         settings: &state.settings,
+        clusters: clusters.clients(),
     };
     // A guest program answers as a task (started, then followed by `tasks/get`) for clients
     // that follow tasks; otherwise the handler follows it to its end itself.

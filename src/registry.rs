@@ -76,6 +76,8 @@ impl Registry {
         let mut registry = Registry::from_specs_with(
             catalog::all()
                 .filter(|spec| capabilities.ssh || !spec.backend.is_ssh())
+                // Offered by the cluster set only when there are several (`clusters`).
+                .filter(|spec| !spec.spans_clusters())
                 .filter(|spec| settings.decide(spec)),
             settings.aliases,
         );
@@ -198,6 +200,12 @@ impl Registry {
             .iter()
             .map(|tool| {
                 let mut tool = tool.clone();
+                let spans = self
+                    .get(&tool.name)
+                    .is_some_and(|entry| entry.spec.spans_clusters());
+                if spans {
+                    return tool;
+                }
                 let mut schema = tool.input_schema.as_ref().clone();
                 schema::add_cluster_property(&mut schema, names, required);
                 tool.input_schema = Arc::new(schema);
@@ -244,7 +252,7 @@ impl Registry {
     /// see them all.
     pub fn exposure(&self, settings: &Settings) -> String {
         let total = catalog::all()
-            .filter(|spec| spec.superseded_by.is_none())
+            .filter(|spec| spec.superseded_by.is_none() && !spec.spans_clusters())
             .count();
         let exposed = self.canonical_count();
         // Say whether the legacy names are in the listing or only answer calls.

@@ -274,6 +274,46 @@ async fn a_task_id_is_followed_only_on_its_cluster() {
     );
 }
 
+#[tokio::test]
+async fn the_overview_reports_every_cluster_even_when_one_is_down() {
+    let two = Two::start().await;
+    let (client, _) = connect(two.server.clone(), ClientSetup::default()).await;
+    let tools = client.peer().list_all_tools().await.unwrap();
+    let overview = tools
+        .iter()
+        .find(|t| t.name == "pve_clusters_overview")
+        .expect("listed with several clusters");
+    let schema = Value::Object(overview.input_schema.as_ref().clone());
+    assert!(schema["properties"].get("cluster").is_none(), "{schema}");
+    let (err, body) = envelope(&client, "pve_clusters_overview", json!({})).await;
+    assert!(!err, "{body}");
+    let clusters = body["data"]["clusters"].as_array().unwrap();
+    assert_eq!(clusters.len(), 2);
+    assert_eq!(clusters[0]["cluster"], "lab");
+    assert_eq!(clusters[0]["ok"], true);
+    assert_eq!(clusters[1]["cluster"], "prod");
+    assert!(
+        clusters[0]["nodes"]["total"].as_u64().unwrap() > 0,
+        "{body}"
+    );
+    assert!(clusters[1]["guests"].is_object(), "{body}");
+    // prod goes down: lab still answers, prod is reported with its error.
+    let Two {
+        lab, prod, server, ..
+    } = two;
+    prod.shutdown().await;
+    let started = std::time::Instant::now();
+    let (err, body) = envelope(&client, "pve_clusters_overview", json!({})).await;
+    assert!(!err, "one cluster down never fails the answer: {body}");
+    let clusters = body["data"]["clusters"].as_array().unwrap();
+    assert_eq!(clusters[0]["ok"], true, "{body}");
+    assert_eq!(clusters[1]["ok"], false, "{body}");
+    assert!(clusters[1]["error"]["code"].is_string(), "{body}");
+    assert_eq!(body["data"]["reachable"], 1);
+    assert!(started.elapsed() < Duration::from_secs(25));
+    drop((lab, server));
+}
+
 /// A server built the old way (`Server::new` over one state) and one built through the
 /// cluster set with a single cluster list exactly the same bytes.
 #[tokio::test]
@@ -302,6 +342,7 @@ async fn one_cluster_lists_exactly_the_bytes_of_today() {
             !listings[0].contains("Cluster to act on"),
             "no cluster argument: {vars:?}"
         );
+        assert!(!listings[0].contains("pve_clusters_overview"), "{vars:?}");
     }
     let _ = call_once;
     let _ = call;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use crate::backends::ClusterClient;
 use crate::catalog::{self, Tier};
 use crate::registry::Registry;
 use crate::state::AppState;
@@ -53,6 +54,8 @@ pub struct Clusters {
     default: Option<usize>,
     /// The registry `tools/list`, prompts and the compact surface read.
     listing: Registry,
+    /// Every cluster's REST client, named (several clusters only).
+    clients: Vec<ClusterClient>,
 }
 
 impl Clusters {
@@ -66,6 +69,7 @@ impl Clusters {
             }],
             default: None,
             listing,
+            clients: Vec::new(),
         }
     }
 
@@ -107,21 +111,37 @@ impl Clusters {
         };
         let names: Vec<&str> = members.iter().map(|m| m.name).collect();
         let first = &members[0].state.settings;
+        // A tool is listed when at least one cluster allows it; a tool spanning every cluster
+        // when at least one cluster's policy would expose it.
         let mut union = Registry::from_specs_with(
             catalog::all().filter(|spec| {
-                members
-                    .iter()
-                    .any(|m| m.state.registry.get(spec.name).is_some())
+                members.iter().any(|m| {
+                    m.state.registry.get(spec.name).is_some()
+                        || (spec.spans_clusters() && m.state.settings.decide(spec))
+                })
             }),
             first.aliases,
         );
         union.set_output_cap(first.output_cap);
         let listing = union.with_cluster_argument(&names, default.is_none());
+        let clients = members
+            .iter()
+            .map(|m| ClusterClient {
+                name: m.name,
+                pve: m.state.pve.clone(),
+            })
+            .collect();
         Ok(Clusters {
             members,
             default,
             listing,
+            clients,
         })
+    }
+
+    /// Every cluster's REST client, named (empty in the plain case).
+    pub fn clients(&self) -> &[ClusterClient] {
+        &self.clients
     }
 
     /// Whether this is the plain one-cluster case.

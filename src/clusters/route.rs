@@ -53,6 +53,18 @@ impl Clusters {
                 arguments: arguments.map(Cow::Borrowed),
             });
         }
+        if entry.spec.spans_clusters() {
+            // Reads every cluster: it names none, and needs no `cluster` argument.
+            return Ok(Routed {
+                state: self.primary(),
+                entry: *entry,
+                arguments: arguments.map(|args| {
+                    let mut args = args.clone();
+                    args.remove(CLUSTER);
+                    Cow::Owned(args)
+                }),
+            });
+        }
         let refuse = |state: Option<&'a AppState>, entry: Entry, failure| {
             Box::new(Refusal {
                 state,
