@@ -87,6 +87,15 @@ pub fn load_clusters(env: &dyn EnvSource, paths: &Paths) -> Result<ClusterSet, C
     Ok(ClusterSet { clusters, default })
 }
 
+/// Whether the settings ask for several clusters (a folder or a list in
+/// `NANDI_PROXMOX_CONFIG`, or `NANDI_PROXMOX_CLUSTERS=all`), whatever loading them gives.
+pub fn several_requested(env: &dyn EnvSource, paths: &Paths) -> bool {
+    match env.var(CONFIG_ENV_VAR).map(|v| v.trim().to_owned()) {
+        Some(raw) if !raw.is_empty() => raw.contains(',') || paths.cwd.join(&raw).is_dir(),
+        _ => clusters_requested(env).unwrap_or(true),
+    }
+}
+
 /// `NANDI_PROXMOX_CLUSTERS=all` (trimmed, case-insensitive); unset or blank is `false`.
 fn clusters_requested(env: &dyn EnvSource) -> Result<bool, ConfigError> {
     match env
@@ -272,4 +281,16 @@ fn default_of(
         }
         (None, file) => Ok(file),
     }
+}
+
+/// The policy keys of the instance file at `path` (for `list`), or `None` when it cannot be
+/// read; no other value of the file is returned.
+pub fn policy_of(path: &Path) -> Option<super::PolicyKeys> {
+    let meta = fs::metadata(path).ok()?;
+    if meta.len() > super::MAX_FILE_BYTES {
+        return None;
+    }
+    let text = fs::read_to_string(path).ok()?;
+    let map = file::parse_map(path, &text).ok()?;
+    super::policy_keys::parse(path, &map).ok()
 }
