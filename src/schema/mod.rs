@@ -157,16 +157,10 @@ pub const CLUSTER: &str = "cluster";
 /// `required` when no default cluster is configured. Only a process serving several
 /// clusters calls it, so the plain case's schema is untouched.
 pub fn add_cluster_property(schema: &mut Map<String, Value>, names: &[&str], required: bool) {
-    let description = if required {
-        "Cluster to act on."
-    } else {
-        "Cluster to act on; default: the configured default."
-    };
+    // No description: the name and the enum say it, and the server instructions explain it
+    // once (a sentence here would cost every tool of the listing ~30 bytes).
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
-        properties.insert(
-            CLUSTER.to_owned(),
-            json!({"type": "string", "enum": names, "description": description}),
-        );
+        properties.insert(CLUSTER.to_owned(), json!({"type": "string", "enum": names}));
     }
     if required {
         match schema.get_mut("required") {
