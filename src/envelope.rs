@@ -255,6 +255,7 @@ mod tests {
             attempts: 2,
             retries: 1,
             approval: None,
+            cluster: None,
         };
         let json = meta.to_json();
         assert_eq!(json["attempts"], 2);

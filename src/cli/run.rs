@@ -135,7 +135,7 @@ fn serve_clusters(settings: Settings, limits: pve::ClientLimits) -> Result<Serve
         let settings = settings
             .for_cluster(&cluster.config.policy, &cluster.name)
             .map_err(|e| CliError::Config(e.to_string()))?;
-        let connected = connect(cluster.config, limits.clone())?;
+        let connected = connect(cluster.config, limits)?;
         let instance = match (&connected.0, several) {
             (_, true) => cluster.name.clone(),
             (Some(client), false) => client.base_url().to_owned(),
