@@ -28,6 +28,18 @@ pub struct Backends<'a> {
     pub registry: &'a Registry,
     /// The policy in force.
     pub settings: &'a Settings,
+    /// Every configured cluster's REST client (several clusters only; empty otherwise), for
+    /// the tools that read them all at once.
+    pub clusters: &'a [ClusterClient],
+}
+
+/// One configured cluster's REST client, named.
+#[derive(Debug, Clone)]
+pub struct ClusterClient {
+    /// The cluster's name.
+    pub name: &'static str,
+    /// Its REST client; `None` when it has no Proxmox connection.
+    pub pve: Option<pve::Client>,
 }
 
 /// Renders the path and splits the remaining arguments into query or body parameters.

@@ -129,6 +129,7 @@ pub fn route<'a>(
         attempts: 0,
         retries: 0,
         approval: None,
+        cluster: None,
     };
     Some(Routed::Answer(render(outcome, &meta)))
 }

@@ -40,6 +40,9 @@ pub mod codes {
     /// Too many task waits run at once in this session or server; this one was not started
     /// (the Proxmox task is unaffected). Call again later or read `pve_get_task_status`.
     pub const TOO_MANY_WAITS: &str = "TOO_MANY_WAITS";
+    /// The named cluster's policy (tier, module mode, lists) does not allow the tool; nothing
+    /// was sent to any cluster. The message names the clusters where it is allowed.
+    pub const CLUSTER_NOT_ALLOWED: &str = "CLUSTER_NOT_ALLOWED";
 }
 
 /// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.
@@ -180,12 +183,17 @@ pub struct CallMeta {
     pub retries: u32,
     /// How a gated call was approved (`person`, `confirm-flag`); `None` when not gated.
     pub approval: Option<&'static str>,
+    /// The cluster the call acted on, when the server serves several (`meta.cluster`).
+    pub cluster: Option<&'static str>,
 }
 
 impl CallMeta {
     fn to_json(&self) -> Value {
         let mut meta = Map::new();
         meta.insert("tool".into(), self.tool.into());
+        if let Some(cluster) = self.cluster {
+            meta.insert("cluster".into(), cluster.into());
+        }
         if let Some(canonical) = self.alias_for {
             meta.insert("aliasFor".into(), canonical.into());
         }
@@ -247,6 +255,7 @@ mod tests {
             attempts: 2,
             retries: 1,
             approval: None,
+            cluster: None,
         };
         let json = meta.to_json();
         assert_eq!(json["attempts"], 2);

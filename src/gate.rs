@@ -176,6 +176,7 @@ fn plan_composite(spec: &'static ToolSpec, op: CompositeOp, args: &ValidArgs) ->
         CompositeOp::QemuAgentDiagnose
         | CompositeOp::QemuBootDiagnose
         | CompositeOp::InventoryOverview
+        | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
         | CompositeOp::WaitTask => Classified::read(),
     }

@@ -9,6 +9,7 @@
 //! - [`schema`] — JSON input schema and argument validation derived from a row.
 //! - [`registry`] — the exposed tools, built once (rmcp `Tool`s with annotations and `_meta`).
 //! - [`server`] — the rmcp `ServerHandler`.
+//! - [`clusters`] — several clusters, one server: per-cluster states, the listing, routing a call.
 //! - [`state`] — `AppState`: what every call reads (registry, policy, backends, audit trail).
 //! - [`compact`] — the compact surface: find, describe and call tools through three meta-tools.
 //! - [`prompts`] — prompt recipes, offered when their tools are registered.
@@ -39,6 +40,7 @@ pub mod audit;
 pub mod backends;
 pub mod catalog;
 pub mod cli;
+pub mod clusters;
 pub mod compact;
 pub mod composite;
 pub mod config;

@@ -35,6 +35,7 @@ pub fn finish(
         attempts,
         retries: attempts.saturating_sub(1),
         approval,
+        cluster: entry.cluster,
     };
     // DEBUG, not INFO: at the default level a per-call line cost more CPU than the call's own
     // code (see docs/PERFORMANCE.md); `RUST_LOG=nandi_proxmox_mcp=debug` brings it back.

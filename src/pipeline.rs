@@ -17,6 +17,7 @@ use serde_json::json;
 
 use crate::approval::{Approver, Channel, Question, Verdict};
 use crate::backends::Backends;
+use crate::clusters::Clusters;
 use crate::dispatch;
 use crate::envelope::ToolFailure;
 use crate::gate::{self, Gate};
@@ -24,21 +25,33 @@ use crate::identity::{Caller, Via};
 use crate::outcome;
 use crate::preview;
 use crate::registry::Entry;
-use crate::state::AppState;
 
-/// Runs one `tools/call` of a registered tool.
+/// Runs one `tools/call` of a listed tool.
 pub async fn run(
-    state: &AppState,
+    clusters: &Clusters,
     approver: &Approver,
     entry: &Entry,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> CallToolResponse {
     let started = Instant::now();
-    let spec = entry.spec;
-    let cancel = &context.ct;
     let caller = Caller::of(context);
     let caller_name = caller.label();
+    // Stage: the cluster the call names (several clusters only; the plain case passes through).
+    // From here on, the call sees only that cluster, and arguments without `cluster`.
+    let routed = match clusters.route(entry, request.arguments.as_ref()) {
+        Ok(routed) => routed,
+        Err(refusal) => {
+            return refusal
+                .conclude(request.arguments.as_ref(), &caller_name, started)
+                .await
+                .into();
+        }
+    };
+    let (state, entry) = (routed.state, &routed.entry);
+    let arguments = routed.arguments.as_deref();
+    let spec = entry.spec;
+    let cancel = &context.ct;
     // The tier in force: the server's, narrowed by the caller's credentials (OAuth scopes).
     // It decides what may be called and what redaction may reveal.
     let tier = caller.tier_within(state.settings.tier);
@@ -46,10 +59,10 @@ pub async fn run(
     let record = outcome::Record {
         tier,
         audit: Some(&state.audit),
-        arguments: request.arguments.as_ref(),
+        arguments,
         caller: Some(&caller_name),
     };
-    let args = match dispatch::preflight(entry, request.arguments.as_ref()) {
+    let args = match dispatch::preflight(entry, arguments) {
         Ok(args) => args,
         Err(failure) => {
             return outcome::conclude(&record, entry, started, Err(failure), 0, None)
@@ -73,7 +86,9 @@ pub async fn run(
     }
 
     if args.dry_run {
-        let preview = preview::build(state.pve.as_ref(), spec, &args, cancel).await;
+        let preview = preview::build(state.pve.as_ref(), spec, &args, cancel)
+            .await
+            .in_cluster(entry.cluster);
         let approval_path = approver.describe(context);
         let reasons = gate.as_ref().map(Gate::reasons);
         let data = preview.dry_run(spec, reasons.as_deref(), approval_path);
@@ -104,6 +119,7 @@ pub async fn run(
             if approver.asks_person(Channel::of(context)) && request.request_state.is_none() {
                 let question = preview::build(state.pve.as_ref(), spec, &args, cancel)
                     .await
+                    .in_cluster(entry.cluster)
                     .question(spec, &gate.reasons());
                 requested_by(question, &caller)
             } else {
@@ -134,7 +150,7 @@ pub async fn run(
         spec,
         wire_name: entry.wire_name,
         alias_for: entry.alias_for,
-        arguments: request.arguments.as_ref(),
+        arguments,
         approval: approved_by,
         caller: Some(&caller_name),
     };
@@ -152,6 +168,7 @@ pub async fn run(
         ssh: state.ssh.as_deref(),
         registry: &state.registry,
         settings: &state.settings,
+        clusters: clusters.clients(),
     };
     // A guest program answers as a task (started, then followed by `tasks/get`) for clients
     // that follow tasks; otherwise the handler follows it to its end itself.
@@ -169,7 +186,7 @@ pub async fn run(
             dispatch::execute(&backends, spec, &args, cancel),
         ),
     );
-    let (outcome, attempts) = crate::tasks::progress_scope(context, work).await;
+    let (outcome, attempts) = crate::tasks::progress_scope(context, entry.cluster, work).await;
     // Shape first (projection, paging), then redact and audit what is returned: a
     // task-bound answer below does not come back through `conclude`.
     let mut outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));

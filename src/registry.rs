@@ -34,6 +34,9 @@ pub struct Entry {
     pub alias_for: Option<&'static str>,
     /// Largest result in bytes before it is cut with a paging note (`PVE_OUTPUT_CAP_BYTES`).
     pub output_cap: usize,
+    /// The cluster this entry serves, when the process serves several (`meta.cluster`);
+    /// `None` in the plain single-cluster case.
+    pub cluster: Option<&'static str>,
 }
 
 /// The exposed tools.
@@ -73,6 +76,8 @@ impl Registry {
         let mut registry = Registry::from_specs_with(
             catalog::all()
                 .filter(|spec| capabilities.ssh || !spec.backend.is_ssh())
+                // Offered by the cluster set only when there are several (`clusters`).
+                .filter(|spec| !spec.spans_clusters())
                 .filter(|spec| settings.decide(spec)),
             settings.aliases,
         );
@@ -105,6 +110,7 @@ impl Registry {
                     wire_name: spec.name,
                     alias_for: Some(successor),
                     output_cap: DEFAULT_OUTPUT_CAP,
+                    cluster: None,
                 });
                 continue;
             }
@@ -113,6 +119,7 @@ impl Registry {
                 wire_name: spec.name,
                 alias_for: None,
                 output_cap: DEFAULT_OUTPUT_CAP,
+                cluster: None,
             });
             if aliases == AliasMode::Off {
                 continue;
@@ -123,6 +130,7 @@ impl Registry {
                     wire_name: alias,
                     alias_for: Some(spec.name),
                     output_cap: DEFAULT_OUTPUT_CAP,
+                    cluster: None,
                 });
             }
         }
@@ -168,6 +176,45 @@ impl Registry {
         listed
     }
 
+    /// Sets every entry's result cap (`PVE_OUTPUT_CAP_BYTES`).
+    pub fn set_output_cap(&mut self, cap: usize) {
+        for entry in &mut self.entries {
+            entry.output_cap = cap;
+        }
+    }
+
+    /// The same entries, each naming `cluster` (a process serving several clusters builds
+    /// one registry per cluster; answers and task ids then name it).
+    pub fn in_cluster(mut self, cluster: &'static str) -> Registry {
+        for entry in &mut self.entries {
+            entry.cluster = Some(cluster);
+        }
+        self
+    }
+
+    /// The same entries with every listed tool taking a `cluster` argument: one of `names`,
+    /// required unless there is a default. The tools are rendered as usual first.
+    pub fn with_cluster_argument(self, names: &[&str], required: bool) -> Registry {
+        let listed = self
+            .tools()
+            .iter()
+            .map(|tool| {
+                let mut tool = tool.clone();
+                let spans = self
+                    .get(&tool.name)
+                    .is_some_and(|entry| entry.spec.spans_clusters());
+                if spans {
+                    return tool;
+                }
+                let mut schema = tool.input_schema.as_ref().clone();
+                schema::add_cluster_property(&mut schema, names, required);
+                tool.input_schema = Arc::new(schema);
+                tool
+            })
+            .collect();
+        self.with_listing(listed)
+    }
+
     /// The same entries with another `tools/list` payload: the compact surface lists its
     /// meta-tools over these entries (see `compact`).
     pub fn with_listing(mut self, listed: Vec<Tool>) -> Registry {
@@ -205,7 +252,7 @@ impl Registry {
     /// see them all.
     pub fn exposure(&self, settings: &Settings) -> String {
         let total = catalog::all()
-            .filter(|spec| spec.superseded_by.is_none())
+            .filter(|spec| spec.superseded_by.is_none() && !spec.spans_clusters())
             .count();
         let exposed = self.canonical_count();
         // Say whether the legacy names are in the listing or only answer calls.

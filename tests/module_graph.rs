@@ -28,6 +28,7 @@ const LAYERS: &[&[&str]] = &[
     &["gate", "dispatch"],
     &["composite"],
     &["tasks"],
+    &["clusters"],
     &["state", "outcome", "preview", "prompts"],
     &["audit", "backends", "compact"],
     &["approval", "lean", "redact", "registry", "ssh"],

@@ -63,6 +63,8 @@ async fn default_settings_list_only_read_only_core_tools() {
     let expected: Vec<&str> = catalog::all()
         .filter(|s| s.tier == Tier::ReadOnly && s.module == Module::Core)
         .filter(|s| s.superseded_by.is_none())
+        // Offered only when one server serves several clusters.
+        .filter(|s| !s.spans_clusters())
         .map(|s| s.name)
         .collect();
     assert_eq!(listed, expected);
@@ -130,7 +132,7 @@ async fn full_tier_lists_the_whole_slice_with_gates() {
     assert_eq!(
         canonical,
         catalog::all()
-            .filter(|s| s.module == Module::Core && !s.backend.is_ssh())
+            .filter(|s| s.module == Module::Core && !s.backend.is_ssh() && !s.spans_clusters())
             .count(),
         "every core tool except the SSH ones (no SSH configured)"
     );

@@ -30,6 +30,7 @@ pub const GATE_REFUSALS: &[&str] = &[
     codes::APPROVAL_UNAVAILABLE,
     codes::APPROVAL_STATE_INVALID,
     codes::FROZEN,
+    codes::CLUSTER_NOT_ALLOWED,
 ];
 
 /// Error codes of calls stopped before anything was sent.

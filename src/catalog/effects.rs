@@ -202,6 +202,7 @@ fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
         CompositeOp::QemuAgentDiagnose
         | CompositeOp::QemuBootDiagnose
         | CompositeOp::InventoryOverview
+        | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
         | CompositeOp::WaitTask => ToolEffects::default(),
     }

@@ -17,6 +17,16 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         ..ToolSpec::BASE
     },
     ToolSpec {
+        name: "pve_clusters_overview",
+        title: "Clusters overview",
+        description: "What runs where: nodes and guests by status for every configured cluster, read in parallel; a cluster that fails is reported with its error.",
+        category: Category::Cluster,
+        legs: Legs::UNTRUSTED,
+        backend: Backend::Composite(CompositeOp::ClustersOverview),
+        timeout_ms: 30_000,
+        ..ToolSpec::BASE
+    },
+    ToolSpec {
         name: "pve_capabilities",
         title: "Server capabilities",
         description: "What this server can do here: tools by category/tier/module, SSH, PVE version, the token's permissions and tools it cannot run.",

@@ -22,6 +22,7 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
     ("pve_get_cluster_ha_status", &[("/", "Sys.Audit")]),
     ("pve_list_cluster_backup_info", &[]),
     ("pve_inventory_overview", &[("/", "Sys.Audit")]),
+    ("pve_clusters_overview", &[("/", "Sys.Audit")]),
     ("pve_capabilities", &[("/", "Sys.Audit")]),
     ("pve_get_ceph_status", &[("/", "Sys.Audit")]),
     ("pve_list_sdn_zones", &[("/", "SDN.Audit")]),

@@ -294,6 +294,8 @@ pub enum CompositeOp {
     ApiCall,
     /// Follow a Proxmox task to its end.
     WaitTask,
+    /// Every configured cluster's inventory, in parallel (several clusters only).
+    ClustersOverview,
 }
 
 impl CompositeOp {
@@ -319,7 +321,7 @@ impl CompositeOp {
                 (Post, "/nodes/{node}/qemu/{vmid}/agent/exec"),
                 (Get, "/nodes/{node}/qemu/{vmid}/agent/exec-status"),
             ],
-            CompositeOp::InventoryOverview => &[
+            CompositeOp::InventoryOverview | CompositeOp::ClustersOverview => &[
                 (Get, "/cluster/resources"),
                 (Get, "/version"),
                 (Get, "/cluster/status"),
@@ -347,6 +349,9 @@ impl CompositeOp {
             CompositeOp::DownloadToStorage => "address guard, then storage download-url",
             CompositeOp::ApiCall => "checked against the cluster's apidata.js, then the call",
             CompositeOp::WaitTask => "task status + log until stopped",
+            CompositeOp::ClustersOverview => {
+                "the inventory of every configured cluster, in parallel"
+            }
         }
     }
 }
@@ -504,6 +509,15 @@ pub struct ToolSpec {
 }
 
 impl ToolSpec {
+    /// Whether the row reads every configured cluster at once: it is only offered when the
+    /// process serves several clusters (the plain case's tools stay exactly as they were).
+    pub fn spans_clusters(&self) -> bool {
+        matches!(
+            self.backend,
+            Backend::Composite(CompositeOp::ClustersOverview)
+        )
+    }
+
     /// Defaults for struct-update syntax in rows; every row overrides the identity fields.
     pub const BASE: ToolSpec = ToolSpec {
         name: "",

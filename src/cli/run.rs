@@ -45,7 +45,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
 
     // Held until the server stops: dropping it stops the demo emulator.
     let mut _demo: Option<Emulator> = None;
-    let (pve, connection_note, ssh_config) = if args.demo {
+    let server = if args.demo {
         let (emulator, client) = start_demo(limits).await?;
         let note = format!(
             "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203). Nothing real is touched.",
@@ -53,48 +53,24 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         );
         eprintln!("nandi-proxmox-mcp: {note}");
         _demo = Some(emulator);
-        (Some(client), note, None)
-    } else {
-        connect_from_config(limits)?
-    };
-    // The demo's changes are not the user's: no record unless PVE_AUDIT_LOG asks for one,
-    // and every record names the cluster it is about.
-    let audit = if args.demo && std::env::var_os("PVE_AUDIT_LOG").is_none() {
-        eprintln!(
-            "nandi-proxmox-mcp: demo mode keeps no audit log (set PVE_AUDIT_LOG to record the demo's calls)"
-        );
-        crate::audit::AuditLog::off()
-    } else {
-        let instance = match (&pve, args.demo) {
-            (_, true) => "demo (built-in emulator)".to_owned(),
-            (Some(client), false) => client.base_url().to_owned(),
-            (None, false) => "not configured".to_owned(),
+        // The demo's changes are not the user's: no record unless PVE_AUDIT_LOG asks for one.
+        let audit = if std::env::var_os("PVE_AUDIT_LOG").is_none() {
+            eprintln!(
+                "nandi-proxmox-mcp: demo mode keeps no audit log (set PVE_AUDIT_LOG to record the demo's calls)"
+            );
+            crate::audit::AuditLog::off()
+        } else {
+            audit_log()?.with_instance("demo (built-in emulator)")
         };
-        crate::audit::AuditLog::from_env()
-            .map_err(|e| CliError::Config(e.to_string()))?
-            .with_instance(&instance)
+        let state = cluster_state(settings, (Some(client), note, None), audit);
+        eprintln!(
+            "nandi-proxmox-mcp: {}",
+            state.registry.exposure(&state.settings)
+        );
+        Server::new(state)
+    } else {
+        serve_clusters(settings, limits)?
     };
-    let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
-    let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
-    if args.demo {
-        eprintln!("nandi-proxmox-mcp: {}", registry.exposure(&settings));
-    }
-
-    tracing::info!(
-        tools = registry.canonical_count(),
-        aliases = registry.alias_count(),
-        policy = %settings.summary(),
-        "tool registry initialized"
-    );
-    let server = Server::new(AppState {
-        registry,
-        settings,
-        pve,
-        connection_note,
-        ssh,
-        ssh_note,
-        audit,
-    });
     match http_settings {
         Some(settings) => serve_http(server, settings).await,
         None => serve_stdio(server).await,
@@ -113,6 +89,68 @@ fn http_settings() -> Result<Option<HttpSettings>, CliError> {
             "MCP_TRANSPORT={other:?} is not a transport: use stdio (default) or http"
         ))),
     }
+}
+
+/// The audit trail of `PVE_AUDIT_LOG`, opened once; every cluster's log shares it.
+fn audit_log() -> Result<crate::audit::AuditLog, CliError> {
+    crate::audit::AuditLog::from_env().map_err(|e| CliError::Config(e.to_string()))
+}
+
+/// One cluster's state: its backends, its policy's registry, its audit log.
+fn cluster_state(
+    settings: Settings,
+    (pve, connection_note, ssh_config): Connected,
+    audit: crate::audit::AuditLog,
+) -> AppState {
+    let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
+    let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
+    tracing::info!(
+        tools = registry.canonical_count(),
+        aliases = registry.alias_count(),
+        policy = %settings.summary(),
+        "tool registry initialized"
+    );
+    AppState {
+        registry,
+        settings,
+        pve,
+        connection_note,
+        ssh,
+        ssh_note,
+        audit,
+    }
+}
+
+/// Every configured cluster (one in the plain case: every record names its base URL, as
+/// before); with several, each has its own policy (its file's keys beat the variables) and
+/// its audit lines name it.
+fn serve_clusters(settings: Settings, limits: pve::ClientLimits) -> Result<Server, CliError> {
+    let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
+    let set = config::clusters::load_clusters(&ProcessEnv, &paths)
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    let audit = audit_log()?;
+    let several = set.clusters.len() > 1;
+    let mut members = Vec::new();
+    for cluster in set.clusters {
+        let settings = settings
+            .for_cluster(&cluster.config.policy, &cluster.name)
+            .map_err(|e| CliError::Config(e.to_string()))?;
+        let connected = connect(cluster.config, limits)?;
+        let instance = match (&connected.0, several) {
+            (_, true) => cluster.name.clone(),
+            (Some(client), false) => client.base_url().to_owned(),
+            (None, false) => "not configured".to_owned(),
+        };
+        let state = cluster_state(settings, connected, audit.clone().with_instance(&instance));
+        members.push((cluster.name, state));
+    }
+    if several {
+        let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+        tracing::info!(clusters = %names.join(", "), default = set.default.as_deref().unwrap_or("none"), "serving several clusters");
+    }
+    let clusters = crate::clusters::Clusters::new(members, set.default.as_deref())
+        .map_err(|e| CliError::Config(e.to_string()))?;
+    Ok(Server::with_clusters(clusters))
 }
 
 async fn serve_http(server: Server, settings: HttpSettings) -> Result<(), CliError> {
@@ -178,9 +216,8 @@ pub(super) fn ssh_router(config: &config::SshConfig) -> ssh::Router {
 
 type Connected = (Option<pve::Client>, String, Option<config::SshConfig>);
 
-fn connect_from_config(limits: pve::ClientLimits) -> Result<Connected, CliError> {
-    let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
-    let config = config::load(&ProcessEnv, &paths).map_err(|e| CliError::Config(e.to_string()))?;
+/// The REST client of one configured cluster (no I/O), its connection note and SSH settings.
+fn connect(config: config::Config, limits: pve::ClientLimits) -> Result<Connected, CliError> {
     let Some(proxmox) = config.proxmox else {
         tracing::warn!(
             "no Proxmox connection configured: tools are listed but every call returns PROXMOX_NOT_CONFIGURED; run `nandi-proxmox-mcp setup` or try `run --demo`"

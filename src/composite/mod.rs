@@ -16,6 +16,7 @@ pub mod api_call_cache;
 pub mod api_call_check;
 pub mod api_call_schema;
 mod calls;
+mod clusters_overview;
 mod diagnose;
 mod download;
 pub mod exec;
@@ -46,6 +47,9 @@ pub async fn execute(
     if op == CompositeOp::ApiCall {
         return api_call::execute(backends, spec, args, cancel).await;
     }
+    if op == CompositeOp::ClustersOverview {
+        return clusters_overview::run(backends, cancel).await;
+    }
     if op == CompositeOp::Capabilities {
         // Works without Proxmox too: it then reports what it can.
         let mut calls = Calls::new(backends.pve, cancel).ok();
@@ -64,9 +68,10 @@ pub async fn execute(
         CompositeOp::DownloadToStorage => {
             download::run(&mut calls, args, &backends.settings.download_allow).await
         }
-        CompositeOp::Capabilities | CompositeOp::ApiCall | CompositeOp::WaitTask => {
-            Err(unavailable(op, spec))
-        }
+        CompositeOp::Capabilities
+        | CompositeOp::ApiCall
+        | CompositeOp::WaitTask
+        | CompositeOp::ClustersOverview => Err(unavailable(op, spec)),
     };
     (result, calls.attempts)
 }

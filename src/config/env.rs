@@ -40,7 +40,19 @@ const REQUIRED: [&str; 4] = [HOST, USER, TOKEN_NAME, TOKEN_SECRET];
 pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
     doc(
         CONFIG_ENV_VAR,
-        "Path of the instance file to use (skips discovery; must load)",
+        "Path of the instance file to use (skips discovery; must load); a folder or a comma-separated list of files serves several clusters",
+        "–",
+        false,
+    ),
+    doc(
+        super::CLUSTERS_ENV_VAR,
+        "`all` serves every instance file in ~/.nandi-proxmox-mcp/ (and trusted project files) as clusters of one server; each call names its `cluster`",
+        "–",
+        false,
+    ),
+    doc(
+        super::DEFAULT_CLUSTER_ENV_VAR,
+        "With several clusters, the one a call without `cluster` goes to (else `cluster` is required, unless a file says `\"default\": true`)",
         "–",
         false,
     ),
@@ -282,6 +294,7 @@ pub(crate) fn load(env: &dyn EnvSource, home: Option<&Path>) -> Result<Config, C
         }),
         ssh,
         source: ConfigSource::Env,
+        policy: super::PolicyKeys::default(),
     })
 }
 

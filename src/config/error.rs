@@ -176,7 +176,8 @@ pub enum ConfigError {
     #[error(
         "several Proxmox instances are configured: {}; set {CONFIG_ENV_VAR} to the file of the \
          one to use (`nandi-proxmox-mcp list` prints each path; `run` takes no --name), or pass \
-         --name NAME to `doctor` or `harden` (e.g. `nandi-proxmox-mcp doctor --name {}`)",
+         --name NAME to `doctor` or `harden` (e.g. `nandi-proxmox-mcp doctor --name {}`); or set \
+         NANDI_PROXMOX_CLUSTERS=all to serve them all from one server (each call names its cluster)",
         describe_instances(found),
         found.first().map_or("NAME", |i| i.name.as_str())
     )]
@@ -253,6 +254,65 @@ pub enum ConfigError {
          no project-directory instance file can be trusted"
     )]
     NoTrustStore,
+    /// A cluster's name (its file stem) breaks the cluster naming rule.
+    #[error(
+        "cluster name {name:?} (from {}) is not valid: cluster names match \
+         ^[a-z0-9][a-z0-9_-]{{0,31}}$; rename the file",
+        path.display()
+    )]
+    InvalidClusterName {
+        /// The rejected name.
+        name: String,
+        /// The file it comes from.
+        path: PathBuf,
+    },
+    /// Two instance files give the same cluster name.
+    #[error(
+        "two instance files name the cluster `{name}`: {} and {}; cluster names must be unique",
+        first.display(),
+        second.display()
+    )]
+    DuplicateCluster {
+        /// The name.
+        name: String,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
+    /// More than one cluster claims to be the default.
+    #[error(
+        "both `{first}` and `{second}` are named the default cluster; keep `\"default\": true` in \
+         one instance file (or set NANDI_PROXMOX_DEFAULT_CLUSTER to one name)"
+    )]
+    TwoDefaults {
+        /// One default.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// `NANDI_PROXMOX_DEFAULT_CLUSTER` names no loaded cluster.
+    #[error("NANDI_PROXMOX_DEFAULT_CLUSTER={name:?} names no configured cluster; clusters: {}", known.join(", "))]
+    UnknownDefaultCluster {
+        /// The value.
+        name: String,
+        /// The loaded cluster names.
+        known: Vec<String>,
+    },
+    /// `NANDI_PROXMOX_CLUSTERS` holds something other than `all`.
+    #[error(
+        "NANDI_PROXMOX_CLUSTERS={value:?} is not valid; use `all` (every instance file in ~/.nandi-proxmox-mcp/) or leave it unset"
+    )]
+    InvalidClustersValue {
+        /// The value.
+        value: String,
+    },
+    /// A folder of instance files (or the discovered set) holds none.
+    #[error("no instance file (*.json) found in {}", path.display())]
+    NoClusters {
+        /// The folder.
+        path: PathBuf,
+    },
     /// The current directory cannot be determined.
     #[error("cannot determine the current directory: {source}")]
     CurrentDir {

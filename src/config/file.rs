@@ -237,6 +237,7 @@ fn build(
     Ok(Config {
         proxmox: Some(proxmox),
         ssh,
+        policy: super::policy_keys::parse(path, map)?,
         source: ConfigSource::File {
             path: path.to_path_buf(),
             instance: instances::instance_name_for(path),

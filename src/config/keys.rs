@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::fields::{self, Labels, SshParts, TlsParts};
+use super::policy_keys;
 use super::{
     ConfigError, DEFAULT_PROXMOX_PORT, DEFAULT_REALM, FileKeyDoc, ProxmoxConfig, Secret, SshConfig,
     SshNodeOverride, TlsSetting,
@@ -120,6 +121,36 @@ pub(crate) const FILE_KEYS: &[FileKeyDoc] = &[
         "Pinned SSH host key fingerprint, `SHA256:…` as printed by `ssh-keygen -lf`",
         false,
     ),
+    doc(
+        policy_keys::ACCESS_TIER,
+        "This cluster's access tier (`read-only`, `read-execute`, `full`); beats PVE_ACCESS_TIER for it",
+        false,
+    ),
+    doc(
+        policy_keys::MODULE_MODE,
+        "This cluster's module mode (`core`, `advanced`); beats PVE_MODULE_MODE for it",
+        false,
+    ),
+    doc(
+        policy_keys::CATEGORIES,
+        "This cluster's category allow-list (array or comma-separated, as PVE_CATEGORIES); beats the variable for it",
+        false,
+    ),
+    doc(
+        policy_keys::TOOL_WHITELIST,
+        "This cluster's tool allow-list (array or comma-separated, as PVE_TOOL_WHITELIST); beats the variable for it",
+        false,
+    ),
+    doc(
+        policy_keys::TOOL_BLACKLIST,
+        "This cluster's tool deny-list (array or comma-separated, as PVE_TOOL_BLACKLIST); beats the variable for it",
+        false,
+    ),
+    doc(
+        policy_keys::DEFAULT,
+        "`true`: with several clusters, calls without a `cluster` argument go to this one (at most one); default false",
+        false,
+    ),
 ];
 
 const fn doc(key: &'static str, description: &'static str, required: bool) -> FileKeyDoc {
@@ -134,17 +165,7 @@ fn valid_keys() -> Vec<&'static str> {
     FILE_KEYS.iter().map(|d| d.key).collect()
 }
 
-/// A JSON value's kind, for "must be a string (got a number)" messages that never show content.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use super::fields::kind;
 
 /// Typed, located access to one JSON object of the file.
 struct Obj<'a> {

@@ -25,12 +25,14 @@
 //! * the API token secret is only reachable through [`Secret::expose`]: it never appears in `Debug`
 //!   output or in an error message.
 
+pub mod clusters;
 mod env;
 mod error;
 mod fields;
 mod file;
 pub mod instances;
 mod keys;
+mod policy_keys;
 mod scope;
 pub mod trust;
 mod trust_ops;
@@ -45,6 +47,7 @@ use std::path::{Path, PathBuf};
 pub use error::ConfigError;
 pub use instances::{Instance, Scope};
 pub use keys::render_instance_file;
+pub use policy_keys::PolicyKeys;
 pub use trust_ops::{
     revoke_file, trust_file, trust_status, trust_store, trusted_project_object,
     untrusted_project_files,
@@ -52,6 +55,10 @@ pub use trust_ops::{
 
 /// Environment variable that names the instance file to use (bypasses discovery).
 pub const CONFIG_ENV_VAR: &str = "NANDI_PROXMOX_CONFIG";
+/// Asks discovery for every instance file (`all`) instead of the only one (several clusters).
+pub const CLUSTERS_ENV_VAR: &str = "NANDI_PROXMOX_CLUSTERS";
+/// Names the cluster a call without a `cluster` argument goes to (several clusters).
+pub const DEFAULT_CLUSTER_ENV_VAR: &str = "NANDI_PROXMOX_DEFAULT_CLUSTER";
 /// Largest instance file we accept; an instance file is a small JSON object.
 pub const MAX_FILE_BYTES: u64 = 65_536;
 /// Proxmox API port used when none is configured.
@@ -174,6 +181,8 @@ pub struct Config {
     pub ssh: Option<SshConfig>,
     /// Where this configuration came from (for logs and `doctor`).
     pub source: ConfigSource,
+    /// The cluster's own policy keys (instance files only; empty otherwise).
+    pub policy: PolicyKeys,
 }
 
 impl Config {
@@ -183,6 +192,7 @@ impl Config {
             proxmox: None,
             ssh: None,
             source: ConfigSource::Unconfigured,
+            policy: PolicyKeys::default(),
         }
     }
 }
@@ -548,6 +558,7 @@ pub fn parse_instance_object(
     Ok(Config {
         proxmox: Some(proxmox),
         ssh,
+        policy: policy_keys::parse(path, map)?,
         source: ConfigSource::File {
             path: path.to_path_buf(),
             instance: instances::instance_name_for(path),

@@ -254,9 +254,19 @@ pub enum PolicyError {
         /// Every canonical tool name.
         valid: String,
     },
+    /// A policy key of a cluster's instance file is not valid (same syntax as the variable).
+    #[error(
+        "cluster `{cluster}`: {source} (the instance file's policy keys take the values of these variables)"
+    )]
+    Cluster {
+        /// The cluster.
+        cluster: String,
+        /// What is wrong.
+        source: Box<PolicyError>,
+    },
 }
 
-/// The exposure settings in force for this process.
+/// The exposure settings in force for this process (or, with several clusters, one cluster).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// Highest tier exposed.
@@ -400,6 +410,45 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The settings of one cluster: the policy keys of its instance file (`accessTier`,
+    /// `moduleMode`, `categories`, `toolWhitelist`, `toolBlacklist`) beat these settings (the
+    /// process's variables) for it; a key the file does not set keeps the process value.
+    pub fn for_cluster(
+        &self,
+        keys: &crate::config::PolicyKeys,
+        cluster: &str,
+    ) -> Result<Settings, PolicyError> {
+        let in_cluster = |source: PolicyError| PolicyError::Cluster {
+            cluster: cluster.to_owned(),
+            source: Box::new(source),
+        };
+        let mut settings = self.clone();
+        if let Some(value) = keys.value_for(ENV_TIER) {
+            settings.tier = Tier::parse(value).ok_or_else(|| {
+                in_cluster(PolicyError::InvalidTier {
+                    value: value.to_owned(),
+                })
+            })?;
+        }
+        if let Some(value) = keys.value_for(ENV_MODULE) {
+            settings.module = Module::parse(value).ok_or_else(|| {
+                in_cluster(PolicyError::InvalidModule {
+                    value: value.to_owned(),
+                })
+            })?;
+        }
+        if let Some(value) = keys.value_for(ENV_CATEGORIES) {
+            settings.categories = parse_categories(value).map_err(in_cluster)?;
+        }
+        if let Some(value) = keys.value_for(ENV_BLACKLIST) {
+            settings.blacklist = parse_tools(ENV_BLACKLIST, value).map_err(in_cluster)?;
+        }
+        if let Some(value) = keys.value_for(ENV_WHITELIST) {
+            settings.whitelist = parse_tools(ENV_WHITELIST, value).map_err(in_cluster)?;
+        }
+        Ok(settings)
+    }
+
     /// Whether a canonical tool is exposed. See the module docs for the order.
     pub fn decide(&self, spec: &ToolSpec) -> bool {
         if self.blacklist.contains(spec.name) {
@@ -522,3 +571,6 @@ fn parse_tools(var: &'static str, value: &str) -> Result<BTreeSet<String>, Polic
         })
     }
 }
+
+#[cfg(test)]
+mod cluster_tests;

@@ -60,6 +60,16 @@ pub struct Preview {
     pub task: Option<String>,
     /// What could not be read, in words.
     pub notes: Vec<String>,
+    /// The cluster acted on, when the server serves several (named in the question).
+    pub cluster: Option<&'static str>,
+}
+
+impl Preview {
+    /// The same preview, naming `cluster` (several clusters only).
+    pub fn in_cluster(mut self, cluster: Option<&'static str>) -> Preview {
+        self.cluster = cluster;
+        self
+    }
 }
 
 /// `/nodes/<node>/<qemu|lxc>/<vmid>…` of a rendered path (`None` only if the constant
@@ -87,6 +97,7 @@ pub async fn build(
         digest: None,
         task: args.str("upid").map(escape::percent_decoded),
         notes: Vec::new(),
+        cluster: None,
     };
     let (method, template) = match spec.backend {
         Backend::Rest { method, path } => (method, path),

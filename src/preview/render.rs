@@ -131,6 +131,9 @@ impl Preview {
                 escape(&target.vmid),
                 whole(&target.node)
             );
+            if let Some(cluster) = self.cluster {
+                line.push_str(&format!(" in cluster **{}**", escape(cluster)));
+            }
             if let Some(asked) = &target.requested_node {
                 line.push_str(&format!(
                     " (the request names node {}; /cluster/resources says the guest lives on {})",
@@ -139,6 +142,8 @@ impl Preview {
                 ));
             }
             lines.push(line);
+        } else if let Some(cluster) = self.cluster {
+            lines.push(format!("Cluster: **{}**", escape(cluster)));
         }
         if let Some(task) = &self.task {
             let mut line = format!("Task: {}", whole(task));
@@ -247,6 +252,9 @@ impl Preview {
         data.insert("dryRun".into(), true.into());
         data.insert("sent".into(), false.into());
         data.insert("request".into(), self.request.clone());
+        if let Some(cluster) = self.cluster {
+            data.insert("cluster".into(), cluster.into());
+        }
         data.insert(
             "decision".into(),
             json!({
@@ -322,6 +330,7 @@ mod tests {
             digest: None,
             task: None,
             notes: Vec::new(),
+            cluster: None,
         }
     }
 

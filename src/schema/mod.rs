@@ -150,6 +150,28 @@ fn build_input_schema(spec: &ToolSpec, rules: bool) -> Map<String, Value> {
     schema
 }
 
+/// The argument that names the cluster of a call when the process serves several.
+pub const CLUSTER: &str = "cluster";
+
+/// Adds the `cluster` argument to a tool's input schema: a string, one of `names`, listed in
+/// `required` when no default cluster is configured. Only a process serving several
+/// clusters calls it, so the plain case's schema is untouched.
+pub fn add_cluster_property(schema: &mut Map<String, Value>, names: &[&str], required: bool) {
+    // No description: the name and the enum say it, and the server instructions explain it
+    // once (a sentence here would cost every tool of the listing ~30 bytes).
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(CLUSTER.to_owned(), json!({"type": "string", "enum": names}));
+    }
+    if required {
+        match schema.get_mut("required") {
+            Some(Value::Array(list)) => list.push(CLUSTER.into()),
+            _ => {
+                schema.insert("required".into(), json!([CLUSTER]));
+            }
+        }
+    }
+}
+
 fn property_schema(param: &Param, rules: bool) -> Value {
     let mut prop = Map::new();
     prop.insert("type".into(), param.kind.json_type().into());

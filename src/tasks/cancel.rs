@@ -17,10 +17,10 @@ use super::exec_task::ExecHandle;
 use super::id::TaskHandle;
 use super::{STOP_TOOL, failure_error, id_error, pve_io};
 use crate::approval::{Approver, Question, Verdict};
+use crate::clusters::Clusters;
 use crate::envelope::{ToolFailure, not_configured};
 use crate::identity::Caller;
 use crate::pve;
-use crate::state::AppState;
 
 /// `tasks/cancel`: stops the Proxmox task after the approval `pve_stop_task` needs — a
 /// person where the client can ask, else `_meta.confirm: true` where the mode allows it.
@@ -28,7 +28,7 @@ use crate::state::AppState;
 /// line, or a `sending` line written and synced before the DELETE and then its outcome;
 /// when the audit log cannot be written the cancel is refused and nothing is sent.
 pub async fn cancel(
-    state: &AppState,
+    clusters: &Clusters,
     approver: &Approver,
     task_id: &str,
     confirmed: bool,
@@ -36,6 +36,8 @@ pub async fn cancel(
 ) -> Result<(), McpError> {
     use crate::audit::call as audit;
     let started = Instant::now();
+    // With several clusters the id names its cluster (sealed): only that cluster is touched.
+    let (state, cluster, task_id) = super::cluster_id::open(clusters, task_id)?;
     if ExecHandle::claims(task_id) {
         ExecHandle::decode(
             task_id,
@@ -75,6 +77,10 @@ pub async fn cancel(
     let mut arguments = Map::new();
     arguments.insert("node".into(), upid.node.clone().into());
     arguments.insert("upid".into(), upid.to_string().into());
+    if let Some(cluster) = cluster {
+        // Part of what an approval binds: a stop approved on one cluster never stops another.
+        arguments.insert(crate::schema::CLUSTER.into(), cluster.into());
+    }
     let caller = crate::identity::Caller::of(context).label();
     let audit_call = |approval| audit::Call {
         spec: stop.spec,
@@ -114,10 +120,11 @@ pub async fn cancel(
     let request = CallToolRequestParams::new(STOP_TOOL).with_arguments(arguments.clone());
     let question = Question {
         message: format!(
-            "Stop the running Proxmox task '{}' ({}) on node '{}'? It is interrupted where it is; work it did is not rolled back.",
+            "Stop the running Proxmox task '{}' ({}) on node '{}'{}? It is interrupted where it is; work it did is not rolled back.",
             upid.kind,
             if upid.id.is_empty() { "-" } else { &upid.id },
-            upid.node
+            upid.node,
+            in_cluster(cluster)
         ),
         tool: STOP_TOOL,
         destructive: true,
@@ -177,6 +184,11 @@ pub async fn cancel(
     )
     .await;
     outcome.map(|_| ()).map_err(failure_error)
+}
+
+/// ` in cluster **name**` when the server serves several clusters; else nothing.
+fn in_cluster(cluster: Option<&str>) -> String {
+    cluster.map_or_else(String::new, |c| format!(" in cluster **{c}**"))
 }
 
 /// The wire name `tasks/cancel` lines are recorded under.

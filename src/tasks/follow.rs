@@ -71,6 +71,16 @@ pub struct ProgressSink {
     pub peer: Peer<RoleServer>,
     /// The token of the request that asked for progress.
     pub token: ProgressToken,
+    /// The cluster the task runs on, named in every message (several clusters only).
+    pub cluster: Option<&'static str>,
+}
+
+impl ProgressSink {
+    /// The same sink, naming `cluster` in its messages.
+    pub fn in_cluster(mut self, cluster: Option<&'static str>) -> ProgressSink {
+        self.cluster = cluster;
+        self
+    }
 }
 
 /// The MCP session a follower works for: the key its slots are counted under, and its
@@ -328,8 +338,12 @@ async fn gone(session: Option<&Session>) {
 }
 
 async fn notify(sink: &ProgressSink, reading: &Reading) -> Result<(), rmcp::service::ServiceError> {
-    let mut params = ProgressNotificationParam::new(sink.token.clone(), reading.progress)
-        .with_message(reading.message.clone());
+    let message = match sink.cluster {
+        Some(cluster) => format!("[{cluster}] {}", reading.message),
+        None => reading.message.clone(),
+    };
+    let mut params =
+        ProgressNotificationParam::new(sink.token.clone(), reading.progress).with_message(message);
     if let Some(total) = reading.total {
         params = params.with_total(total);
     }

@@ -13,6 +13,7 @@
 #![allow(clippy::result_large_err)]
 
 mod cancel;
+pub mod cluster_id;
 pub mod exec_task;
 pub mod follow;
 pub mod id;
@@ -70,17 +71,21 @@ pub fn progress_sink(context: &RequestContext<RoleServer>) -> Option<ProgressSin
     context.meta.get_progress_token().map(|token| ProgressSink {
         peer: context.peer.clone(),
         token,
+        cluster: None,
     })
 }
 
 /// Runs a dispatch with the request's progress sink and session in scope, so a composite
 /// handler that follows a task (`pve_wait_task`) can report progress and take a follower
 /// slot of its session without knowing the client.
-pub async fn progress_scope<F: Future>(context: &RequestContext<RoleServer>, work: F) -> F::Output {
+pub async fn progress_scope<F: Future>(
+    context: &RequestContext<RoleServer>,
+    cluster: Option<&'static str>,
+    work: F,
+) -> F::Output {
     let session = Some(Session::of(context));
-    PROGRESS
-        .scope(progress_sink(context), SESSION.scope(session, work))
-        .await
+    let sink = progress_sink(context).map(|sink| sink.in_cluster(cluster));
+    PROGRESS.scope(sink, SESSION.scope(session, work)).await
 }
 
 /// The progress sink in scope (see [`progress_scope`]), if any.
@@ -154,8 +159,9 @@ fn exec_task(state: &AppState, call: &Dispatched<'_>) -> Option<CallToolResponse
     };
     let handle = ExecHandle::new(node, vmid, pid);
     let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
+    let id = handle.encode(&exec_seal_key(state));
     let task = Task::new(
-        handle.encode(&exec_seal_key(state)),
+        cluster_id::bind(state, call.entry.cluster, id),
         TaskStatus::Working,
         handle.created_at(),
         rmcp::task_manager::current_timestamp(),
@@ -167,6 +173,9 @@ fn exec_task(state: &AppState, call: &Dispatched<'_>) -> Option<CallToolResponse
     meta.insert("pid".into(), pid.into());
     meta.insert("node".into(), node.into());
     meta.insert("vmid".into(), vmid.into());
+    if let Some(cluster) = call.entry.cluster {
+        meta.insert("cluster".into(), cluster.into());
+    }
     Some(CallToolResponse::Task(
         CreateTaskResult::new(task).with_meta(MetaObject(meta)),
     ))
@@ -209,7 +218,7 @@ pub async fn after_dispatch(
     if client_follows_tasks(context) {
         let handle = TaskHandle::new(upid.clone(), call.entry.wire_name);
         let mut poll_interval = POLL_INTERVAL_MS;
-        if let Some(sink) = progress_sink(context) {
+        if let Some(sink) = progress_sink(context).map(|s| s.in_cluster(call.entry.cluster)) {
             let session = Session::of(context);
             match follow::claim(Some(&session)) {
                 Ok(slot) => {
@@ -235,7 +244,7 @@ pub async fn after_dispatch(
         let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
         let now = rmcp::task_manager::current_timestamp();
         let task = Task::new(
-            handle.encode(),
+            cluster_id::bind(state, call.entry.cluster, handle.encode()),
             TaskStatus::Working,
             handle.created_at(),
             now,
@@ -246,6 +255,9 @@ pub async fn after_dispatch(
         let mut meta = Map::new();
         meta.insert("upid".into(), upid.to_string().into());
         meta.insert("node".into(), upid.node.clone().into());
+        if let Some(cluster) = call.entry.cluster {
+            meta.insert("cluster".into(), cluster.into());
+        }
         return Some(CallToolResponse::Task(
             CreateTaskResult::new(task).with_meta(MetaObject(meta)),
         ));
@@ -258,7 +270,7 @@ pub async fn after_dispatch(
         Ok(_slot) => {
             let requested = call.args.wait_timeout.unwrap_or(DEFAULT_WAIT_SECS);
             let limit = Duration::from_secs(follow::capped_secs(requested));
-            let sink = progress_sink(context);
+            let sink = progress_sink(context).map(|s| s.in_cluster(call.entry.cluster));
             let ended = follow::follow(
                 client,
                 &upid,
@@ -376,14 +388,16 @@ pub(crate) fn failure_error(failure: ToolFailure) -> McpError {
 /// `tasks/get`: the Proxmox task's state; when stopped, the tool result with the exit
 /// status and log tail (`isError` when the exit status is not OK).
 pub async fn get(
-    state: &AppState,
+    clusters: &crate::clusters::Clusters,
     task_id: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, McpError> {
-    if ExecHandle::claims(task_id) {
-        return get_exec(state, task_id, context).await;
+    // With several clusters the id names its cluster (sealed): only that cluster is read.
+    let (state, cluster, inner) = cluster_id::open(clusters, task_id)?;
+    if ExecHandle::claims(inner) {
+        return get_exec(state, cluster, task_id, inner, context).await;
     }
-    let handle = TaskHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
+    let handle = TaskHandle::decode(inner, state.settings.task_ttl).map_err(id_error)?;
     let client = state
         .pve
         .as_ref()
@@ -435,6 +449,7 @@ pub async fn get(
         attempts: 2,
         retries: 0,
         approval: None,
+        cluster,
     };
     let result = render(stopped(&snapshot), &meta);
     let result = match serde_json::to_value(result) {
@@ -473,10 +488,12 @@ fn working_task(state: &AppState, task_id: &str, created_at: String) -> Task {
 /// tool's answer (exit code, capped stdout/stderr); `isError` when the exit code is not 0.
 async fn get_exec(
     state: &AppState,
+    cluster: Option<&'static str>,
     task_id: &str,
+    inner: &str,
     context: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, McpError> {
-    let handle = ExecHandle::decode(task_id, state.settings.task_ttl, &exec_seal_key(state))
+    let handle = ExecHandle::decode(inner, state.settings.task_ttl, &exec_seal_key(state))
         .map_err(id_error)?;
     let client = state
         .pve
@@ -523,6 +540,7 @@ async fn get_exec(
         attempts: 1,
         retries: 0,
         approval: None,
+        cluster,
     };
     let mut outcome = outcome;
     if let Some(entry) = state.registry.get("pve_exec_qemu_guest_command") {

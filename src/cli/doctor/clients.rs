@@ -45,7 +45,7 @@ pub(super) fn check_clients(
         let mut looked = Vec::new();
         for (_, path) in files.iter().filter(|(c, p)| c == client && p.exists()) {
             looked.push(path.display().to_string());
-            match clients::read_entry(*client, path, key) {
+            match find_entry(*client, path, key, paths, config) {
                 Ok(Some(entry)) => {
                     found_here = true;
                     let item = validate_entry(&check, path, &entry, config);
@@ -144,22 +144,26 @@ fn validate_entry(
             );
         }
     }
-    let Some(file) = entry.env.get(CONFIG_ENV_VAR) else {
+    let Some(list) = entry.env.get(CONFIG_ENV_VAR) else {
         return Item::red(
             check,
             format!("{where_}: env.{CONFIG_ENV_VAR} is missing"),
             Some("re-run setup".into()),
         );
     };
-    if let Err(e) = config::load_file(std::path::Path::new(file)) {
-        return Item::red(
-            check,
-            format!("{where_}: {CONFIG_ENV_VAR} does not load: {e}"),
-            None,
-        );
+    // One entry may serve several clusters: a comma-separated list of instance files.
+    for one in config_files(list) {
+        if let Err(e) = config::load_file(std::path::Path::new(one)) {
+            return Item::red(
+                check,
+                format!("{where_}: {CONFIG_ENV_VAR} does not load: {e}"),
+                None,
+            );
+        }
     }
+    let file = list.as_str();
     if let ConfigSource::File { path: loaded, .. } = &config.source {
-        let same = std::fs::canonicalize(file).ok() == std::fs::canonicalize(loaded).ok();
+        let same = names_file(list, loaded);
         if !same {
             return Item::red(
                 check,
@@ -171,13 +175,61 @@ fn validate_entry(
             );
         }
     }
+    let several = config_files(list).count();
     let mut detail = format!(
-        "{where_}: launches `{} {}`",
+        "{where_}: launches `{} {}`{}",
         entry.command,
-        entry.args.join(" ")
+        entry.args.join(" "),
+        if several > 1 {
+            format!(" serving {several} clusters")
+        } else {
+            String::new()
+        }
     );
     if legacy_npx {
         detail.push_str(" (legacy npx launcher; re-run setup to launch this binary directly)");
     }
     Item::green(check, detail)
+}
+
+/// The instance files an entry's `NANDI_PROXMOX_CONFIG` names (one, or a comma-separated list).
+fn config_files(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',').map(str::trim).filter(|f| !f.is_empty())
+}
+
+/// Whether an entry's `NANDI_PROXMOX_CONFIG` names `loaded` (alone or in its list).
+fn names_file(list: &str, loaded: &std::path::Path) -> bool {
+    let loaded = std::fs::canonicalize(loaded).ok();
+    config_files(list).any(|f| std::fs::canonicalize(f).ok() == loaded)
+}
+
+/// The entry of ours for this instance in a client file: the one under its own key, else an
+/// entry of another instance that serves it too (several clusters, one server entry).
+fn find_entry(
+    client: ClientId,
+    path: &std::path::Path,
+    key: &str,
+    paths: &Paths,
+    config: &Config,
+) -> Result<Option<ServerEntry>, String> {
+    if let Some(entry) = clients::read_entry(client, path, key)? {
+        return Ok(Some(entry));
+    }
+    let ConfigSource::File { path: loaded, .. } = &config.source else {
+        return Ok(None);
+    };
+    for other in crate::config::instances::list_instances(paths) {
+        if other.server_key == key {
+            continue;
+        }
+        if let Ok(Some(entry)) = clients::read_entry(client, path, &other.server_key)
+            && entry
+                .env
+                .get(CONFIG_ENV_VAR)
+                .is_some_and(|list| names_file(list, loaded))
+        {
+            return Ok(Some(entry));
+        }
+    }
+    Ok(None)
 }

@@ -296,6 +296,18 @@ fn load_config(args: &DoctorArgs, paths: &Paths, report: &mut Report) -> Loaded 
             }
         };
     }
+    // Several clusters served by one process (a folder, a list, NANDI_PROXMOX_CLUSTERS=all):
+    // each is checked in its own section.
+    match config::clusters::load_clusters(&ProcessEnv, paths) {
+        Ok(set) if set.clusters.len() > 1 => {
+            return Loaded::Several(set.clusters.iter().map(cluster_instance).collect());
+        }
+        Err(e) if config::clusters::several_requested(&ProcessEnv, paths) => {
+            report.push(Item::red("config", e.to_string(), None));
+            return Loaded::Nothing;
+        }
+        _ => {}
+    }
     match config::load(&ProcessEnv, paths) {
         Ok(c) if c.proxmox.is_none() => {
             let untrusted = config::untrusted_project_files(&ProcessEnv, paths);
@@ -338,6 +350,27 @@ fn load_config(args: &DoctorArgs, paths: &Paths, report: &mut Report) -> Loaded 
             report.push(Item::red("config", e.to_string(), None));
             Loaded::Nothing
         }
+    }
+}
+
+/// A loaded cluster as an instance to check (its file and scope; its name is its key).
+fn cluster_instance(cluster: &config::clusters::ClusterConfig) -> Instance {
+    let (path, scope) = match &cluster.config.source {
+        ConfigSource::File { path, origin, .. } => (
+            path.clone(),
+            if *origin == config::FileOrigin::Trusted {
+                config::Scope::Project
+            } else {
+                config::Scope::User
+            },
+        ),
+        _ => (std::path::PathBuf::new(), config::Scope::User),
+    };
+    Instance {
+        name: cluster.name.clone(),
+        scope,
+        path,
+        server_key: cluster.name.clone(),
     }
 }
 

@@ -169,16 +169,39 @@ pub(super) async fn finish(
         }
     }
     let entry = server_entry(&path, tier, c.module);
+    // Other instances of this scope whose entry this client may already have.
+    let others: Vec<_> = instances::list_instances(&c.paths)
+        .into_iter()
+        .filter(|i| i.scope == c.scope && i.name != name)
+        .collect();
+    let mut tier_written = false;
     for client in &c.clients {
         let check = format!("mcpConfig:{}", client.as_str());
         let item = match client.config_path(&c.paths, c.scope) {
-            Ok(file) => match clients::write_entry(*client, &file, &name, &entry) {
-                Ok(()) => Item::green(
-                    &check,
-                    format!("entry `{name}` merged into {}", file.display()),
-                ),
-                Err(e) => Item::red(&check, e.to_string(), None),
-            },
+            Ok(file) => {
+                // One server entry serves every cluster: extend an existing one.
+                let joined = super::clusters::join_existing(*client, &file, &others, &path, &entry);
+                if let Some((_, joined_entry)) = &joined
+                    && !tier_written
+                    && super::clusters::entry_tier(joined_entry) != Some(tier)
+                {
+                    super::clusters::write_tier(&c.paths, &path, tier)?;
+                    tier_written = true;
+                }
+                let (key, entry, how) = match joined {
+                    Some((key, entry)) => {
+                        (key, entry, format!("`{name}` added as a cluster of entry"))
+                    }
+                    None => (name.clone(), entry.clone(), "entry".to_owned()),
+                };
+                match clients::write_entry(*client, &file, &key, &entry) {
+                    Ok(()) => Item::green(
+                        &check,
+                        format!("{how} `{key}` merged into {}", file.display()),
+                    ),
+                    Err(e) => Item::red(&check, e.to_string(), None),
+                }
+            }
             Err(e) => Item::red(&check, e, None),
         };
         report.push(item);

@@ -9,6 +9,7 @@
 //! RED.
 
 mod apply;
+mod clusters;
 mod instance;
 mod wizard;
 

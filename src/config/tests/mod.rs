@@ -3,6 +3,7 @@
 
 #[cfg(unix)]
 mod discovery;
+mod multi;
 mod values;
 
 use std::cell::RefCell;
@@ -361,6 +362,7 @@ fn env_var_table_is_complete_and_exact() {
     let rec = Recorder(env(&vars), RefCell::default());
     let dirs = Dirs::new();
     load(&rec, &dirs.paths()).unwrap();
+    clusters::load_clusters(&rec, &dirs.paths()).unwrap();
     Paths::from_env(&rec).unwrap();
     let rec_empty = Recorder(env(&[]), RefCell::default());
     load_env(&rec_empty).unwrap_err();

@@ -133,7 +133,7 @@ pub async fn start(server: Server, settings: HttpSettings) -> Result<HttpServer,
         &settings.allowed_origins,
     )
     .map_err(HttpError::Config)?;
-    let authenticator = authenticator(&settings.auth, server.state().settings.tier)?;
+    let authenticator = authenticator(&settings.auth, server.clusters().max_tier())?;
     let shutdown = CancellationToken::new();
     let rate = RateLimit::new(settings.rate_limit_max, settings.rate_limit_window);
     let refusals = Arc::new(RefusalLog::default());
@@ -266,7 +266,7 @@ fn router(
         approval_login(&server, settings, &authenticator),
     );
     let metadata = match &settings.auth {
-        Auth::OAuth(oauth) => oauth::metadata_routes(oauth, server.state().settings.tier),
+        Auth::OAuth(oauth) => oauth::metadata_routes(oauth, server.clusters().max_tier()),
         _ => Router::new(),
     };
     let mcp_service =
