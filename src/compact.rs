@@ -22,7 +22,6 @@ use serde_json::{Map, Value, json};
 use crate::catalog::{Category, Tier, ToolSpec};
 use crate::envelope::{CallMeta, ToolFailure, codes, render};
 use crate::registry::{Entry, Registry};
-use crate::schema;
 
 /// Finds tools by words and category.
 pub const FIND: &str = "pve_find_tools";
@@ -114,7 +113,7 @@ pub fn route<'a>(
             DESCRIBE,
             lookup(registry, &args)
                 .and_then(|entry| within(entry, tier, &args))
-                .map(describe),
+                .map(|entry| describe(registry, entry)),
         ),
         CALL => match lookup(registry, &args).and_then(|entry| inner(entry, &args, request)) {
             Ok((entry, inner)) => return Some(Routed::Inner(entry, inner)),
@@ -282,7 +281,7 @@ fn summary(description: &str) -> &str {
 }
 
 /// `pve_describe_tool`: what a model needs to call the tool well.
-fn describe(entry: &Entry) -> Value {
+fn describe(registry: &Registry, entry: &Entry) -> Value {
     let spec = entry.spec;
     let mut out = json!({
         "name": spec.name,
@@ -296,7 +295,7 @@ fn describe(entry: &Entry) -> Value {
             "condition": rule.condition(),
             "why": rule.why,
         })).collect::<Vec<_>>(),
-        "inputSchema": schema::input_schema(spec),
+        "inputSchema": registry.input_schema_of(entry),
     });
     if let (Some(canonical), Value::Object(map)) = (entry.alias_for, &mut out) {
         map.insert("aliasOf".into(), canonical.into());

@@ -49,6 +49,9 @@ pub struct Registry {
     /// The `tools/list` payload, rendered from `entries` on first use and shared by every
     /// clone: start-up answers `initialize` without building ~150 JSON schemas first.
     listed: Arc<OnceLock<Arc<Vec<Tool>>>>,
+    /// The `cluster` argument every tool takes when the process serves several clusters:
+    /// the names, and whether it is required (no default cluster).
+    cluster_argument: Option<Arc<(Vec<&'static str>, bool)>>,
 }
 
 /// Which backends this process can serve; tools of a missing backend are not registered.
@@ -144,6 +147,7 @@ impl Registry {
             index,
             aliases,
             listed: Arc::new(OnceLock::new()),
+            cluster_argument: None,
         }
     }
 
@@ -194,7 +198,7 @@ impl Registry {
 
     /// The same entries with every listed tool taking a `cluster` argument: one of `names`,
     /// required unless there is a default. The tools are rendered as usual first.
-    pub fn with_cluster_argument(self, names: &[&str], required: bool) -> Registry {
+    pub fn with_cluster_argument(mut self, names: &[&'static str], required: bool) -> Registry {
         let listed = self
             .tools()
             .iter()
@@ -212,7 +216,21 @@ impl Registry {
                 tool
             })
             .collect();
+        self.cluster_argument = Some(Arc::new((names.to_vec(), required)));
         self.with_listing(listed)
+    }
+
+    /// The input schema a model sees for `entry`: the row's, with the `cluster` argument when
+    /// the process serves several clusters (what `tools/list` shows, for surfaces that describe
+    /// one tool at a time).
+    pub fn input_schema_of(&self, entry: &Entry) -> Map<String, Value> {
+        let mut schema = schema::input_schema(entry.spec);
+        if let Some(argument) = &self.cluster_argument
+            && !entry.spec.spans_clusters()
+        {
+            schema::add_cluster_property(&mut schema, &argument.0, argument.1);
+        }
+        schema
     }
 
     /// The same entries with another `tools/list` payload: the compact surface lists its

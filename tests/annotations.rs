@@ -29,7 +29,9 @@ fn every_tools_annotations_are_the_pinned_ones() {
         set(OPEN_WORLD),
     );
     let mut wrong = Vec::new();
-    for spec in catalog::all() {
+    // The cross-cluster overview is listed only by a process serving several clusters
+    // (tests/clusters.rs); every other row is listed here.
+    for spec in catalog::all().filter(|spec| !spec.spans_clusters()) {
         let tool = listed
             .iter()
             .find(|t| t.name == spec.name)

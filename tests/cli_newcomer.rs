@@ -22,8 +22,9 @@ fn stdout_of(out: &std::process::Output) -> String {
 async fn the_tools_header_counts_exposed_of_all_and_says_how_to_see_more() {
     let d = CliDirs::new();
     // Superseded names (the per-timespan metrics) are callable but not counted as tools.
+    // The cross-cluster overview is offered only by a process serving several clusters.
     let total = nandi_proxmox_mcp::catalog::all()
-        .filter(|spec| spec.superseded_by.is_none())
+        .filter(|spec| spec.superseded_by.is_none() && !spec.spans_clusters())
         .count();
     let json = d.run(&["tools", "--json"], &[], None).await;
     let doc: Value = serde_json::from_slice(&json.stdout).expect("JSON");

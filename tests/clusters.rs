@@ -406,3 +406,55 @@ async fn two_clusters_cost_stays_within_the_budgets() {
         assert!(growth <= one_tools.len() * 66 + 500, "{label}: +{growth} B");
     }
 }
+
+/// On the compact surface the model meets a tool through `pve_describe_tool`: its schema shows
+/// the `cluster` argument as `tools/list` would, and `pve_call_tool` routes by it.
+#[tokio::test]
+async fn the_compact_surface_describes_and_routes_the_cluster_argument() {
+    mcp_tasks_client::isolate_schema_cache();
+    let lab = emulator_with_pace(Duration::from_millis(20)).await;
+    let prod = emulator_with_pace(Duration::from_millis(20)).await;
+    let audit = AuditLog::off();
+    let compact = [("PVE_TOOL_SURFACE", "compact")];
+    let clusters = Clusters::new(
+        vec![
+            ("lab".into(), state(&lab, &compact, &audit, "lab")),
+            ("prod".into(), state(&prod, &compact, &audit, "prod")),
+        ],
+        None,
+    )
+    .unwrap();
+    let (client, _) = connect(Server::with_clusters(clusters), ClientSetup::default()).await;
+    let (is_error, described) = envelope(
+        &client,
+        "pve_describe_tool",
+        json!({"name": "pve_list_nodes"}),
+    )
+    .await;
+    assert!(!is_error, "{described}");
+    let schema = &described["data"]["inputSchema"];
+    assert_eq!(
+        schema["properties"]["cluster"]["enum"],
+        json!(["lab", "prod"]),
+        "{described}"
+    );
+    assert!(
+        schema["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("cluster")),
+        "{described}"
+    );
+    lab.clear_requests();
+    prod.clear_requests();
+    let (is_error, answer) = envelope(
+        &client,
+        "pve_call_tool",
+        json!({"name": "pve_list_nodes", "arguments": {"cluster": "prod"}}),
+    )
+    .await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["meta"]["cluster"], "prod", "{answer}");
+    assert!(lab.requests().is_empty());
+    assert!(!prod.requests().is_empty());
+}
