@@ -48,6 +48,9 @@ pub struct Client {
 struct Inner {
     http: reqwest::Client,
     base_url: String,
+    /// `base_url` parsed once; each request's URL is this with its path and query set, so
+    /// the scheme and host are never parsed again.
+    base: Url,
     /// `PVEAPIToken=…`; sensitive, so it is never printed by `http`'s `Debug`.
     auth: HeaderValue,
     /// One permit per request allowed in flight.
@@ -96,7 +99,7 @@ impl Client {
             ));
         }
         let base_url = format!("https://{host}:{}/api2/json", conn.port);
-        Url::parse(&base_url).map_err(|e| {
+        let base = Url::parse(&base_url).map_err(|e| {
             PveError::Config(format!("the Proxmox host {:?} is invalid: {e}", conn.host))
         })?;
         let auth = auth_header(conn)?;
@@ -126,6 +129,7 @@ impl Client {
             inner: Arc::new(Inner {
                 http,
                 base_url,
+                base,
                 auth,
                 slots: Semaphore::new(limits.max_inflight.max(1)),
                 limits,
@@ -266,19 +270,16 @@ impl Client {
                 PveError::InvalidRequest(format!("cannot encode the parameters: {e}"))
             })?
         };
-        let mut url_text = format!("{}{}", self.inner.base_url, req.path);
+        let mut url = self.inner.base.clone();
+        url.set_path(&format!("{}{}", self.inner.base.path(), req.path));
         let body = if req.method.has_body() {
             Some(encoded)
         } else {
             if !encoded.is_empty() {
-                url_text.push('?');
-                url_text.push_str(&encoded);
+                url.set_query(Some(&encoded));
             }
             None
         };
-        let url = Url::parse(&url_text).map_err(|e| {
-            PveError::InvalidRequest(format!("invalid API path {:?}: {e}", req.path))
-        })?;
         let method = match req.method {
             Method::Get => reqwest::Method::GET,
             Method::Post => reqwest::Method::POST,
@@ -463,6 +464,44 @@ mod tests {
             token_name: "mcp".into(),
             token_secret: "s3cr3t-value".into(),
             tls: TlsMode::Insecure,
+        }
+    }
+
+    /// A request URL is the base with the path and query set: the same URL parsing the whole
+    /// text would give, for encoded segments, odd bytes and queries alike.
+    #[test]
+    fn request_urls_equal_parsing_the_whole_text() {
+        for host in ["pve01", "::1", "10.0.0.5"] {
+            let client = Client::new(&conn(host)).unwrap();
+            for (path, params) in [
+                ("/nodes", vec![]),
+                (
+                    "/nodes/pve01/tasks/UPID%3Apve01%3A00001234%3Aqmstop%3A101%3Aroot%40pam%3A/status",
+                    vec![],
+                ),
+                (
+                    "/nodes/pve01/storage/local/content",
+                    vec![("content", "iso"), ("vmid", "101")],
+                ),
+                ("/access/users/a%20b%40pve", vec![("x", "a b&c=d/é")]),
+                ("/cluster/resources", vec![("type", "vm")]),
+            ] {
+                let params: Vec<(String, String)> = params
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+                let req = ApiRequest {
+                    params: params.clone(),
+                    ..ApiRequest::get(path)
+                };
+                let prepared = client.prepare(&req).unwrap();
+                let mut text = format!("{}{path}", client.base_url());
+                if !params.is_empty() {
+                    text.push('?');
+                    text.push_str(&serde_urlencoded::to_string(&params).unwrap());
+                }
+                assert_eq!(prepared.url, Url::parse(&text).unwrap(), "{host} {path}");
+            }
         }
     }
 
