@@ -58,14 +58,18 @@ impl Caller {
         }
     }
 
-    /// The caller of this request: what the HTTP transport recorded, else the local stdio user.
+    /// The caller of this request: what the HTTP transport recorded, else (no HTTP request
+    /// behind it) the local stdio user. An HTTP request that carries no recorded caller never
+    /// reaches past reads: it is treated as unauthenticated at read-only (fail closed — the
+    /// transport's authentication records a caller on every request it lets through).
     pub fn of(context: &RequestContext<RoleServer>) -> Caller {
-        context
-            .extensions
-            .get::<axum::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Caller>())
-            .cloned()
-            .unwrap_or(Caller::anonymous(Via::Stdio))
+        let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+            return Caller::anonymous(Via::Stdio);
+        };
+        parts.extensions.get::<Caller>().cloned().unwrap_or(Caller {
+            tier_ceiling: Some(Tier::ReadOnly),
+            ..Caller::anonymous(Via::Unauthenticated)
+        })
     }
 
     /// The tier this caller may use on a server configured for `server`: the lower of the two.
