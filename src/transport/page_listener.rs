@@ -18,7 +18,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use tokio::net::TcpListener;
@@ -103,16 +103,7 @@ pub async fn start(server: &Server) -> Result<Option<PageListener>, String> {
 
 /// The Host/Origin guard in front of the page (400/403 on a foreign name).
 async fn check_host(State(guard): State<Arc<HostGuard>>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| request.uri().authority().map(|a| a.to_string()));
-    let origin = headers
-        .get(header::ORIGIN)
-        .map(|v| v.to_str().unwrap_or("\u{0}"));
-    if let Err(refusal) = guard.check(host.as_deref(), origin) {
+    if let Err(refusal) = guard.check_request(&request) {
         let (status, message) = refusal.status_and_message();
         tracing::debug!(
             message,

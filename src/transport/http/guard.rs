@@ -109,6 +109,21 @@ impl HostGuard {
         Ok(HostGuard { hosts, origins })
     }
 
+    /// Checks one request: its `Host` header (else the authority of an absolute URI) and its
+    /// `Origin` header (a value that is not text counts as foreign).
+    pub fn check_request<B>(&self, request: &axum::http::Request<B>) -> Result<(), Refusal> {
+        let headers = request.headers();
+        let host = headers
+            .get(axum::http::header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .or_else(|| request.uri().authority().map(|a| a.to_string()));
+        let origin = headers
+            .get(axum::http::header::ORIGIN)
+            .map(|v| v.to_str().unwrap_or("\u{0}"));
+        self.check(host.as_deref(), origin)
+    }
+
     /// Checks one request's `Host` and `Origin` header values.
     pub fn check(&self, host: Option<&str>, origin: Option<&str>) -> Result<(), Refusal> {
         let host = host.ok_or(Refusal::HostMissing)?;

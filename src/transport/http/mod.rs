@@ -322,16 +322,7 @@ async fn check_host(
     request: Request,
     next: Next,
 ) -> Response {
-    let headers = request.headers();
-    let host = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned)
-        .or_else(|| request.uri().authority().map(|a| a.to_string()));
-    let origin = headers
-        .get(header::ORIGIN)
-        .map(|v| v.to_str().unwrap_or("\u{0}"));
-    if let Err(refusal) = guard.check(host.as_deref(), origin) {
+    if let Err(refusal) = guard.check_request(&request) {
         let (status, message) = refusal.status_and_message();
         let peer = auth::peer_ip(&request);
         refusals.note(
