@@ -63,7 +63,12 @@ impl Caller {
     /// reaches past reads: it is treated as unauthenticated at read-only (fail closed — the
     /// transport's authentication records a caller on every request it lets through).
     pub fn of(context: &RequestContext<RoleServer>) -> Caller {
-        let Some(parts) = context.extensions.get::<axum::http::request::Parts>() else {
+        Caller::of_request(context.extensions.get::<axum::http::request::Parts>())
+    }
+
+    /// [`Caller::of`] for the HTTP request behind a call, if there is one.
+    fn of_request(parts: Option<&axum::http::request::Parts>) -> Caller {
+        let Some(parts) = parts else {
             return Caller::anonymous(Via::Stdio);
         };
         parts.extensions.get::<Caller>().cloned().unwrap_or(Caller {
@@ -161,6 +166,19 @@ mod tests {
             Caller::anonymous(Via::StaticToken).tier_within(Tier::ReadExecute),
             Tier::ReadExecute
         );
+    }
+
+    #[test]
+    fn an_http_request_without_a_recorded_caller_is_read_only() {
+        let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+        assert_eq!(Caller::of_request(None), Caller::anonymous(Via::Stdio));
+        let unrecorded = Caller::of_request(Some(&parts));
+        assert_eq!(unrecorded.via, Via::Unauthenticated);
+        assert_eq!(unrecorded.tier_ceiling, Some(Tier::ReadOnly));
+        assert_eq!(unrecorded.tier_within(Tier::Full), Tier::ReadOnly);
+        let recorded = oauth(Some("alice"), Some("claude"));
+        parts.extensions.insert(recorded.clone());
+        assert_eq!(Caller::of_request(Some(&parts)), recorded);
     }
 
     #[test]
