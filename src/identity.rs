@@ -10,6 +10,8 @@
 //! and are cleaned ([`clean_name`]) before they reach a log line, an audit record or a question,
 //! so no control character or oversized claim travels on.
 
+use std::borrow::Cow;
+
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
@@ -85,11 +87,12 @@ impl Caller {
 
     /// A short, stable name for logs, audit lines and questions: `stdio`, `http (no auth)`,
     /// `static token`, or `oauth:<sub>` with the client in brackets when it differs.
-    pub fn label(&self) -> String {
+    /// Fixed names cost no allocation: this runs on every call.
+    pub fn label(&self) -> Cow<'static, str> {
         match self.via {
-            Via::Stdio => "stdio".to_owned(),
-            Via::Unauthenticated => "http (no auth)".to_owned(),
-            Via::StaticToken => "static token".to_owned(),
+            Via::Stdio => Cow::Borrowed("stdio"),
+            Via::Unauthenticated => Cow::Borrowed("http (no auth)"),
+            Via::StaticToken => Cow::Borrowed("static token"),
             Via::OAuth => {
                 let who = self
                     .subject
@@ -98,9 +101,9 @@ impl Caller {
                     .unwrap_or("unknown");
                 match (self.subject.as_deref(), self.client_id.as_deref()) {
                     (Some(subject), Some(client)) if client != subject => {
-                        format!("oauth:{who} (client {client})")
+                        Cow::Owned(format!("oauth:{who} (client {client})"))
                     }
-                    _ => format!("oauth:{who}"),
+                    _ => Cow::Owned(format!("oauth:{who}")),
                 }
             }
         }

@@ -51,6 +51,7 @@ impl Person {
             tier_ceiling: None,
         }
         .label()
+        .into_owned()
     }
 }
 
