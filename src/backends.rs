@@ -40,6 +40,9 @@ pub struct ClusterClient {
     pub name: &'static str,
     /// Its REST client; `None` when it has no Proxmox connection.
     pub pve: Option<pve::Client>,
+    /// Whether this cluster's own tool policy lets a cross-cluster read reach it; a cluster
+    /// whose lists or categories leave the overview out is never read by it.
+    pub readable: bool,
 }
 
 /// Renders the path and splits the remaining arguments into query or body parameters.

@@ -458,3 +458,42 @@ async fn the_compact_surface_describes_and_routes_the_cluster_argument() {
     assert!(lab.requests().is_empty());
     assert!(!prod.requests().is_empty());
 }
+
+/// A cluster whose own lists leave the overview out is never read by it: the same reads a
+/// call naming that cluster would be refused for. It is reported, unread.
+#[tokio::test]
+async fn the_overview_never_reads_a_cluster_whose_policy_leaves_it_out() {
+    mcp_tasks_client::isolate_schema_cache();
+    let lab = emulator_with_pace(Duration::from_millis(20)).await;
+    let prod = emulator_with_pace(Duration::from_millis(20)).await;
+    let audit = AuditLog::off();
+    let clusters = Clusters::new(
+        vec![
+            ("lab".into(), state(&lab, FULL, &audit, "lab")),
+            (
+                "prod".into(),
+                state(
+                    &prod,
+                    &[("PVE_TOOL_WHITELIST", "pve_list_nodes")],
+                    &audit,
+                    "prod",
+                ),
+            ),
+        ],
+        None,
+    )
+    .unwrap();
+    let (client, _) = connect(Server::with_clusters(clusters), ClientSetup::default()).await;
+    lab.clear_requests();
+    prod.clear_requests();
+    let (err, body) = envelope(&client, "pve_clusters_overview", json!({})).await;
+    assert!(!err, "{body}");
+    let clusters = body["data"]["clusters"].as_array().unwrap();
+    assert_eq!(clusters[0]["ok"], true, "{body}");
+    assert_eq!(
+        clusters[1]["error"]["code"], "CLUSTER_NOT_ALLOWED",
+        "{body}"
+    );
+    assert!(!lab.requests().is_empty());
+    assert!(prod.requests().is_empty(), "{:?}", prod.requests());
+}

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::backends::ClusterClient;
-use crate::catalog::{self, Tier};
+use crate::catalog::{self, Tier, ToolSpec};
 use crate::registry::Registry;
 use crate::state::AppState;
 
@@ -124,11 +124,13 @@ impl Clusters {
         );
         union.set_output_cap(first.output_cap);
         let listing = union.with_cluster_argument(&names, default.is_none());
+        let spanning: Vec<&ToolSpec> = catalog::all().filter(|s| s.spans_clusters()).collect();
         let clients = members
             .iter()
             .map(|m| ClusterClient {
                 name: m.name,
                 pve: m.state.pve.clone(),
+                readable: spanning.iter().all(|spec| m.state.settings.decide(spec)),
             })
             .collect();
         Ok(Clusters {

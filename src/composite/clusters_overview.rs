@@ -4,7 +4,8 @@
 //! parallel — at most [`PARALLEL`] clusters at a time, each within [`PER_CLUSTER`].
 //! Invariants: one cluster's failure (unreachable, refused, too slow) is reported in its own
 //! entry as `{cluster, ok: false, error: {code, message}}` and never fails the whole answer;
-//! the entries come in configuration order; only reads are sent.
+//! the entries come in configuration order; only reads are sent, and only to clusters whose
+//! own policy exposes the overview (another is reported `CLUSTER_NOT_ALLOWED`, unread).
 
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::calls::Calls;
 use super::overview;
 use crate::backends::{Backends, ClusterClient};
-use crate::envelope::ToolFailure;
+use crate::envelope::{ToolFailure, codes};
 
 /// Clusters read at the same time.
 const PARALLEL: usize = 8;
@@ -56,6 +57,10 @@ async fn bounded(
 /// One cluster's entry, and the requests it took.
 async fn one(cluster: &ClusterClient, cancel: &CancellationToken) -> (Value, u32) {
     let failed = |code: &str, message: String| json!({"cluster": cluster.name, "ok": false, "error": {"code": code, "message": message}});
+    if !cluster.readable {
+        let message = "this cluster's tool policy (access tier, module mode, categories or lists) leaves the overview out; nothing was read from it".to_owned();
+        return (failed(codes::CLUSTER_NOT_ALLOWED, message), 0);
+    }
     let mut calls = match Calls::new(cluster.pve.as_ref(), cancel) {
         Ok(calls) => calls,
         Err(f) => return (failed(f.code, f.message), 0),
