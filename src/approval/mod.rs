@@ -50,7 +50,10 @@ use crate::policy::ApprovalMode;
 
 pub use approvers::{Approvers, Person, approver_of_this_call, note_approver, with_approver_slot};
 pub use link::{ELICITATION_COMPLETE, LinkApproval};
-pub use pending::{Admitted, Decided, LinkProblem, PageDecision, PageView, PendingApprovals};
+pub use pending::{
+    Admitted, Decided, LinkProblem, PageDecision, PageView, PendingApprovals,
+    random as random_secret,
+};
 pub use state::SealedStates;
 
 /// Key of the approval question inside an MRTR `inputRequests` map.

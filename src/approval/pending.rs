@@ -421,7 +421,8 @@ fn digest(id: &str) -> [u8; 32] {
     Sha256::digest(id.as_bytes()).into()
 }
 
-fn random() -> [u8; SECRET_BYTES] {
+/// A fresh secret from the OS-seeded generator: link ids, anti-forgery tokens, sign-in state.
+pub fn random() -> [u8; SECRET_BYTES] {
     let mut bytes = [0u8; SECRET_BYTES];
     rand::rng().fill_bytes(&mut bytes);
     bytes

@@ -9,10 +9,7 @@
 //! task, and nothing is sent anywhere; a cluster name never holds `~` (names match
 //! `[a-z0-9][a-z0-9_-]*`) and neither does an inner id, so the split is unambiguous.
 
-use std::sync::LazyLock;
-
 use ring::hmac;
-use ring::rand::{SecureRandom, SystemRandom};
 use rmcp::ErrorData as McpError;
 
 use super::id::IdError;
@@ -24,20 +21,11 @@ const SEP: char = '~';
 /// Domain of the derived key: an id seal is never valid as anything else.
 const DOMAIN: &[u8] = b"nandi-proxmox-mcp cluster task id v1";
 
-/// The per-process secret, used when no shared key is configured.
-static PROCESS_KEY: LazyLock<[u8; 32]> = LazyLock::new(|| {
-    let mut key = [0u8; 32];
-    let _ = SystemRandom::new().fill(&mut key);
-    key
-});
-
 /// The key that seals cluster-bound ids: derived from the shared approval key when set (so
 /// replicas accept each other's ids), else from this process's random secret.
 fn key(state: &AppState) -> hmac::Key {
     let shared = state.settings.approval_key.as_ref().map(|k| k.expose());
-    let parent = hmac::Key::new(hmac::HMAC_SHA256, shared.unwrap_or(PROCESS_KEY.as_slice()));
-    let derived = hmac::sign(&parent, DOMAIN);
-    hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref())
+    super::seal::domain_key(shared, DOMAIN)
 }
 
 /// The id to hand out for `inner`, issued by a call on `cluster` (`None`: the plain case,

@@ -11,11 +11,9 @@
 //! query. Reading the status is the only request it can cause (the Proxmox API cannot stop a
 //! guest program).
 
-use std::sync::LazyLock;
 use std::time::Duration;
 
 use ring::hmac;
-use ring::rand::{SecureRandom, SystemRandom};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -26,26 +24,10 @@ use crate::pve::{self, ApiRequest};
 /// Prefix that tells exec ids from UPID-derived ones (a base64url UPID never holds a `.`).
 const PREFIX: &str = "agentexec";
 
-/// The per-process key, used when no shared key is configured.
-static PROCESS_KEY: LazyLock<[u8; 32]> = LazyLock::new(|| {
-    let mut key = [0u8; 32];
-    // A failing system generator leaves a zero key that no attacker can rely on either way:
-    // the ids would still be bound to this process's node/VMID/pid shapes, never to a secret.
-    let _ = SystemRandom::new().fill(&mut key);
-    key
-});
-
-/// The key that seals exec ids: derived from the shared approval key (domain-separated, so an
-/// id is never a valid approval state or the reverse), else this process's random key.
+/// The key that seals exec ids (see [`super::seal`]): derived from the shared approval key
+/// when set, so replicas accept each other's ids, else from this process's secret.
 pub fn seal_key(shared: Option<&[u8]>) -> hmac::Key {
-    match shared {
-        Some(secret) => {
-            let parent = hmac::Key::new(hmac::HMAC_SHA256, secret);
-            let derived = hmac::sign(&parent, b"nandi-proxmox-mcp exec task id v1");
-            hmac::Key::new(hmac::HMAC_SHA256, derived.as_ref())
-        }
-        None => hmac::Key::new(hmac::HMAC_SHA256, PROCESS_KEY.as_slice()),
-    }
+    super::seal::domain_key(shared, b"nandi-proxmox-mcp exec task id v1")
 }
 
 fn seal(key: &hmac::Key, body: &str) -> String {

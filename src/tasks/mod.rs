@@ -19,6 +19,7 @@ pub mod follow;
 pub mod id;
 pub mod progress;
 pub mod pve_io;
+pub mod seal;
 
 use std::future::Future;
 use std::time::{Duration, Instant};

@@ -25,7 +25,6 @@ use std::time::{Duration, Instant};
 use axum::http::{HeaderMap, HeaderValue, header};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-use rand::RngCore;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -320,9 +319,7 @@ fn rejection_reason(rejection: super::oauth_token::Rejection) -> &'static str {
 }
 
 fn random() -> [u8; 32] {
-    let mut bytes = [0u8; 32];
-    rand::rng().fill_bytes(&mut bytes);
-    bytes
+    crate::approval::random_secret()
 }
 
 fn secret() -> String {
