@@ -313,6 +313,7 @@ def stats(values):
 
 # Figures that vary with the machine rather than with the code; `--check` reports them but they
 # never fail it (compare the ratios, which the same run measures against its own yardstick).
+# Wall-clock latencies (`*_ms` other than CPU, `tools_list_ms[...]` included) are among them.
 ABSOLUTE = ("true_ms", "https_get_ms", "cold_start_ms", "cold_start_full_ms", "call_ms")
 # How far a new median may sit outside the recorded min–max before it counts as drift.
 SLACK = 0.25
@@ -331,7 +332,8 @@ def check(recorded, measured):
                 continue
             low, high = old["min"] * (1 - SLACK), old["max"] * (1 + SLACK)
             ok = low <= new["median"] <= high
-            verdict = "ok" if ok else ("machine" if key in ABSOLUTE else "DRIFT")
+            machine = key in ABSOLUTE or key.startswith("tools_list_ms")
+            verdict = "ok" if ok else ("machine" if machine else "DRIFT")
             if verdict == "DRIFT":
                 drift += 1
             print(f"  {name}.{key:36} recorded {old['median']:.4g} ({old['min']:.4g}–{old['max']:.4g})"
