@@ -303,10 +303,14 @@ async fn off_records_nothing_and_the_default_lives_in_the_state_folder() {
     let state = tempfile::tempdir().unwrap();
     let mut env = server_env(&emu, None);
     env.push(("XDG_STATE_HOME".into(), state.path().display().to_string()));
+    env.push(("RUST_LOG".into(), "warn,nandi_proxmox_mcp=info".into()));
     let mut off_env = env.clone();
     off_env.push(("PVE_AUDIT_LOG".into(), "off".into()));
 
-    let mut mcp = server(&off_env).await;
+    let logs = tempfile::tempdir().unwrap();
+    let off_log = logs.path().join("off.log");
+    let mut mcp = McpProcess::spawn_logging_to(&["run"], &off_env, &off_log);
+    mcp.initialize().await;
     let start = envelope(
         &mcp.call(
             "pve_start_qemu_vm",
@@ -318,8 +322,15 @@ async fn off_records_nothing_and_the_default_lives_in_the_state_folder() {
     assert!(mcp.shutdown().await.success());
     let default = state.path().join("nandi-proxmox-mcp/audit.jsonl");
     assert!(!default.exists(), "off writes nothing");
+    let said = std::fs::read_to_string(&off_log).unwrap();
+    assert!(
+        said.contains("audit trail disabled (PVE_AUDIT_LOG=off)") && !said.contains("audit trail enabled"),
+        "start-up says the trail is off: {said}"
+    );
 
-    let mut mcp = server(&env).await;
+    let on_log = logs.path().join("on.log");
+    let mut mcp = McpProcess::spawn_logging_to(&["run"], &env, &on_log);
+    mcp.initialize().await;
     let refused = envelope(
         &mcp.call("pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101}))
             .await,
@@ -327,6 +338,11 @@ async fn off_records_nothing_and_the_default_lives_in_the_state_folder() {
     assert_eq!(refused["error"]["code"], "CONFIRMATION_REQUIRED");
     assert!(mcp.shutdown().await.success());
     assert_eq!(lines(&default).len(), 1);
+    let said = std::fs::read_to_string(&on_log).unwrap();
+    assert!(
+        said.contains("audit trail enabled") && !said.contains("audit trail disabled"),
+        "start-up says the trail is on: {said}"
+    );
     emu.shutdown().await;
 }
 
