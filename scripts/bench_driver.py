@@ -120,6 +120,23 @@ def true_start():
     return time.perf_counter() - start
 
 
+def cold_start_rounds(starts, rounds):
+    """Median seconds of each start over `rounds` interleaved rounds.
+
+    `starts` maps a name to a function that spawns, waits for readiness and stops one process.
+    Every round runs each of them once, in an order rotated by one each round, so a slow moment
+    of the machine (or the first spawn after other work) falls on every contender alike; the
+    ratios of these medians are what the goal table reports.
+    """
+    names = list(starts)
+    times = {name: [] for name in names}
+    for round_no in range(rounds):
+        shift = round_no % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(starts[name]())
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
 def https_get_latency(emu, path, count):
     """Median seconds of a GET over one persistent HTTPS connection (Python's own client)."""
     context = ssl.create_default_context()
@@ -373,6 +390,8 @@ def main():
     parser.add_argument("--emulator", required=True, help="emulator launcher binary")
     parser.add_argument("--compare", action="append", default=[], help="another stdio MCP server command")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cold-rounds", type=int, default=15,
+                        help="interleaved cold starts of each contender (and /bin/true) per run")
     parser.add_argument("--calls", type=int, default=2000, help="sequential calls per run")
     parser.add_argument("--inflight-calls", type=int, default=10000)
     parser.add_argument("--http-calls", type=int, default=4000)
@@ -403,18 +422,21 @@ def main():
 
         for run in range(args.runs):
             print(f"run {run + 1}/{args.runs}", file=sys.stderr, flush=True)
-            add("baseline", "true_ms", true_start() * 1e3)
+            full = dict(base_env, **SURFACES[-1][1])
+            starts = {"true": true_start}
+            for name, argv in servers:
+                starts[name] = lambda argv=argv: cold_start(argv, base_env)
+            starts["nandi full"] = lambda: cold_start(servers[0][1], full)
+            cold = {k: v * 1e3 for k, v in cold_start_rounds(starts, args.cold_rounds).items()}
+            add("baseline", "true_ms", cold["true"])
             get_ms = https_get_latency(emu, "/nodes", 500) * 1e3
             add("baseline", "https_get_ms", get_ms)
             for name, argv in servers:  # interleaved: every server once per run
-                cold = cold_start(argv, base_env) * 1e3
-                add(name, "cold_start_ms", cold)
-                add(name, "cold_start_vs_true", cold / samples["baseline"]["true_ms"][-1])
+                add(name, "cold_start_ms", cold[name])
+                add(name, "cold_start_vs_true", cold[name] / cold["true"])
                 if name == "nandi":
-                    full = dict(base_env, **SURFACES[-1][1])
-                    cold_full = cold_start(argv, full) * 1e3
-                    add(name, "cold_start_full_ms", cold_full)
-                    add(name, "cold_start_full_vs_true", cold_full / samples["baseline"]["true_ms"][-1])
+                    add(name, "cold_start_full_ms", cold["nandi full"])
+                    add(name, "cold_start_full_vs_true", cold["nandi full"] / cold["true"])
                 result = stdio_run(argv, base_env, args.tool, {}, args.calls, args.inflight_calls)
                 for key, value in result.items():
                     add(name, key, value)
