@@ -324,7 +324,8 @@ async fn off_records_nothing_and_the_default_lives_in_the_state_folder() {
     assert!(!default.exists(), "off writes nothing");
     let said = std::fs::read_to_string(&off_log).unwrap();
     assert!(
-        said.contains("audit trail disabled (PVE_AUDIT_LOG=off)") && !said.contains("audit trail enabled"),
+        said.contains("audit trail disabled (PVE_AUDIT_LOG=off)")
+            && !said.contains("audit trail enabled"),
         "start-up says the trail is off: {said}"
     );
 
