@@ -271,19 +271,34 @@ impl AuditLog {
 /// last complete line and the next line continues the chain. Still under the file lock.
 /// When even this fails the file ends with a cut line: later appends then refuse
 /// ([`AuditError::Corrupt`]) and `audit verify` names that line as truncated.
-fn cut_back(file: &File, path: &Path, len: u64) {
+fn cut_back(file: &File, path: &Path, len: u64) -> CutBack {
     let grew = file.metadata().map(|m| m.len() > len).unwrap_or(true);
     if !grew {
         // Nothing reached the file (or it is a device such as `/dev/full`, which has no length).
-        return;
+        return CutBack::NothingWritten;
     }
-    if let Err(e) = file.set_len(len).and_then(|()| file.sync_data()) {
-        tracing::error!(
-            log = %path.display(),
-            error = %e,
-            "a failed audit line could not be cut off; the log now ends with a cut line"
-        );
+    match file.set_len(len).and_then(|()| file.sync_data()) {
+        Ok(()) => CutBack::Cut,
+        Err(e) => {
+            tracing::error!(
+                log = %path.display(),
+                error = %e,
+                "a failed audit line could not be cut off; the log now ends with a cut line"
+            );
+            CutBack::Failed
+        }
     }
+}
+
+/// What [`cut_back`] did with the bytes of a failed line.
+#[derive(Debug, PartialEq, Eq)]
+enum CutBack {
+    /// The file is as long as before the line: nothing to remove.
+    NothingWritten,
+    /// The partial line was removed.
+    Cut,
+    /// It could not be removed (logged): the file ends with a cut line.
+    Failed,
 }
 
 fn open_append(path: &Path) -> Result<File, AuditError> {
@@ -516,7 +531,12 @@ mod tests {
         let mut file = open_append(&path).unwrap();
         file.write_all(b"{\"seq\":2,\"time\":\"20").unwrap();
         assert!(log.ensure_writable().is_err(), "a cut line stops the chain");
-        cut_back(&file, &path, len);
+        assert_eq!(cut_back(&file, &path, len), CutBack::Cut);
+        assert_eq!(
+            cut_back(&file, &path, len),
+            CutBack::NothingWritten,
+            "a file no longer than before is left alone"
+        );
         drop(file);
         let next = log.append_blocking(&entry("b")).unwrap().unwrap();
         assert_eq!(next.seq, 2);
