@@ -544,6 +544,21 @@ mod tests {
     }
 
     #[test]
+    fn a_line_cut_inside_a_character_is_not_an_audit_line() {
+        // Two-byte characters up to the closing `"}`: for some padding the hash, or the key in
+        // front of it, would start inside a character. That is "not an audit line", never a
+        // panic of the verifier.
+        for pad in 0..4 {
+            for chars in [30, 40, 60] {
+                for tail in ["", "x"] {
+                    let line = format!("{{{}{}{tail}\"}}", "a".repeat(pad), "é".repeat(chars));
+                    assert_eq!(split_line(&line), None, "{line}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn off_and_unavailable() {
         assert_eq!(AuditLog::off().append_blocking(&entry("a")).unwrap(), None);
         let log = AuditLog::new(AuditTarget::Unavailable("no home".into()));
