@@ -559,6 +559,19 @@ mod tests {
     }
 
     #[test]
+    fn a_hash_is_64_lower_case_hex_digits() {
+        let line = |hash: &str| format!("{{\"seq\":1{HASH_KEY}{hash}\"}}");
+        let good = "0123456789abcdef".repeat(4);
+        let well_formed = line(&good);
+        let (body, hash) = split_line(&well_formed).expect("a well-formed line");
+        assert_eq!((body.as_str(), hash), ("{\"seq\":1}", good.as_str()));
+        for bad in ['A', 'F', 'g', 'z', '-', ' '] {
+            let hash = format!("{bad}{}", &good[1..]);
+            assert_eq!(split_line(&line(&hash)), None, "hash starting with {bad:?}");
+        }
+    }
+
+    #[test]
     fn off_and_unavailable() {
         assert_eq!(AuditLog::off().append_blocking(&entry("a")).unwrap(), None);
         let log = AuditLog::new(AuditTarget::Unavailable("no home".into()));
