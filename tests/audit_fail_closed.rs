@@ -377,6 +377,56 @@ async fn a_tmpfs_that_fills_between_changes_refuses_once_a_line_no_longer_fits()
 }
 
 /// An in-process server with every tool exposed, auditing to `audit`.
+/// The early check: a change that could not be recorded is refused before anyone is asked to
+/// approve it. A client that answers questions (and would approve) is never asked one, and
+/// nothing is sent; a read still answers on the same unwritable log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_is_asked_to_approve_a_change_that_could_not_be_recorded() {
+    let emu = emulator().await;
+    // Under a regular file: the log cannot even be opened (ENOTDIR, for root too). (`/dev/full`
+    // opens, so only the write just before sending can find it full.)
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_folder = dir.path().join("a-file");
+    std::fs::write(&not_a_folder, b"").unwrap();
+    let log = not_a_folder.join("audit.jsonl");
+    let setup = ClientSetup {
+        tasks: false,
+        approve: Some(true),
+    };
+    let (client, handler) = connect(tasks_server(&emu, &log), setup).await;
+    emu.clear_requests();
+    let (is_error, refused) = mcp_tasks_client::envelope(
+        &client,
+        "pve_stop_qemu_vm",
+        json!({"node": "pve01", "vmid": 101}),
+    )
+    .await;
+    assert!(is_error, "{refused}");
+    assert_eq!(
+        refused["error"]["code"], "AUDIT_LOG_UNAVAILABLE",
+        "{refused}"
+    );
+    assert_eq!(
+        handler.questions.lock().unwrap().len(),
+        0,
+        "nobody is asked to approve what could not be recorded"
+    );
+    assert!(
+        emu.requests().is_empty(),
+        "nothing read or sent: {:?}",
+        emu.requests()
+    );
+
+    let (is_error, read) = mcp_tasks_client::envelope(&client, "pve_list_nodes", json!({})).await;
+    assert!(
+        !is_error,
+        "reads are not recorded, so they still answer: {read}"
+    );
+    assert_eq!(sent(&emu), Vec::<String>::new());
+    client.cancel().await.unwrap();
+    emu.shutdown().await;
+}
+
 fn tasks_server(emu: &Emulator, audit: &Path) -> Server {
     let settings = mcp_tasks_client::settings(&[]);
     mcp_tasks_client::isolate_schema_cache();

@@ -120,13 +120,8 @@ pub fn refusal(spec: &ToolSpec, error: &super::AuditError) -> ToolFailure {
     )
 }
 
-/// How a finished call is classified, or `None` when it is not recorded.
-pub fn decision_for(spec: &ToolSpec, outcome: &Result<Value, ToolFailure>) -> Option<&'static str> {
-    decision_of(spec, false, outcome)
-}
-
-/// [`decision_for`], where an `approved` call (it passed a gate) counts as a change even
-/// when its row reads.
+/// How a finished call is classified, or `None` when it is not recorded. An `approved` call
+/// (it passed a gate) counts as a change even when its row reads.
 fn decision_of(
     spec: &ToolSpec,
     approved: bool,

@@ -377,6 +377,7 @@ pub(crate) fn split_line(line: &str) -> Option<(String, &str)> {
     let key_start = hash_start.checked_sub(HASH_KEY.len())?;
     if !line.is_char_boundary(key_start)
         || !line.is_char_boundary(hash_start)
+        || !line.starts_with('{')
         || !line.ends_with("\"}")
     {
         return None;
@@ -416,10 +417,11 @@ fn tail(file: &mut File, path: &Path) -> Result<(u64, String), AuditError> {
     if len == 0 {
         return Ok((0, GENESIS.to_owned()));
     }
-    // Read backwards in chunks until the newline before the last line is found.
+    // Read backwards in chunks until the newline that ends the line before the last one is in
+    // the buffer, or the whole file is. `start` is where the last line begins.
     let mut buf: Vec<u8> = Vec::new();
     let mut pos = len;
-    loop {
+    let start = loop {
         let chunk = pos.min(4096);
         pos -= chunk;
         file.seek(SeekFrom::Start(pos)).map_err(io)?;
@@ -428,19 +430,17 @@ fn tail(file: &mut File, path: &Path) -> Result<(u64, String), AuditError> {
         part.extend_from_slice(&buf);
         buf = part;
         let body_end = buf.len().saturating_sub(1);
-        if pos == 0 || buf[..body_end].contains(&b'\n') {
-            break;
+        if let Some(newline) = buf[..body_end].iter().rposition(|b| *b == b'\n') {
+            break newline + 1;
         }
-    }
+        if pos == 0 {
+            break 0;
+        }
+    };
     if buf.last() != Some(&b'\n') {
         return Err(corrupt("the last line has no line end: it was cut short"));
     }
-    let without_newline = &buf[..buf.len() - 1];
-    let start = without_newline
-        .iter()
-        .rposition(|b| *b == b'\n')
-        .map_or(0, |i| i + 1);
-    let last = std::str::from_utf8(&without_newline[start..])
+    let last = std::str::from_utf8(&buf[start..buf.len() - 1])
         .map_err(|_| corrupt("the last line is not UTF-8"))?;
     let (body, hash) = split_line(last).ok_or_else(|| corrupt("the last line has no hash"))?;
     let seq = seq_of(&body).ok_or_else(|| corrupt("the last line has no sequence number"))?;
@@ -517,6 +517,40 @@ mod tests {
                 panic!("{err}");
             };
             assert_eq!(source.raw_os_error(), Some(28), "ENOSPC: {err}");
+        }
+    }
+
+    #[test]
+    fn the_chain_continues_after_lines_longer_than_a_read_chunk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::new(AuditTarget::File(path.clone()));
+        let long = |tool: &str, bytes: usize| AuditEntry {
+            arguments: json!({"note": "n".repeat(bytes)}),
+            ..entry(tool)
+        };
+        // One short line, then lines of about 1, 2 and 3 read chunks: the last line must be
+        // found whole every time, however many chunks back its start lies.
+        assert_eq!(log.append_blocking(&entry("a")).unwrap().unwrap().seq, 1);
+        for (seq, bytes) in [(2, 5_000), (3, 9_000), (4, 13_000), (5, 10)] {
+            let appended = log.append_blocking(&long("b", bytes)).unwrap().unwrap();
+            assert_eq!(appended.seq, seq);
+        }
+        assert!(verify::verify_file(&path).unwrap().is_intact());
+        // A file holding only one long line.
+        let single = dir.path().join("single.jsonl");
+        let log = AuditLog::new(AuditTarget::File(single.clone()));
+        log.append_blocking(&long("c", 9_000)).unwrap();
+        assert_eq!(log.append_blocking(&entry("d")).unwrap().unwrap().seq, 2);
+        assert!(verify::verify_file(&single).unwrap().is_intact());
+    }
+
+    #[test]
+    fn a_line_that_does_not_start_as_a_record_has_no_hash() {
+        let good = "0123456789abcdef".repeat(4);
+        for prefix in ["\n", "}", " ", "x"] {
+            let line = format!("{prefix}{{\"seq\":1{HASH_KEY}{good}\"}}");
+            assert_eq!(split_line(&line), None, "{line:?}");
         }
     }
 
