@@ -311,6 +311,22 @@ mod tests {
     }
 
     #[test]
+    fn only_a_rest_call_has_a_proxmox_status() {
+        use crate::catalog::Backend;
+        let ok: Result<Value, ToolFailure> = Ok(Value::Null);
+        let over_ssh = crate::catalog::all()
+            .find(|s| matches!(s.backend, Backend::Ssh(_)))
+            .unwrap();
+        let rest = crate::catalog::all()
+            .find(|s| !matches!(s.backend, Backend::Ssh(_)))
+            .unwrap();
+        assert_eq!(pve_status_of(over_ssh, &ok), None, "{}", over_ssh.name);
+        assert_eq!(pve_status_of(rest, &ok), Some(200), "{}", rest.name);
+        let rejected = Err(ToolFailure::new("PVE_ERROR", "x").with_details(json!({"status": 403})));
+        assert_eq!(pve_status_of(rest, &rejected), Some(403));
+    }
+
+    #[test]
     fn an_approved_read_is_recorded_and_an_audit_refusal_is_not() {
         let read = crate::catalog::all().find(|s| s.effect.is_read()).unwrap();
         let ok: Result<Value, ToolFailure> = Ok(Value::Null);
