@@ -157,8 +157,10 @@ def https_get_latency(emu, path, count):
     return statistics.median(samples)
 
 
-def stdio_run(argv, env, tool, arguments, calls, inflight_calls):
-    """One server process: idle RSS, sequential latency and CPU, 8-in-flight throughput, peak RSS."""
+def stdio_run(argv, env, tool, arguments, calls, inflight_calls, emulator_pid):
+    """One server process: idle RSS (and its anonymous and file-backed parts), sequential latency
+    and CPU, 8-in-flight throughput with the CPU each of the three processes spent on it (server,
+    emulator, this driver: they share the machine's CPUs), peak RSS."""
     server = Stdio(argv, env)
     server.initialize()
     pid = server.proc.pid
@@ -167,6 +169,7 @@ def stdio_run(argv, env, tool, arguments, calls, inflight_calls):
         checked_call(server, tool, arguments)
     time.sleep(0.3)
     rss_idle = memory_kib(pid, "VmRSS")
+    rss_anon, rss_file = memory_kib(pid, "RssAnon"), memory_kib(pid, "RssFile")
     cpu0 = cpu_seconds(pid)
     samples = []
     for _ in range(calls):
@@ -178,7 +181,7 @@ def stdio_run(argv, env, tool, arguments, calls, inflight_calls):
     params = {"name": tool, "arguments": arguments}
     sent = answered = 0
     start = time.perf_counter()
-    cpu0 = cpu_seconds(pid)
+    cpu0, emu0, driver0 = cpu_seconds(pid), cpu_seconds(emulator_pid), time.process_time()
     while sent < 8:
         server.send({"jsonrpc": "2.0", "id": 10_000_000 + sent, "method": "tools/call", "params": params})
         sent += 1
@@ -192,6 +195,8 @@ def stdio_run(argv, env, tool, arguments, calls, inflight_calls):
             sent += 1
     elapsed = time.perf_counter() - start
     cpu_inflight = (cpu_seconds(pid) - cpu0) / inflight_calls
+    emu_inflight = (cpu_seconds(emulator_pid) - emu0) / inflight_calls
+    driver_inflight = (time.process_time() - driver0) / inflight_calls
     rss_peak = memory_kib(pid, "VmHWM")
     server.stop()
     return {
@@ -199,7 +204,11 @@ def stdio_run(argv, env, tool, arguments, calls, inflight_calls):
         "cpu_ms_per_call": cpu_per_call * 1e3,
         "inflight_calls_per_s": inflight_calls / elapsed,
         "cpu_ms_per_call_inflight": cpu_inflight * 1e3,
+        "emulator_cpu_ms_per_call_inflight": emu_inflight * 1e3,
+        "driver_cpu_ms_per_call_inflight": driver_inflight * 1e3,
         "rss_idle_mib": rss_idle / 1024,
+        "rss_idle_anon_mib": rss_anon / 1024,
+        "rss_idle_file_mib": rss_file / 1024,
         "rss_peak_mib": rss_peak / 1024,
     }
 
@@ -437,7 +446,8 @@ def main():
                 if name == "nandi":
                     add(name, "cold_start_full_ms", cold["nandi full"])
                     add(name, "cold_start_full_vs_true", cold["nandi full"] / cold["true"])
-                result = stdio_run(argv, base_env, args.tool, {}, args.calls, args.inflight_calls)
+                result = stdio_run(argv, base_env, args.tool, {}, args.calls, args.inflight_calls,
+                                   emu_proc.pid)
                 for key, value in result.items():
                     add(name, key, value)
                 add(name, "call_vs_https_get", result["call_ms"] / get_ms)
