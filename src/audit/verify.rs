@@ -260,4 +260,47 @@ mod tests {
         let cut = &text.as_bytes()[..text.len() - 20];
         assert_eq!(first(&verify_bytes(cut)), (5, Problem::Truncated));
     }
+
+    #[test]
+    fn a_broken_file_is_not_intact() {
+        let (_dir, _path, lines) = log_of(3);
+        let mut modified = lines.clone();
+        modified[1] = modified[1].replace("tool1", "tool7");
+        let report = check(&modified);
+        assert!(!report.is_intact());
+        assert_eq!(report.verified, 1);
+    }
+
+    #[test]
+    fn only_a_last_line_without_its_line_end_is_truncated() {
+        let (_dir, _path, lines) = log_of(3);
+        // A complete file whose last line is not a record: forged, not cut.
+        let mut garbage_last = lines.clone();
+        garbage_last.push("not json".into());
+        assert_eq!(first(&check(&garbage_last)), (4, Problem::NotARecord));
+        // A garbage line in the middle of a file whose last line was cut: the first break is
+        // the garbage, and it is not called a truncation.
+        let mut text = format!("{}\nnot json\n{}\n{}", lines[0], lines[1], lines[2]);
+        text.truncate(text.len() - 10);
+        assert_eq!(
+            first(&verify_bytes(text.as_bytes())),
+            (2, Problem::NotARecord)
+        );
+        // A record that parses but lost its newline was still cut.
+        let whole = format!("{}\n{}", lines[0], lines[1]);
+        assert_eq!(
+            first(&verify_bytes(whole.as_bytes())),
+            (2, Problem::Truncated)
+        );
+    }
+
+    #[test]
+    fn a_line_numbered_zero_is_an_insertion() {
+        let (_dir, _path, lines) = log_of(2);
+        let zero = lines[0].replacen("\"seq\":1", "\"seq\":0", 1);
+        assert_ne!(zero, lines[0], "the record starts with its seq");
+        let mut inserted = vec![zero];
+        inserted.extend(lines.iter().cloned());
+        assert_eq!(first(&check(&inserted)), (1, Problem::Inserted { seq: 0 }));
+    }
 }
