@@ -5,7 +5,6 @@
 //! reader that closes stdout early (`tools | head -1`) ends the process quietly with
 //! status 0 instead of a panic.
 
-use clap::Parser;
 use nandi_proxmox_mcp::cli::{self, Cli, Command};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::filter_fn;
@@ -78,7 +77,7 @@ fn runtime_builder(cli: &Cli) -> tokio::runtime::Builder {
 
 fn main() {
     exit_quietly_on_closed_stdout();
-    let cli = Cli::parse();
+    let cli = Cli::from_process_args();
     let filter = EnvFilter::try_from_env("RUST_LOG")
         .unwrap_or_else(|_| EnvFilter::new("warn,nandi_proxmox_mcp=info"));
     tracing_subscriber::fmt()

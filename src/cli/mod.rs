@@ -41,6 +41,28 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+impl Cli {
+    /// The command line of this process. The launches MCP clients make — no argument, or just
+    /// `run` — are read without building clap's command tree (about a sixth of a cold start's
+    /// instructions, `scripts/startup-anatomy`); every other command line goes through clap,
+    /// so help, errors and the other commands are clap's as before.
+    pub fn from_process_args() -> Cli {
+        Cli::plain_launch(std::env::args_os().skip(1)).unwrap_or_else(Cli::parse)
+    }
+
+    /// The [`Cli`] of a plain launch (`args` without the program name), or `None` for any
+    /// other command line. Equal to what clap parses from the same words.
+    fn plain_launch(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Cli> {
+        match (args.next(), args.next()) {
+            (None, _) => Some(Cli { command: None }),
+            (Some(word), None) if word == "run" => Some(Cli {
+                command: Some(Command::Run(run::RunArgs::default())),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// The commands.
 // Parsed once per process; boxing `setup`'s many flags would buy nothing.
 #[allow(clippy::large_enum_variant)]
@@ -166,5 +188,46 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::Freeze(args)) => freeze::freeze(args),
         Some(Command::Unfreeze(args)) => freeze::unfreeze(args),
         Some(Command::Health(args)) => health::run(args).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(args: &[&str]) -> Vec<std::ffi::OsString> {
+        args.iter().map(Into::into).collect()
+    }
+
+    #[test]
+    fn a_plain_launch_reads_as_clap_reads_it() {
+        for args in [&[][..], &["run"][..]] {
+            let fast = Cli::plain_launch(words(args).into_iter()).expect("a plain launch");
+            let mut argv = vec!["nandi-proxmox-mcp"];
+            argv.extend_from_slice(args);
+            let clap = Cli::try_parse_from(argv).unwrap();
+            assert_eq!(format!("{fast:?}"), format!("{clap:?}"), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn every_other_command_line_goes_to_clap() {
+        for args in [
+            &["run", "--demo"][..],
+            &["run", "--help"],
+            &["--help"],
+            &["--version"],
+            &["-V"],
+            &["tools"],
+            &["runn"],
+            &["RUN"],
+            &["run", ""],
+            &[""],
+        ] {
+            assert!(
+                Cli::plain_launch(words(args).into_iter()).is_none(),
+                "{args:?}"
+            );
+        }
     }
 }
