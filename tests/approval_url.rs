@@ -37,6 +37,10 @@ use serde_json::{Value, json};
 #[derive(Clone)]
 struct UrlClient {
     action: ElicitationAction,
+    /// Declare form elicitation too (form questions are counted and declined).
+    both: bool,
+    /// How many form questions arrived.
+    forms: Arc<Mutex<usize>>,
     /// `(url, elicitationId)` of every URL question.
     asked: Arc<Mutex<Vec<(String, String)>>>,
     /// `(method, params)` of every custom notification.
@@ -47,8 +51,18 @@ impl UrlClient {
     fn new(action: ElicitationAction) -> UrlClient {
         UrlClient {
             action,
+            both: false,
+            forms: Arc::default(),
             asked: Arc::default(),
             told: Arc::default(),
+        }
+    }
+
+    /// A client that declares both form and URL elicitation.
+    fn both(action: ElicitationAction) -> UrlClient {
+        UrlClient {
+            both: true,
+            ..UrlClient::new(action)
         }
     }
 
@@ -77,8 +91,13 @@ impl UrlClient {
 
 impl ClientHandler for UrlClient {
     fn get_info(&self) -> ClientConfig {
+        let elicitation = if self.both {
+            json!({"form": {}, "url": {}})
+        } else {
+            json!({"url": {}})
+        };
         let capabilities: ClientCapabilities =
-            serde_json::from_value(json!({"elicitation": {"url": {}}})).expect("capabilities");
+            serde_json::from_value(json!({ "elicitation": elicitation })).expect("capabilities");
         ClientConfig::new(
             capabilities,
             Implementation::new("url-approval-test", "1.0"),
@@ -99,8 +118,11 @@ impl ClientHandler for UrlClient {
                 self.asked.lock().unwrap().push((url, elicitation_id));
                 Ok(ElicitResult::new(self.action.clone()))
             }
-            // This client never declared form elicitation.
-            _ => Ok(ElicitResult::new(ElicitationAction::Decline)),
+            // Counted (a client declaring both may get one) and declined.
+            _ => {
+                *self.forms.lock().unwrap() += 1;
+                Ok(ElicitResult::new(ElicitationAction::Decline))
+            }
         }
     }
 
@@ -117,9 +139,15 @@ impl ClientHandler for UrlClient {
 }
 
 async fn serve(emu: &Emulator, timeout: &str) -> HttpServer {
+    serve_via(emu, timeout, "form").await
+}
+
+/// [`serve`] with `PVE_APPROVAL_VIA` (`form` or `url`: the question for clients declaring both).
+async fn serve_via(emu: &Emulator, timeout: &str, via: &str) -> HttpServer {
     let vars = [
         ("PVE_ACCESS_TIER", "full"),
         ("PVE_APPROVAL_TIMEOUT_SECS", timeout),
+        ("PVE_APPROVAL_VIA", via),
     ];
     let settings = Settings::from_lookup(|k| {
         vars.iter()
@@ -177,6 +205,131 @@ async fn close(client: Client) {
     if let Ok(client) = Arc::try_unwrap(client) {
         client.cancel().await.ok();
     }
+}
+
+/// A dry run tells the path a real call would take: for a client that declared only URL
+/// elicitation, on a server whose approval page it can reach, the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_tells_a_url_client_it_would_be_asked_on_the_page() {
+    let emu = common::emulator().await;
+    let http = serve(&emu, "60").await;
+    let person = UrlClient::new(ElicitationAction::Accept);
+    let client = connect(&http, person.clone()).await;
+    let result = client
+        .call_tool(
+            CallToolRequestParams::new("pve_stop_qemu_vm")
+                .with_arguments(args(json!({"node": "pve01", "vmid": 101, "dry_run": true}))),
+        )
+        .await
+        .expect("answered");
+    let decision = &envelope(&result)["data"]["decision"];
+    assert_eq!(decision["needsApproval"], true, "{decision}");
+    assert_eq!(
+        decision["approval"], "person (approval page, URL elicitation)",
+        "{decision}"
+    );
+    assert!(
+        person.asked.lock().unwrap().is_empty(),
+        "a dry run asks nobody"
+    );
+    assert!(changes(&emu).is_empty());
+    close(client).await;
+    http.shutdown().await;
+    emu.shutdown().await;
+}
+
+/// Without a page a person can reach (stdio, no webhook: no approval listener), a client that
+/// declared only URL elicitation counts as one that cannot ask: told so by a dry run, never
+/// sent a link, and its unconfirmed change is refused with nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_reachable_page_a_url_client_cannot_be_asked() {
+    let emu = common::emulator().await;
+    let home = tempfile::tempdir().unwrap();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nandi-proxmox-mcp"));
+    command
+        .arg("run")
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .current_dir(home.path())
+        .stderr(std::process::Stdio::null());
+    for (key, value) in common::with_policy(common::env_for(&emu), &[("PVE_ACCESS_TIER", "full")]) {
+        command.env(key, value);
+    }
+    let person = UrlClient::new(ElicitationAction::Accept);
+    let client = person
+        .clone()
+        .serve(rmcp::transport::TokioChildProcess::new(command).expect("spawn"))
+        .await
+        .expect("connects over stdio");
+    let call = |extra: Value| {
+        let mut arguments = json!({"node": "pve01", "vmid": 101});
+        arguments
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        CallToolRequestParams::new("pve_stop_qemu_vm").with_arguments(args(arguments))
+    };
+    let dry = client
+        .call_tool(call(json!({"dry_run": true})))
+        .await
+        .expect("answered");
+    assert_eq!(
+        envelope(&dry)["data"]["decision"]["approval"],
+        "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
+    );
+    let refused = client.call_tool(call(json!({}))).await.expect("answered");
+    assert_eq!(code(&refused), "CONFIRMATION_REQUIRED");
+    assert!(
+        person.asked.lock().unwrap().is_empty(),
+        "no link without a reachable page"
+    );
+    assert!(changes(&emu).is_empty());
+    client.cancel().await.ok();
+    emu.shutdown().await;
+}
+
+/// A client that declares both modes gets the form question by default and the page with
+/// `PVE_APPROVAL_VIA=url`; a dry run says which, and a real call asks that way only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_via_chooses_the_question_for_a_client_that_declares_both() {
+    let emu = common::emulator().await;
+    for (via, expected) in [
+        ("form", "person (elicitation)"),
+        ("url", "person (approval page, URL elicitation)"),
+    ] {
+        let http = serve_via(&emu, "60", via).await;
+        let person = UrlClient::both(ElicitationAction::Decline);
+        let client = connect(&http, person.clone()).await;
+        let dry = client
+            .call_tool(
+                CallToolRequestParams::new("pve_stop_qemu_vm")
+                    .with_arguments(args(json!({"node": "pve01", "vmid": 101, "dry_run": true}))),
+            )
+            .await
+            .expect("answered");
+        assert_eq!(
+            envelope(&dry)["data"]["decision"]["approval"],
+            expected,
+            "{via}"
+        );
+        // A real call, declined in the client either way: which question came?
+        let result = stop(&client, 101).await.expect("call task");
+        assert_eq!(code(&result), "CONFIRMATION_DECLINED", "{via}");
+        let (forms, links) = (
+            *person.forms.lock().unwrap(),
+            person.asked.lock().unwrap().len(),
+        );
+        assert_eq!(
+            (forms, links),
+            if via == "url" { (0, 1) } else { (1, 0) },
+            "{via}"
+        );
+        assert!(changes(&emu).is_empty());
+        close(client).await;
+        http.shutdown().await;
+    }
+    emu.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

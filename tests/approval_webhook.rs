@@ -203,3 +203,34 @@ async fn an_undeliverable_notice_refuses_without_showing_the_webhook_secret() {
     assert_eq!(receiver.notices().len(), 1);
     client.cancel().await.ok();
 }
+
+/// A dry run tells a client that cannot ask that a webhook's page decides, and `confirm`
+/// does not; without the webhook, the same client is told its `confirm` flag decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_tells_who_decides_when_a_webhook_is_set() {
+    let emu = emulator().await;
+    let receiver = Receiver::start(200).await;
+    let hook = format!("http://{}/hook", receiver.addr);
+    let dry_run = json!({"node": "pve01", "vmid": 101, "dry_run": true});
+    let (client, _home) = connect_stdio(Person::unable(), &env(&emu, &hook, "60")).await;
+    let result = call(&client, "pve_stop_qemu_vm", dry_run.clone()).await;
+    assert_eq!(
+        envelope(&result)["data"]["decision"]["approval"],
+        "person (approval page linked by the PVE_APPROVAL_NOTIFY webhook; confirm=true does not approve)"
+    );
+    client.cancel().await.ok();
+
+    let no_webhook: Vec<(String, String)> = env(&emu, &hook, "60")
+        .into_iter()
+        .filter(|(key, _)| key != "PVE_APPROVAL_NOTIFY")
+        .collect();
+    let (client, _home) = connect_stdio(Person::unable(), &no_webhook).await;
+    let result = call(&client, "pve_stop_qemu_vm", dry_run).await;
+    assert_eq!(
+        envelope(&result)["data"]["decision"]["approval"],
+        "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
+    );
+    client.cancel().await.ok();
+    assert!(receiver.notices().is_empty(), "a dry run notifies nobody");
+    assert!(changes(&emu).is_empty());
+}
