@@ -230,6 +230,24 @@ mod tests {
     }
 
     #[test]
+    fn rmcp_gets_the_same_hosts_and_origins() {
+        // rmcp checks Host and Origin again behind this guard; it must be handed the very
+        // lists this guard enforces (an empty list would switch its check off).
+        let g = guard("127.0.0.1", &["mcp.lan:8443"], &["https://app.example.com"]);
+        let mut hosts: Vec<&str> = g.hosts().collect();
+        hosts.sort_unstable();
+        assert_eq!(hosts, ["127.0.0.1", "::1", "localhost", "mcp.lan"]);
+        let mut origins: Vec<String> = g.origins().collect();
+        origins.sort_unstable();
+        assert!(
+            origins.contains(&"https://app.example.com:443".to_owned())
+                && origins.contains(&"http://localhost:3000".to_owned())
+                && origins.contains(&"http://[::1]:3000".to_owned()),
+            "{origins:?}"
+        );
+    }
+
+    #[test]
     fn normalization_follows_the_reference() {
         assert_eq!(normalize_host(" LocalHost:3000 "), "localhost");
         assert_eq!(normalize_host("[::1]:3000"), "::1");
