@@ -278,13 +278,15 @@ async fn without_a_reachable_page_a_url_client_cannot_be_asked() {
         envelope(&dry)["data"]["decision"]["approval"],
         "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
     );
+    emu.clear_requests();
     let refused = client.call_tool(call(json!({}))).await.expect("answered");
     assert_eq!(code(&refused), "CONFIRMATION_REQUIRED");
     assert!(
         person.asked.lock().unwrap().is_empty(),
         "no link without a reachable page"
     );
-    assert!(changes(&emu).is_empty());
+    // Not even the reads that would word a question nobody can be asked.
+    assert!(emu.requests().is_empty(), "{:?}", emu.requests());
     client.cancel().await.ok();
     emu.shutdown().await;
 }
