@@ -278,3 +278,34 @@ async fn an_unrecordable_change_is_refused_before_the_person_is_asked() {
     assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
     client.cancel().await.ok();
 }
+
+/// An unconfirmed change from a client that cannot ask: the hint says why the model holds the
+/// approval only when that is so (`auto`, no elicitation); with `PVE_HUMAN_APPROVAL=confirm`
+/// it only says how to confirm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_confirmation_hint_says_why_only_when_the_client_cannot_ask() {
+    let emu = emulator().await;
+    for (mode, hint) in [
+        (
+            "auto",
+            "This client cannot ask a person, so approval is set by the model: ask the user to approve this exact action, then call the tool again with confirm=true.",
+        ),
+        (
+            "confirm",
+            "Ask the user to approve this exact action, then call the tool again with confirm=true.",
+        ),
+    ] {
+        let vars = [("PVE_ACCESS_TIER", "full"), ("PVE_HUMAN_APPROVAL", mode)];
+        let (client, _home) = connect_stdio(Person::unable(), &env(&emu, &vars)).await;
+        let result = call(
+            &client,
+            "pve_stop_qemu_vm",
+            json!({"node": "pve01", "vmid": 101}),
+        )
+        .await;
+        assert_eq!(code(&result), "CONFIRMATION_REQUIRED", "{mode}");
+        assert_eq!(envelope(&result)["error"]["hint"], hint, "{mode}");
+        client.cancel().await.ok();
+    }
+    assert!(changes(&emu).is_empty());
+}
