@@ -244,18 +244,8 @@ async fn a_dry_run_tells_a_url_client_it_would_be_asked_on_the_page() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_reachable_page_a_url_client_cannot_be_asked() {
     let emu = common::emulator().await;
-    let home = tempfile::tempdir().unwrap();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nandi-proxmox-mcp"));
-    command
-        .arg("run")
-        .env_clear()
-        .env("HOME", home.path())
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .current_dir(home.path())
-        .stderr(std::process::Stdio::null());
-    for (key, value) in common::with_policy(common::env_for(&emu), &[("PVE_ACCESS_TIER", "full")]) {
-        command.env(key, value);
-    }
+    let env = common::with_policy(common::env_for(&emu), &[("PVE_ACCESS_TIER", "full")]);
+    let (command, _home) = approval_common::run_command(&env);
     let person = UrlClient::new(ElicitationAction::Accept);
     let client = person
         .clone()

@@ -119,12 +119,9 @@ pub async fn connect_stateless(
     connect_stdio_with(person, env, lifecycle).await
 }
 
-/// Starts the built binary and connects `person` with the given lifecycle.
-pub async fn connect_stdio_with(
-    person: Person,
-    env: &[(String, String)],
-    lifecycle: ClientLifecycleMode,
-) -> (RunningService<RoleClient, Person>, tempfile::TempDir) {
+/// `nandi-proxmox-mcp run` with a clean environment plus `env`, in an empty cwd and HOME (kept
+/// alive by the returned folder), its log discarded: for a client's stdio transport.
+pub fn run_command(env: &[(String, String)]) -> (tokio::process::Command, tempfile::TempDir) {
     let home = tempfile::tempdir().expect("temp home");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_nandi-proxmox-mcp"));
     command
@@ -137,6 +134,16 @@ pub async fn connect_stdio_with(
     for (key, value) in env {
         command.env(key, value);
     }
+    (command, home)
+}
+
+/// Starts the built binary and connects `person` with the given lifecycle.
+pub async fn connect_stdio_with(
+    person: Person,
+    env: &[(String, String)],
+    lifecycle: ClientLifecycleMode,
+) -> (RunningService<RoleClient, Person>, tempfile::TempDir) {
+    let (command, home) = run_command(env);
     let transport = TokioChildProcess::new(command).expect("spawn");
     let client = person
         .serve_with_lifecycle(transport, lifecycle)
