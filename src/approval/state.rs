@@ -136,6 +136,36 @@ mod tests {
     }
 
     #[test]
+    fn a_long_key_is_used_as_given_and_a_short_one_stretched() {
+        let bound = binding("pve_stop_qemu_vm", None);
+        let opens_with = |states: &SealedStates, material: &[u8]| {
+            let sealed = states.seal(&bound, Duration::from_secs(60));
+            RequestStateCodec::try_new(material.to_vec())
+                .expect("a 32-byte key")
+                .open_with(&sealed, &bound)
+                .is_ok()
+        };
+        // A replica configured with the same long key (or any codec holding it) opens the state.
+        let long = [7u8; 40];
+        assert!(opens_with(&SealedStates::with_key(&long), &long));
+        assert!(!opens_with(
+            &SealedStates::with_key(&long),
+            &Sha256::digest(long)
+        ));
+        let short = b"short shared key";
+        assert!(opens_with(
+            &SealedStates::with_key(short),
+            &Sha256::digest(short)
+        ));
+    }
+
+    #[test]
+    fn the_key_is_never_printed() {
+        let states = SealedStates::with_key(&[9u8; 32]);
+        assert_eq!(format!("{states:?}"), "SealedStates { .. }");
+    }
+
+    #[test]
     fn a_state_opens_once_for_the_same_call_only() {
         let states = SealedStates::random();
         let call = args(json!({"node": "pve01", "vmid": 101}));

@@ -48,6 +48,17 @@ fn only_a_ticked_accept_approves() {
 }
 
 #[test]
+fn a_dismissed_question_is_told_apart_from_an_unknown_answer() {
+    let message = |action| match judge(&ElicitResult::new(action)) {
+        Verdict::Refused(f) => (f.code, f.message),
+        other => panic!("expected refusal, got {other:?}"),
+    };
+    let (code, text) = message(ElicitationAction::Cancel);
+    assert_eq!(code, codes::CONFIRMATION_CANCELLED);
+    assert_eq!(text, "The person dismissed the approval question.");
+}
+
+#[test]
 fn without_sessions_elicitation_is_never_counted_on() {
     let approver = |stateless| {
         Approver::new(
