@@ -262,6 +262,17 @@ mod tests {
     }
 
     #[test]
+    fn a_deletion_says_how_many_records_went() {
+        let one = Problem::Deleted { from: 2, to: 2 };
+        let three = Problem::Deleted { from: 2, to: 4 };
+        assert_eq!(one.to_string(), "record 2 before this line was deleted");
+        assert_eq!(
+            three.to_string(),
+            "records 2 to 4 before this line were deleted"
+        );
+    }
+
+    #[test]
     fn a_broken_file_is_not_intact() {
         let (_dir, _path, lines) = log_of(3);
         let mut modified = lines.clone();
