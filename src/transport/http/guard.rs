@@ -230,6 +230,24 @@ mod tests {
     }
 
     #[test]
+    fn an_allowed_origin_is_scheme_host_and_port_only() {
+        for entry in [
+            "https://app.example.com/path",
+            "https://app.example.com?x=1",
+            "https://app.example.com#top",
+            "https://user@app.example.com",
+            "https://",
+            "ftp://app.example.com",
+        ] {
+            let refused = HostGuard::new("127.0.0.1", 3000, &[], &[entry.to_owned()]);
+            assert!(refused.is_err(), "{entry}");
+        }
+        assert!(
+            HostGuard::new("127.0.0.1", 3000, &[], &["https://app.example.com/".into()]).is_ok()
+        );
+    }
+
+    #[test]
     fn rmcp_gets_the_same_hosts_and_origins() {
         // rmcp checks Host and Origin again behind this guard; it must be handed the very
         // lists this guard enforces (an empty list would switch its check off).
