@@ -132,6 +132,19 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    #[test]
+    fn the_page_says_who_may_decide() {
+        assert_eq!(Approvers::LinkHolder.describe(), "whoever holds this link");
+        assert_eq!(
+            Approvers::Subject("alice".into()).describe(),
+            "only the person who made the call (oauth:alice)"
+        );
+        assert_eq!(
+            Approvers::Scope("proxmox:approve".into()).describe(),
+            "a person whose sign-in grants the scope proxmox:approve"
+        );
+    }
+
     fn oauth(subject: Option<&str>) -> Caller {
         Caller {
             via: Via::OAuth,
