@@ -152,6 +152,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_notifier_prints_its_target_without_the_secret() {
+        let links = crate::policy::LinkSettings::from_lookup(|key| {
+            (key == "PVE_APPROVAL_NOTIFY")
+                .then(|| "https://hooks.example.com/approve?token=sekrit-hook-token".to_owned())
+        })
+        .expect("settings");
+        let notifier = Notifier::new(links.notify.expect("a webhook"));
+        let printed = format!("{notifier:?}");
+        assert!(
+            printed.starts_with("Notifier { target: NotifyTarget("),
+            "{printed}"
+        );
+        assert!(printed.contains("hooks.example.com"), "{printed}");
+        assert!(!printed.contains("sekrit"), "{printed}");
+    }
+
+    #[test]
     fn times_are_written_in_utc() {
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_323_045);
         assert_eq!(rfc3339(at), "2026-01-02T03:04:05Z");
