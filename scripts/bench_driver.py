@@ -339,7 +339,8 @@ def stats(values):
 
 # Figures that vary with the machine rather than with the code; `--check` reports them but they
 # never fail it (compare the ratios, which the same run measures against its own yardstick).
-# Wall-clock latencies (`*_ms` other than CPU, `tools_list_ms[...]` included) are among them.
+# Wall-clock latencies (`*_ms` other than CPU, `tools_list_ms[...]` included) are among them,
+# and so are throughputs (`*_calls_per_s`): calls per second of wall time move with the machine.
 ABSOLUTE = ("true_ms", "https_get_ms", "cold_start_ms", "cold_start_full_ms", "call_ms")
 # How far a new median may sit outside the recorded min–max before it counts as drift.
 SLACK = 0.25
@@ -358,7 +359,7 @@ def check(recorded, measured):
                 continue
             low, high = old["min"] * (1 - SLACK), old["max"] * (1 + SLACK)
             ok = low <= new["median"] <= high
-            machine = key in ABSOLUTE or key.startswith("tools_list_ms")
+            machine = key in ABSOLUTE or key.startswith("tools_list_ms") or key.endswith("_calls_per_s")
             verdict = "ok" if ok else ("machine" if machine else "DRIFT")
             if verdict == "DRIFT":
                 drift += 1
