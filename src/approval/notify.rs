@@ -166,6 +166,7 @@ mod tests {
         );
         assert!(printed.contains("hooks.example.com"), "{printed}");
         assert!(!printed.contains("sekrit"), "{printed}");
+        assert_eq!(notifier.shown(), "https://hooks.example.com");
     }
 
     #[test]
