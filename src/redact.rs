@@ -11,7 +11,7 @@
 //! - **text rules** — inside any string: PEM private-key blocks, `Authorization`-like
 //!   credentials (`PVEAPIToken=…=secret`, `Bearer …`, `PVEAuthCookie=…`) and
 //!   `password: …` lines of YAML/ini text (a cloud-init dump) are masked;
-//! - **argument echoes** — the values of the secret arguments of the call itself are masked
+//! - **argument echoes** — the values of the call's own secret-named arguments are masked
 //!   wherever they reappear (a Proxmox 400 quoting the rejected value, say).
 //!
 //! The tier is the configured tier of the server (`policy::Settings::tier`), passed by the
@@ -100,27 +100,11 @@ pub fn redact_output(spec: &ToolSpec, tier: Tier, value: &mut Value) {
 }
 
 /// A copy of the call's arguments with every secret masked, for audit lines and dry runs:
-/// the field and text rules of results, plus every parameter `spec` itself describes as a
-/// secret.
-pub fn mask_arguments(spec: &ToolSpec, args: &Map<String, Value>) -> Value {
-    let mut copy = args.clone();
-    for (key, value) in copy.iter_mut() {
-        if is_secret_argument(spec, key) && !is_blank(value) {
-            *value = Value::String(REDACTED.into());
-        }
-    }
-    let mut copy = Value::Object(copy);
+/// the field and text rules of results, at every level of the arguments.
+pub fn mask_arguments(args: &Map<String, Value>) -> Value {
+    let mut copy = Value::Object(args.clone());
     mask_tree(&mut copy);
     copy
-}
-
-/// Whether argument `key` of `spec` carries a secret: a secret field name, or a parameter
-/// the row describes as one ("(secret)" in its description).
-fn is_secret_argument(spec: &ToolSpec, key: &str) -> bool {
-    is_secret_field(key)
-        || spec
-            .param(key)
-            .is_some_and(|p| p.description.contains("(secret"))
 }
 
 /// Masks a call's outcome in place: the data of a success ([`redact_output`]); the message,
@@ -131,7 +115,7 @@ pub fn redact_outcome(
     arguments: Option<&Map<String, Value>>,
     outcome: &mut Result<Value, ToolFailure>,
 ) {
-    let echoes = secret_argument_values(spec, arguments);
+    let echoes = secret_argument_values(arguments);
     match outcome {
         Ok(data) => {
             redact_output(spec, tier, data);
@@ -157,11 +141,11 @@ pub fn redact_outcome(
 }
 
 /// Values of secret-named arguments worth looking for (very short ones would mask noise).
-fn secret_argument_values(spec: &ToolSpec, arguments: Option<&Map<String, Value>>) -> Vec<String> {
+fn secret_argument_values(arguments: Option<&Map<String, Value>>) -> Vec<String> {
     let mut values: Vec<String> = arguments
         .into_iter()
         .flatten()
-        .filter(|(key, _)| is_secret_argument(spec, key))
+        .filter(|(key, _)| is_secret_field(key))
         .filter_map(|(_, value)| match value {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
@@ -433,10 +417,11 @@ mod tests {
             &mut below,
         );
         assert_eq!(below["ticket"], REDACTED);
-        // Another tool's `value` key is not a secret.
+        // Another tool's `value` key is not a secret, and its answer carries no notice.
         let mut other = answer;
         redact_output(spec("pve_get_qemu_config"), Tier::Full, &mut other);
         assert_eq!(other["value"], "uuid-secret");
+        assert_eq!(other.get("secretNotice"), None, "{other}");
     }
 
     #[test]
@@ -458,12 +443,29 @@ mod tests {
             !text.contains("hunter22-canary") && !text.contains("PVE:x"),
             "{text}"
         );
+        // A secret given as a number is an echo too; a short one would mask noise and is not.
+        let args = json!({"password": 73912846, "token": 42});
+        let mut outcome: Result<Value, ToolFailure> = Err(ToolFailure::new(
+            "X",
+            "value 73912846 is not a string (field 42)",
+        ));
+        redact_outcome(
+            spec("pve_create_user"),
+            Tier::Full,
+            args.as_object(),
+            &mut outcome,
+        );
+        let failure = outcome.expect_err("failure");
+        assert_eq!(
+            failure.message,
+            format!("value {REDACTED} is not a string (field 42)")
+        );
     }
 
     #[test]
     fn masked_arguments_keep_the_rest() {
         let args = json!({"userid": "a@pve", "password": "pw-secret", "confirm": true});
-        let masked = mask_arguments(spec("pve_create_user"), args.as_object().unwrap());
+        let masked = mask_arguments(args.as_object().unwrap());
         assert_eq!(
             masked,
             json!({"userid": "a@pve", "password": REDACTED, "confirm": true})

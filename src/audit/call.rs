@@ -82,7 +82,7 @@ pub async fn record_intent(
     if !is_change || !log.is_enabled() {
         return Ok(());
     }
-    let masked = redact::mask_arguments(call.spec, call.arguments.unwrap_or(&Map::new()));
+    let masked = redact::mask_arguments(call.arguments.unwrap_or(&Map::new()));
     let mut line = entry(
         call.wire_name,
         call.alias_for,
@@ -227,7 +227,7 @@ pub async fn record_call(
     let Some(decision) = decision_of(call.spec, call.approval.is_some(), outcome) else {
         return;
     };
-    let masked = redact::mask_arguments(call.spec, call.arguments.unwrap_or(&Map::new()));
+    let masked = redact::mask_arguments(call.arguments.unwrap_or(&Map::new()));
     let mut line = entry(
         call.wire_name,
         call.alias_for,

@@ -103,13 +103,12 @@ pub async fn build(
         Backend::Rest { method, path } => (method, path),
         Backend::PerNodeList { path } => (HttpMethod::Get, path),
         Backend::Ssh(op) => {
-            preview.request =
-                json!({"ssh": op.describe(), "arguments": masked_arguments(spec, args)});
+            preview.request = json!({"ssh": op.describe(), "arguments": masked_arguments(args)});
             return preview;
         }
         Backend::Composite(op) => {
             preview.request =
-                json!({"composite": op.describe(), "arguments": masked_arguments(spec, args)});
+                json!({"composite": op.describe(), "arguments": masked_arguments(args)});
             return preview;
         }
     };
@@ -284,7 +283,7 @@ fn masked(key: &str, value: &str) -> String {
 /// The validated arguments as JSON, secrets masked by the redaction rules at any depth
 /// (SSH and composite previews; a JSON-valued argument such as `pve_api_write`'s `params`
 /// is masked inside too). Nothing is cut here.
-fn masked_arguments(spec: &ToolSpec, args: &ValidArgs) -> Value {
+fn masked_arguments(args: &ValidArgs) -> Value {
     let as_json = |wire: String| match serde_json::from_str::<Value>(&wire) {
         Ok(value @ (Value::Object(_) | Value::Array(_))) => value,
         _ => Value::String(wire),
@@ -305,7 +304,7 @@ fn masked_arguments(spec: &ToolSpec, args: &ValidArgs) -> Value {
     for (key, (_, value)) in &args.indexed {
         out.insert(key.clone(), as_json(value.to_wire()));
     }
-    crate::redact::mask_arguments(spec, &out)
+    crate::redact::mask_arguments(&out)
 }
 
 #[cfg(test)]
@@ -318,7 +317,7 @@ mod tests {
         let args = serde_json::json!({"method": "PUT", "path": "/access/password",
             "params": ["userid=mcp@pve", "password=hunter2-secret"]});
         let valid = crate::schema::validate(spec, args.as_object()).expect("valid");
-        let shown = masked_arguments(spec, &valid).to_string();
+        let shown = masked_arguments(&valid).to_string();
         assert!(!shown.contains("hunter2-secret"), "{shown}");
         assert!(shown.contains("userid=mcp@pve"), "{shown}");
     }
