@@ -360,7 +360,7 @@ mod tests {
         let mut config = json!({
             "cipassword": "$5$abc$hash", "sshkeys": "ssh-ed25519%20AAAA", "name": "vm",
             "nested": [{"Password": "p1"}, {"key": "cipassword", "value": "h", "pending": "h2"}],
-            "empty": {"password": ""},
+            "empty": {"password": ""}, "unset": {"password": null},
         });
         redact_output(spec("pve_get_qemu_config"), Tier::Full, &mut config);
         assert_eq!(config["cipassword"], REDACTED);
@@ -368,7 +368,9 @@ mod tests {
         assert_eq!(config["nested"][0]["Password"], REDACTED);
         assert_eq!(config["nested"][1]["value"], REDACTED);
         assert_eq!(config["nested"][1]["pending"], REDACTED);
+        // An empty or null secret is shown as it is: there is nothing to hide.
         assert_eq!(config["empty"]["password"], "");
+        assert_eq!(config["unset"]["password"], Value::Null);
     }
 
     #[test]
