@@ -23,6 +23,7 @@
 //!
 //! Deliberately **not** secret: `sshkeys` (public keys), certificate fingerprints, digests.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use regex::Regex;
@@ -195,9 +196,8 @@ fn mask_tree(value: &mut Value) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(mask_tree),
-        Value::String(text) if needs_text_rules(text) != Some(false) => {
-            let masked = mask_text(text);
-            if masked != *text {
+        Value::String(text) => {
+            if let Some(masked) = masked_text(text) {
                 *text = masked;
             }
         }
@@ -297,25 +297,37 @@ fn needs_text_rules(text: &str) -> Option<bool> {
 
 /// Applies the text rules to one string.
 pub fn mask_text(text: &str) -> String {
+    masked_text(text).unwrap_or_else(|| text.to_owned())
+}
+
+/// `text` with the text rules applied, or `None` when no rule touched it (most strings: the
+/// literal prefilter rules them out without running a rule).
+fn masked_text(text: &str) -> Option<String> {
     if needs_text_rules(text) == Some(false) {
-        return text.to_owned();
+        return None;
     }
     let Some(rules) = text_rules() else {
-        return REDACTED.to_owned();
+        return Some(REDACTED.to_owned());
     };
-    let mut out = std::borrow::Cow::Borrowed(text);
+    let mut out = Cow::Borrowed(text);
     for (re, with) in rules {
         if re.is_match(&out) {
-            out = std::borrow::Cow::Owned(re.replace_all(&out, *with).into_owned());
+            out = Cow::Owned(re.replace_all(&out, *with).into_owned());
         }
     }
-    mask_env_assignments(&out)
+    match mask_env_assignments(&out) {
+        Some(masked) => Some(masked),
+        None => match out {
+            Cow::Owned(masked) => Some(masked),
+            Cow::Borrowed(_) => None,
+        },
+    }
 }
 
 /// Env-style assignments whose name says secret (ACME plugin data, scripts): `CF_Token=…`,
-/// `AWS_SECRET_ACCESS_KEY=…`, `DB_PASSWORD=…`. The token headers (`PVEAPIToken=id=secret`)
-/// have their own rule above, which keeps the token id.
-fn mask_env_assignments(text: &str) -> String {
+/// `AWS_SECRET_ACCESS_KEY=…`, `DB_PASSWORD=…`; `None` when there is none. The token headers
+/// (`PVEAPIToken=id=secret`) have their own rule above, which keeps the token id.
+fn mask_env_assignments(text: &str) -> Option<String> {
     static ENV: OnceLock<Option<Regex>> = OnceLock::new();
     let Some(re) = ENV
         .get_or_init(|| {
@@ -326,17 +338,20 @@ fn mask_env_assignments(text: &str) -> String {
         })
         .as_ref()
     else {
-        return REDACTED.to_owned();
+        return Some(REDACTED.to_owned());
     };
-    re.replace_all(text, |caps: &regex::Captures<'_>| {
+    let masked = re.replace_all(text, |caps: &regex::Captures<'_>| {
         let name = &caps[1];
-        if name.to_ascii_lowercase().ends_with("apitoken") || &caps[3] == REDACTED {
+        if name.to_ascii_lowercase().ends_with("apitoken") {
             caps[0].to_owned()
         } else {
             format!("{name}{}{REDACTED}", &caps[2])
         }
-    })
-    .into_owned()
+    });
+    match masked {
+        Cow::Owned(masked) => Some(masked),
+        Cow::Borrowed(_) => None,
+    }
 }
 
 #[cfg(test)]
@@ -462,6 +477,32 @@ mod tests {
             failure.message,
             format!("value {REDACTED} is not a string (field 42)")
         );
+    }
+
+    #[test]
+    fn echoes_are_masked_at_any_depth_of_a_success_and_of_failure_details() {
+        let args = json!({"password": "hunter22-canary"});
+        let echoed = json!({"log": ["line 1", "user set to hunter22-canary"],
+            "status": {"note": "hunter22-canary!"}, "count": 2});
+        let mut ok: Result<Value, ToolFailure> = Ok(echoed.clone());
+        redact_outcome(
+            spec("pve_create_user"),
+            Tier::Full,
+            args.as_object(),
+            &mut ok,
+        );
+        let expected = json!({"log": ["line 1", format!("user set to {REDACTED}")],
+            "status": {"note": format!("{REDACTED}!")}, "count": 2});
+        assert_eq!(ok.expect("ok"), expected);
+        let mut err: Result<Value, ToolFailure> =
+            Err(ToolFailure::new("X", "rejected").with_details(echoed));
+        redact_outcome(
+            spec("pve_create_user"),
+            Tier::Full,
+            args.as_object(),
+            &mut err,
+        );
+        assert_eq!(err.expect_err("failure").details, Some(expected));
     }
 
     #[test]
