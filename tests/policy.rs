@@ -144,7 +144,85 @@ fn policy_table() {
     for (rule, vars, spec, expected) in rows {
         let s = settings(vars).unwrap_or_else(|e| panic!("{rule}: {e}"));
         assert_eq!(s.decide(spec), *expected, "rule: {rule}");
+        // The reason a tool is hidden follows the same rules, in the same order.
+        assert_eq!(
+            s.why_hidden(spec).is_none(),
+            *expected,
+            "rule: {rule}: {:?}",
+            s.why_hidden(spec)
+        );
     }
+}
+
+/// A hidden tool's reason names the first rule that hides it and the setting that would
+/// show it (the words a client sees when it calls a hidden tool).
+#[test]
+fn the_reason_names_the_first_rule_that_hides() {
+    let power = catalog::find("pve_stop_qemu_vm").unwrap(); // read-execute, core, qemu
+    let cases: &[(Vars, &ToolSpec, &str)] = &[
+        (
+            &[
+                ("PVE_TOOL_BLACKLIST", "pve_stop_qemu_vm"),
+                ("PVE_CATEGORIES", "nodes"),
+            ],
+            power,
+            "denied by PVE_TOOL_BLACKLIST",
+        ),
+        (
+            &[("PVE_CATEGORIES", "nodes")],
+            power,
+            "tier read-execute is above PVE_ACCESS_TIER=read-only; set PVE_ACCESS_TIER=read-execute",
+        ),
+        (
+            &[("PVE_ACCESS_TIER", "full"), ("PVE_CATEGORIES", "nodes")],
+            &ADVANCED_FULL,
+            "an advanced tool; set PVE_MODULE_MODE=advanced",
+        ),
+        (
+            &[
+                ("PVE_ACCESS_TIER", "full"),
+                ("PVE_CATEGORIES", "nodes"),
+                ("PVE_TOOL_WHITELIST", "pve_list_nodes"),
+            ],
+            power,
+            "category qemu is not in PVE_CATEGORIES",
+        ),
+        (
+            &[
+                ("PVE_ACCESS_TIER", "read-execute"),
+                ("PVE_TOOL_WHITELIST", "pve_list_nodes"),
+            ],
+            power,
+            "not in PVE_TOOL_WHITELIST",
+        ),
+    ];
+    for (vars, spec, reason) in cases {
+        let s = settings(vars).unwrap_or_else(|e| panic!("{vars:?}: {e}"));
+        assert_eq!(s.why_hidden(spec).as_deref(), Some(*reason), "{vars:?}");
+    }
+}
+
+/// The one-line summary (logs, server instructions) names the tier and module always, and
+/// every other setting only when it is not the default.
+#[test]
+fn the_summary_names_what_is_not_default() {
+    let plain = settings(&[]).expect("defaults");
+    assert_eq!(plain.summary(), "access tier read-only, module mode core");
+    let all = settings(&[
+        ("PVE_ACCESS_TIER", "full"),
+        ("PVE_MODULE_MODE", "advanced"),
+        ("PVE_HUMAN_APPROVAL", "confirm"),
+        ("PVE_TOOL_SURFACE", "compact"),
+        ("PVE_CATEGORIES", "qemu,nodes"),
+        ("PVE_TOOL_WHITELIST", "pve_list_nodes,pve_stop_qemu_vm"),
+        ("PVE_TOOL_BLACKLIST", "pve_stop_task"),
+    ])
+    .expect("valid");
+    assert_eq!(
+        all.summary(),
+        "access tier full, module mode advanced, approval confirm, surface compact, \
+         categories nodes,qemu, 2 allow-listed tools, 1 deny-listed tools"
+    );
 }
 
 #[test]
@@ -213,4 +291,64 @@ fn registry_counts_per_setting() {
     assert!(full > read_only_core);
     assert!(aliases >= 8);
     assert_eq!(count(&[("PVE_TOOL_WHITELIST", "pve_list_nodes")]), (1, 1));
+}
+
+/// The defaults the README and the registry descriptor document are the ones the server
+/// takes when nothing is set.
+#[test]
+fn documented_defaults_are_the_defaults() {
+    use nandi_proxmox_mcp::policy::ENV_VARS;
+    let taken = settings(&[]).expect("defaults");
+    let documented = |name: &str| {
+        ENV_VARS
+            .iter()
+            .find(|v| v.name == name)
+            .unwrap_or_else(|| panic!("{name} is documented"))
+            .default
+    };
+    assert_eq!(documented("PVE_ACCESS_TIER"), taken.tier.as_str());
+    assert_eq!(documented("PVE_MODULE_MODE"), taken.module.as_str());
+    assert_eq!(documented("PVE_HUMAN_APPROVAL"), taken.approval.as_str());
+    assert_eq!(documented("PVE_TOOL_SURFACE"), taken.surface.as_str());
+    assert_eq!(documented("PVE_ALIASES"), taken.aliases.as_str());
+    let seconds = |name: &str| documented(name).parse::<u64>().expect("a number");
+    assert_eq!(
+        seconds("PVE_APPROVAL_TIMEOUT_SECS"),
+        taken.approval_timeout.as_secs()
+    );
+    assert_eq!(seconds("PVE_TASK_TTL_SECS"), taken.task_ttl.as_secs());
+    assert_eq!(
+        documented("PVE_OUTPUT_CAP_BYTES"),
+        taken.output_cap.to_string()
+    );
+}
+
+/// Each numeric setting takes exactly its documented range: both ends in, one past either out.
+#[test]
+fn numeric_settings_take_exactly_their_range() {
+    let cases: &[(&str, u64, u64)] = &[
+        ("PVE_APPROVAL_TIMEOUT_SECS", 1, 86_400),
+        ("PVE_TASK_TTL_SECS", 1, 604_800),
+        ("PVE_OUTPUT_CAP_BYTES", 1024, 16 * 1024 * 1024),
+    ];
+    for (name, low, high) in cases {
+        for inside in [low, high] {
+            let value = inside.to_string();
+            let taken =
+                settings(&[(name, &value)]).unwrap_or_else(|e| panic!("{name}={value}: {e}"));
+            let read = match *name {
+                "PVE_APPROVAL_TIMEOUT_SECS" => taken.approval_timeout.as_secs(),
+                "PVE_TASK_TTL_SECS" => taken.task_ttl.as_secs(),
+                _ => taken.output_cap as u64,
+            };
+            assert_eq!(read, *inside, "{name}={value}");
+        }
+        for outside in [low - 1, high + 1] {
+            let value = outside.to_string();
+            let err = settings(&[(name, &value)])
+                .expect_err("out of range")
+                .to_string();
+            assert!(err.contains(name) && err.contains(&value), "{err}");
+        }
+    }
 }
