@@ -352,3 +352,38 @@ fn numeric_settings_take_exactly_their_range() {
         }
     }
 }
+
+/// Each mode setting takes every one of its wire forms, exactly as written, and nothing else.
+#[test]
+fn mode_settings_take_their_wire_forms_and_nothing_else() {
+    use nandi_proxmox_mcp::policy::{AliasMode, ApprovalMode, Surface};
+    for (value, mode) in [
+        ("listed", AliasMode::Listed),
+        ("hidden", AliasMode::Hidden),
+        ("off", AliasMode::Off),
+    ] {
+        let taken = settings(&[("PVE_ALIASES", value)]).expect(value);
+        assert_eq!(taken.aliases, mode, "PVE_ALIASES={value}");
+    }
+    for (value, mode) in [("full", Surface::Full), ("compact", Surface::Compact)] {
+        let taken = settings(&[("PVE_TOOL_SURFACE", value)]).expect(value);
+        assert_eq!(taken.surface, mode, "PVE_TOOL_SURFACE={value}");
+    }
+    for (value, mode) in [
+        ("auto", ApprovalMode::Auto),
+        ("elicit", ApprovalMode::Elicit),
+        ("confirm", ApprovalMode::Confirm),
+    ] {
+        let taken = settings(&[("PVE_HUMAN_APPROVAL", value)]).expect(value);
+        assert_eq!(taken.approval, mode, "PVE_HUMAN_APPROVAL={value}");
+    }
+    for (name, value) in [
+        ("PVE_ALIASES", "Listed"),
+        ("PVE_ALIASES", "none"),
+        ("PVE_TOOL_SURFACE", "minimal"),
+        ("PVE_HUMAN_APPROVAL", "always"),
+    ] {
+        let err = settings(&[(name, value)]).expect_err(value).to_string();
+        assert!(err.contains(name) && err.contains(value), "{err}");
+    }
+}
