@@ -387,3 +387,26 @@ fn mode_settings_take_their_wire_forms_and_nothing_else() {
         assert!(err.contains(name) && err.contains(value), "{err}");
     }
 }
+
+/// The kill switch's file is read from the same variables as the rest of the policy: its own
+/// setting, else `frozen` in the state folder under the home; none when neither is known.
+#[test]
+fn the_freeze_file_comes_from_the_settings_variables() {
+    let freeze = |vars: Vars| {
+        settings(vars)
+            .expect("valid")
+            .freeze
+            .map(|switch| switch.path().to_path_buf())
+    };
+    assert_eq!(
+        freeze(&[("PVE_FREEZE_FILE", "/srv/mcp/stop-now")]),
+        Some("/srv/mcp/stop-now".into())
+    );
+    assert_eq!(
+        freeze(&[("HOME", "/home/ops")]),
+        Some("/home/ops/.local/state/nandi-proxmox-mcp/frozen".into())
+    );
+    assert_eq!(freeze(&[]), None);
+    let err = settings(&[("PVE_FREEZE_FILE", "/srv/a\u{7}b")]).expect_err("control character");
+    assert!(err.to_string().contains("PVE_FREEZE_FILE"), "{err}");
+}
