@@ -410,3 +410,20 @@ fn the_freeze_file_comes_from_the_settings_variables() {
     let err = settings(&[("PVE_FREEZE_FILE", "/srv/a\u{7}b")]).expect_err("control character");
     assert!(err.to_string().contains("PVE_FREEZE_FILE"), "{err}");
 }
+
+/// Approval by link needs someone to ask: a webhook with `confirm` (nobody is asked) is an
+/// error naming both, a webhook with any mode that asks is taken.
+#[test]
+fn a_webhook_with_confirm_is_refused_and_with_asking_modes_taken() {
+    let hook = ("PVE_APPROVAL_NOTIFY", "https://hooks.example/approve");
+    let err = settings(&[hook, ("PVE_HUMAN_APPROVAL", "confirm")]).expect_err("contradiction");
+    let text = err.to_string();
+    assert!(
+        text.contains("PVE_HUMAN_APPROVAL=confirm") && text.contains("PVE_APPROVAL_NOTIFY"),
+        "{text}"
+    );
+    for mode in ["auto", "elicit"] {
+        let taken = settings(&[hook, ("PVE_HUMAN_APPROVAL", mode)]).expect(mode);
+        assert!(taken.links.notify.is_some(), "{mode}");
+    }
+}
