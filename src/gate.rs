@@ -287,6 +287,49 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_sensitive_read_names_only_what_makes_it_sensitive() {
+        let scan = gate(
+            "pve_api_call",
+            json!({"path": "/nodes/pve01/scan/nfs", "params": ["server=203.0.113.9"]}),
+        )
+        .expect("gated");
+        assert!(scan.planned.effects.contains(Effect::Egress), "{scan:?}");
+        let refused = tier_refusal(Tier::ReadExecute, spec("pve_api_call"), Some(&scan))
+            .expect("a sensitive read below full");
+        assert!(
+            refused.message.contains("needs Datastore.Allocate"),
+            "{}",
+            refused.message
+        );
+        // The egress is the person's question at `full`, not a reason for the tier refusal.
+        assert!(
+            !refused.message.contains("connects to this host"),
+            "{}",
+            refused.message
+        );
+    }
+
+    /// A row's own rules add to the effects and never remove: a `confirm` row is asked even
+    /// when every request it sends is a plain read.
+    #[test]
+    fn a_confirm_row_gates_even_a_plain_read() {
+        static ASKING_READ: ToolSpec = ToolSpec {
+            name: "test_asking_read",
+            confirm: true,
+            backend: Backend::Rest {
+                method: HttpMethod::Get,
+                path: "/version",
+            },
+            ..ToolSpec::BASE
+        };
+        let args = schema::validate(&ASKING_READ, json!({}).as_object()).expect("valid");
+        let gate = evaluate(&ASKING_READ, &args).expect("a confirm row is gated");
+        assert!(gate.always && gate.fired.is_empty(), "{gate:?}");
+        assert!(gate.planned.effects.is_read(), "{gate:?}");
+        assert_eq!(gate.kind(), "always");
+    }
+
+    #[test]
     fn privileged_container_and_family_keys_gate_a_create() {
         let base = json!({"node": "pve01", "vmid": 200, "ostemplate": "local:vztmpl/debian-12.tar.zst", "unprivileged": true});
         let unprivileged = gate("pve_lxc_create", base.clone()).expect("a create is a change");
