@@ -342,6 +342,23 @@ mod tests {
         mount["mp0"] = json!("/srv/host,mp=/mnt/host");
         let mounted = gate("pve_lxc_create", mount).expect("gated");
         assert!(mounted.planned.effects.contains(Effect::Access));
+        // The row's argument rules fire on what was given, an indexed key by its family.
+        let fired = |g: &Gate| g.fired.iter().map(|rule| rule.param).collect::<Vec<_>>();
+        assert_eq!(fired(&unprivileged), Vec::<&str>::new());
+        assert_eq!(fired(&privileged), ["unprivileged"]);
+        assert_eq!(fired(&mounted), ["mp"]);
+        let mut keyed = json!({"node": "pve01", "vmid": 201, "ostemplate": "local:vztmpl/debian-12.tar.zst", "unprivileged": true});
+        keyed["password"] = json!("hunter2-root");
+        keyed["start"] = json!(true);
+        let keyed = gate("pve_lxc_create", keyed).expect("gated");
+        assert_eq!(fired(&keyed), ["password", "start"]);
+        assert!(
+            keyed
+                .reasons()
+                .contains(&"password: sets the root password".to_owned()),
+            "{:?}",
+            keyed.reasons()
+        );
     }
 
     #[test]
