@@ -114,7 +114,7 @@ pub fn facts(method: &str, path: &str, entry: &Value) -> Facts {
             add(Effect::Change);
         }
         for privilege in &privileges {
-            let effects = privilege_effects(privilege, method, path);
+            let effects = privilege_effects(privilege, path);
             // A read that needs a stronger privilege is a sensitive read, not what the
             // privilege does when written to (reading a guest file is not running one).
             for effect in effects
@@ -147,8 +147,9 @@ pub fn facts(method: &str, path: &str, entry: &Value) -> Facts {
     }
 }
 
-/// The effects a privilege the check demands stands for (beyond `change`).
-fn privilege_effects(privilege: &str, method: &str, path: &str) -> Vec<Effect> {
+/// The effects a privilege the check demands stands for when written to (beyond `change`);
+/// a read keeps only their egress (see [`facts`]).
+fn privilege_effects(privilege: &str, path: &str) -> Vec<Effect> {
     let interrupts = [
         "/status/stop",
         "/status/reset",
@@ -161,7 +162,7 @@ fn privilege_effects(privilege: &str, method: &str, path: &str) -> Vec<Effect> {
         "/agent/suspend-hybrid",
     ];
     match privilege {
-        "VM.Snapshot.Rollback" if !method.eq_ignore_ascii_case("GET") => vec![Effect::Destroy],
+        "VM.Snapshot.Rollback" => vec![Effect::Destroy],
         "VM.PowerMgmt" | "Sys.PowerMgmt" if interrupts.iter().any(|s| path.ends_with(s)) => {
             vec![Effect::Destroy]
         }
