@@ -319,6 +319,26 @@ mod tests {
         );
     }
 
+    /// `perm-modify` is Proxmox's check for changing who may do what: a write behind it is
+    /// an access change wherever its path lies, at the top of the check or nested in it.
+    #[test]
+    fn a_write_behind_a_perm_modify_check_changes_access() {
+        let plain = json!({"permissions": {"check": ["perm-modify", "/pool/{poolid}"]}});
+        let nested = json!({"permissions": {"check": ["and", ["perm", "/pool/{poolid}", ["Pool.Allocate"]], ["perm-modify", "/pool/{poolid}"]]}});
+        for entry in [&plain, &nested] {
+            assert_eq!(
+                facts("PUT", "/pools/{poolid}", entry).effects,
+                vec![Effect::Change, Effect::Access],
+                "{entry}"
+            );
+        }
+        let named_only = json!({"permissions": {"check": ["perm", "/pool/{poolid}", ["Pool.Allocate"]], "description": "perm-modify"}});
+        assert_eq!(
+            facts("PUT", "/pools/{poolid}", &named_only).effects,
+            vec![Effect::Change]
+        );
+    }
+
     #[test]
     fn parameter_kinds_come_from_formats_patterns_and_names() {
         let entry = json!({"permissions": {"user": "all"}, "parameters": {
