@@ -293,6 +293,9 @@ mod tests {
             facts("GET", "/x", &file).effects,
             vec![Effect::SensitiveRead]
         );
+        // `any => 0` is Proxmox's spelled-out default: every privilege of the list is needed.
+        let all_of = json!({"permissions": {"check": ["perm", "/vms/{vmid}", ["VM.Audit", "VM.Console"], "any", 0]}});
+        assert!(!facts("GET", "/x", &all_of).read_satisfies);
         let modify_or_network = json!({"permissions": {"check": ["or", ["perm", "/", ["Sys.Audit", "Sys.Modify"]], ["perm", "/nodes/{node}", ["Sys.AccessNetwork"]]]}});
         let got = facts(
             "GET",
@@ -317,6 +320,19 @@ mod tests {
                 .effects
                 .is_empty()
         );
+    }
+
+    /// Privileges are `Vendor.Name` words; paths, flags and lower-case words are not.
+    #[test]
+    fn only_privilege_names_are_collected() {
+        let check = json!([
+            "and",
+            ["perm", "/storage/{storage}/file.img", ["Datastore.Audit"]],
+            ["perm", "/vms", ["VM", "sys.audit", "VM.Audit"], "any", 1]
+        ]);
+        let mut found = Vec::new();
+        collect_privileges(&check, &mut found);
+        assert_eq!(found, ["Datastore.Audit", "VM.Audit"]);
     }
 
     /// `perm-modify` is Proxmox's check for changing who may do what: a write behind it is
