@@ -305,6 +305,7 @@ pub fn classify_ssh(kind: SshKind, what: &str) -> Classified {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::effects::EffectSet;
 
     fn p(items: &[(&str, &str)]) -> Vec<(String, String)> {
         items
@@ -371,7 +372,63 @@ mod tests {
     #[test]
     fn unknown_requests_are_not_reads() {
         let got = classify_rest("GET", "/nodes/pve01/made-up", &[]);
-        assert!(got.effects.contains(Effect::Unplaced));
+        assert_eq!(got.effects, EffectSet::of(Effect::Unplaced), "{got:?}");
+        // An unknown write is a change as well: the person is told it writes.
+        let got = classify_rest("POST", "/nodes/pve01/made-up", &[]);
+        assert!(
+            got.effects.contains(Effect::Unplaced) && got.effects.contains(Effect::Change),
+            "{got:?}"
+        );
+    }
+
+    /// What a person reads: each effect of an endpoint with the route it comes from and,
+    /// where the schema's check demands one, the privilege.
+    #[test]
+    fn each_reason_names_the_route_and_the_privilege_it_demands() {
+        let reasons = |method: &str, path: &str| -> Vec<(Effect, String)> {
+            classify_rest(method, path, &[])
+                .reasons
+                .into_iter()
+                .map(|r| (r.effect, r.because))
+                .collect()
+        };
+        let file = "GET /nodes/{node}/qemu/{vmid}/agent/file-read";
+        assert_eq!(
+            reasons("GET", "/nodes/pve01/qemu/101/agent/file-read"),
+            [(
+                Effect::SensitiveRead,
+                format!(
+                    "{file} needs VM.GuestAgent.FileRead or VM.GuestAgent.Unrestricted (more than an auditor's view)"
+                )
+            )]
+        );
+        let exec = "POST /nodes/{node}/qemu/{vmid}/agent/exec";
+        assert_eq!(
+            reasons("POST", "/nodes/pve01/qemu/101/agent/exec"),
+            [
+                (Effect::Change, exec.to_owned()),
+                (
+                    Effect::Exec,
+                    format!("{exec} needs VM.GuestAgent.Unrestricted")
+                ),
+            ]
+        );
+        let metadata = "GET /nodes/{node}/query-url-metadata";
+        assert!(
+            reasons("GET", "/nodes/pve01/query-url-metadata").contains(&(
+                Effect::Egress,
+                format!("{metadata} needs Sys.AccessNetwork or Sys.Audit or Sys.Modify")
+            ))
+        );
+        assert!(reasons("DELETE", "/access/groups/ops").contains(&(
+            Effect::Access,
+            "DELETE /access/groups/{groupid} needs Group.Allocate".to_owned()
+        )));
+        // Open to every user: the access change is named by its route alone.
+        assert!(
+            reasons("POST", "/access/ticket")
+                .contains(&(Effect::Access, "POST /access/ticket".to_owned()))
+        );
     }
 
     #[test]
