@@ -499,6 +499,74 @@ mod tests {
     }
 
     #[test]
+    fn host_devices_host_mounts_and_servers_are_named_by_value() {
+        let has = |method: &str, path: &str, params: &[(&str, &str)], effect: Effect| {
+            classify_rest(method, path, &p(params))
+                .effects
+                .contains(effect)
+        };
+        let vm = "/nodes/pve01/qemu/101/config";
+        assert!(has(
+            "PUT",
+            vm,
+            &[("hostpci0", "0000:01:00.0")],
+            Effect::Access
+        ));
+        assert!(has("PUT", vm, &[("usb1", "host=1-1")], Effect::Access));
+        assert!(!has(
+            "PUT",
+            vm,
+            &[("net0", "virtio,bridge=vmbr0")],
+            Effect::Access
+        ));
+        let ct = "/nodes/pve01/lxc/200/config";
+        assert!(has(
+            "PUT",
+            ct,
+            &[("mp0", "/srv/host,mp=/mnt/host")],
+            Effect::Access
+        ));
+        assert!(!has(
+            "PUT",
+            ct,
+            &[("mp0", "local-lvm:8,mp=/data")],
+            Effect::Access
+        ));
+        assert!(!has(
+            "PUT",
+            ct,
+            &[("description", "/srv/notes")],
+            Effect::Access
+        ));
+        // A storage's server is where the node connects: data leaves the cluster there.
+        let nfs = [
+            ("storage", "nas"),
+            ("type", "nfs"),
+            ("server", "203.0.113.9"),
+        ];
+        assert!(has("POST", "/storage", &nfs, Effect::Egress));
+        assert!(!has("POST", "/storage", &nfs[..2], Effect::Egress));
+        // One guest is not several; importing any existing volume is a copy.
+        let one = [("vmid", "101"), ("remove", "0")];
+        assert!(!has(
+            "POST",
+            "/nodes/pve01/vzdump",
+            &one,
+            Effect::CrossGuest
+        ));
+        let import = [
+            ("vmid", "150"),
+            ("scsi0", "local-lvm:0,import-from=local:import/debian.qcow2"),
+        ];
+        assert!(has(
+            "POST",
+            "/nodes/pve01/qemu",
+            &import,
+            Effect::CrossGuest
+        ));
+    }
+
+    #[test]
     fn every_write_is_at_least_a_change() {
         let start = classify_rest("POST", "/nodes/pve01/qemu/101/status/start", &[]);
         assert!(start.effects.contains(Effect::Change));
