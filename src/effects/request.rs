@@ -566,6 +566,72 @@ mod tests {
         ));
     }
 
+    /// The hand table's create rules: what Proxmox does with `unprivileged`, `force` and
+    /// `start`/`onboot`, read as Proxmox reads booleans (`1`/`true`, anything else is off).
+    #[test]
+    fn create_and_restore_rules_read_booleans_as_proxmox_does() {
+        let classify =
+            |path: &str, params: &[(&str, &str)]| classify_rest("POST", path, &p(params));
+        let ct = "/nodes/pve01/lxc";
+        let template = ("ostemplate", "local:vztmpl/debian-12.tar.zst");
+        for off in ["0", "false"] {
+            let got = classify(ct, &[("vmid", "250"), template, ("unprivileged", off)]);
+            assert!(
+                got.effects.contains(Effect::Access),
+                "unprivileged={off}: {got:?}"
+            );
+        }
+        for on in ["1", "true"] {
+            let got = classify(ct, &[("vmid", "250"), template, ("unprivileged", on)]);
+            assert!(
+                !got.effects.contains(Effect::Access),
+                "unprivileged={on}: {got:?}"
+            );
+        }
+        // A restore over an existing guest destroys it; without `force` it cannot.
+        let archive = ("archive", "pbs:backup/ct/250/2026-01-01T00:00:00Z");
+        for path in [ct, "/nodes/pve01/qemu"] {
+            let over = classify(path, &[("vmid", "250"), archive, ("force", "1")]);
+            assert!(over.effects.contains(Effect::Destroy), "{path}: {over:?}");
+            let fresh = classify(path, &[("vmid", "250"), archive, ("force", "0")]);
+            assert!(
+                !fresh.effects.contains(Effect::Destroy),
+                "{path}: {fresh:?}"
+            );
+            let nothing = classify(path, &[("vmid", "250"), ("force", "1")]);
+            assert!(
+                !nothing.effects.contains(Effect::Destroy),
+                "{path}: {nothing:?}"
+            );
+        }
+        // The rule belongs to the create routes, not to any POST that carries the keys.
+        let start = classify(
+            "/nodes/pve01/lxc/250/status/start",
+            &[archive, ("force", "1")],
+        );
+        assert!(!start.effects.contains(Effect::Destroy), "{start:?}");
+        let runs = |params: &[(&str, &str)]| {
+            classify(ct, params)
+                .reasons
+                .iter()
+                .any(|r| r.because == "start/onboot: the new guest will run")
+        };
+        assert!(runs(&[("vmid", "250"), template, ("start", "1")]));
+        assert!(runs(&[("vmid", "250"), template, ("onboot", "true")]));
+        assert!(!runs(&[
+            ("vmid", "250"),
+            template,
+            ("start", "0"),
+            ("onboot", "0")
+        ]));
+        // `all=0` backs up the named guest only.
+        let one = classify(
+            "/nodes/pve01/vzdump",
+            &[("vmid", "101"), ("all", "0"), ("remove", "0")],
+        );
+        assert!(!one.effects.contains(Effect::CrossGuest), "{one:?}");
+    }
+
     #[test]
     fn every_write_is_at_least_a_change() {
         let start = classify_rest("POST", "/nodes/pve01/qemu/101/status/start", &[]);
