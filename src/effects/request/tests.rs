@@ -333,6 +333,9 @@ fn create_and_restore_rules_read_booleans_as_proxmox_does() {
         &p(&[("content", "snippets")]),
     );
     assert!(listing.effects.is_read(), "{listing:?}");
+    // A batch of API commands runs whatever it lists: execution, whatever the list says.
+    let batch = classify("/nodes/pve01/execute", &[("commands", "[]")]);
+    assert!(batch.effects.contains(Effect::Exec), "{batch:?}");
     // `all=0` backs up the named guest only.
     let one = classify(
         "/nodes/pve01/vzdump",
