@@ -344,6 +344,35 @@ fn create_and_restore_rules_read_booleans_as_proxmox_does() {
     assert!(!one.effects.contains(Effect::CrossGuest), "{one:?}");
 }
 
+/// A guest's own volumes are not another guest's: the guest is the segment after `qemu` or
+/// `lxc`, never another number in the path (a node may be named `7`).
+#[test]
+fn a_guest_config_naming_its_own_volumes_is_not_cross_guest() {
+    for (path, key, volume) in [
+        (
+            "/nodes/pve01/lxc/200/config",
+            "mp0",
+            "local-lvm:vm-200-disk-1,mp=/data",
+        ),
+        (
+            "/nodes/pve01/qemu/150/config",
+            "scsi1",
+            "local-lvm:vm-150-disk-1",
+        ),
+        (
+            "/nodes/7/qemu/150/config",
+            "scsi1",
+            "local-lvm:vm-150-disk-1",
+        ),
+    ] {
+        let got = classify_rest("PUT", path, &p(&[(key, volume)]));
+        assert!(!got.effects.contains(Effect::CrossGuest), "{path}: {got:?}");
+        let other = volume.replace("-200-", "-300-").replace("-150-", "-300-");
+        let got = classify_rest("PUT", path, &p(&[(key, &other)]));
+        assert!(got.effects.contains(Effect::CrossGuest), "{path}: {got:?}");
+    }
+}
+
 #[test]
 fn every_write_is_at_least_a_change() {
     let start = classify_rest("POST", "/nodes/pve01/qemu/101/status/start", &[]);
