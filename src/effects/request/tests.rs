@@ -336,6 +336,14 @@ fn create_and_restore_rules_read_booleans_as_proxmox_does() {
     // A batch of API commands runs whatever it lists: execution, whatever the list says.
     let batch = classify("/nodes/pve01/execute", &[("commands", "[]")]);
     assert!(batch.effects.contains(Effect::Exec), "{batch:?}");
+    // Proxmox's lists take commas, semicolons or spaces: each spelling is several guests.
+    for list in ["100,101", "100;101", "100 101"] {
+        let many = classify("/nodes/pve01/vzdump", &[("vmid", list), ("remove", "0")]);
+        assert!(
+            many.effects.contains(Effect::CrossGuest),
+            "{list}: {many:?}"
+        );
+    }
     // `all=0` backs up the named guest only.
     let one = classify(
         "/nodes/pve01/vzdump",
