@@ -22,6 +22,9 @@ fn inet_aton_spellings_parse_like_the_c_library() {
         ("10.0x10.1", "10.16.0.1"),
         ("127.0.0.1.", "127.0.0.1"),
         ("017700000001", "127.0.0.1"),
+        // 255 is the largest byte a leading part may hold.
+        ("255.255.255.255", "255.255.255.255"),
+        ("0xff.1", "255.0.0.1"),
     ] {
         assert_eq!(
             parse_ipv4_legacy(text).map(|a| a.to_string()).as_deref(),
@@ -32,6 +35,10 @@ fn inet_aton_spellings_parse_like_the_c_library() {
     for text in [
         "256.0.0.1",
         "1.2.3.4.5",
+        // Five parts are refused even when the fifth is 0, and a leading part over 255
+        // never spills into the byte before it.
+        "1.2.3.4.0",
+        "1.256.1",
         "example.com",
         "1..2",
         "08.0.0.1",
