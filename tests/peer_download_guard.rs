@@ -2,8 +2,10 @@
 //! resolving to loopback, and the allow-list letting one through.
 
 use nandi_proxmox_mcp::composite::address_guard::{
-    AllowList, CheckedUrl, GuardError, check, check_resolved, check_syntax, parse_ipv4_legacy,
+    AllowList, CheckedUrl, GuardError, check, check_resolved, check_syntax, ipv4_class,
+    parse_ipv4_legacy,
 };
+use std::net::Ipv4Addr;
 
 fn none() -> AllowList {
     AllowList::default()
@@ -196,4 +198,69 @@ fn allow_list_networks_take_v6_brackets_and_refuse_impossible_prefixes() {
     assert!(check_syntax("http://10.0.0.1/x.iso", &allow).is_err());
     // A /33 is no IPv4 network: the entry does not open 192.168.0.0/16 or anything else.
     assert!(check_syntax("http://192.168.0.1/x.iso", &allow).is_err());
+}
+
+#[test]
+fn the_last_part_fills_exactly_the_bytes_left() {
+    for (text, want) in [
+        ("1.16777215", Some("1.255.255.255")),
+        ("1.2.65535", Some("1.2.255.255")),
+        ("1.2.3.255", Some("1.2.3.255")),
+        // One more than the bytes left hold: refused, never carried into a leading byte.
+        ("1.16777216", None),
+        ("1.2.65536", None),
+        ("1.2.3.256", None),
+    ] {
+        assert_eq!(
+            parse_ipv4_legacy(text).map(|a| a.to_string()).as_deref(),
+            want,
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_bare_hex_prefix_is_zero_and_overlong_parts_are_no_address() {
+    // `0x` alone is 0, as inet_aton reads it.
+    assert_eq!(parse_ipv4_legacy("0x"), Some(Ipv4Addr::new(0, 0, 0, 0)));
+    assert_eq!(
+        parse_ipv4_legacy("0x.0.0.1"),
+        Some(Ipv4Addr::new(0, 0, 0, 1))
+    );
+    assert!(check_syntax("http://0x.0.0.1/x.iso", &none()).is_err());
+    // Twelve digits are read; a thirteenth makes the part no number at all.
+    assert_eq!(
+        parse_ipv4_legacy("0x00007f000001"),
+        Some(Ipv4Addr::new(127, 0, 0, 1))
+    );
+    assert_eq!(parse_ipv4_legacy("0x000007f000001"), None);
+    assert_eq!(
+        parse_ipv4_legacy("0000000000001"),
+        Some(Ipv4Addr::new(0, 0, 0, 1))
+    );
+    assert_eq!(parse_ipv4_legacy("00000000000001"), None);
+}
+
+#[test]
+fn special_purpose_ipv4_blocks_are_named() {
+    for (ip, want) in [
+        (
+            Ipv4Addr::new(192, 0, 0, 8),
+            Some("IETF protocol assignment"),
+        ),
+        (
+            Ipv4Addr::new(192, 0, 0, 170),
+            Some("IETF protocol assignment"),
+        ),
+        (Ipv4Addr::new(192, 0, 2, 1), Some("documentation")),
+        (Ipv4Addr::new(198, 51, 100, 7), Some("documentation")),
+        (Ipv4Addr::new(203, 0, 113, 9), Some("documentation")),
+        // Their neighbours route on the internet.
+        (Ipv4Addr::new(192, 0, 1, 1), None),
+        (Ipv4Addr::new(192, 0, 3, 1), None),
+        (Ipv4Addr::new(198, 51, 101, 1), None),
+        (Ipv4Addr::new(203, 0, 114, 1), None),
+    ] {
+        assert_eq!(ipv4_class(ip), want, "{ip}");
+    }
 }
