@@ -26,6 +26,7 @@ use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
+use nandi_proxmox_mcp::transport::http::approve_login::MAX_LOGINS;
 use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
 use oauth_issuer::{Issuer, RESOURCE};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
@@ -456,6 +457,72 @@ async fn forged_or_replayed_states_and_codes_admit_nobody() {
     let result = calling.await.expect("call task");
     assert_eq!(code(&result), "CONFIRMATION_TIMEOUT");
     assert!(changes(&emu).is_empty());
+    close(client).await;
+    setup.http.shutdown().await;
+}
+
+/// The `state` a callback URL carries.
+fn state_of(callback: &str) -> String {
+    url::Url::parse(callback)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .map(|(_, v)| v.into_owned())
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_ins_run_side_by_side_up_to_a_bound_and_token_answers_are_bounded() {
+    let issuer = Issuer::start().await;
+    let emu = common::emulator().await;
+    let setup = serve(&issuer, &emu, &[], "60").await;
+    let client = connect(&setup).await;
+    let calling = stop(&client);
+    let link = link(&setup, 1).await;
+    issuer.sign_in_as("alice", "openid");
+
+    // Two browsers start; they come back in the other order and each is admitted.
+    let first = start_sign_in(&link).await;
+    let second = start_sign_in(&link).await;
+    assert_ne!(first.binding, second.binding);
+    assert_ne!(state_of(&first.callback), state_of(&second.callback));
+    let (page, session) = come_back(&second.callback, Some(&second.binding)).await;
+    assert_eq!(page.status, 200, "{}", page.html);
+    assert!(session.is_some());
+    let (page, session) = come_back(&first.callback, Some(&first.binding)).await;
+    assert_eq!(page.status, 200, "{}", page.html);
+    let (session, _) = session.expect("a session cookie");
+
+    // A token answer of a few KiB is read; one far larger than any token is not.
+    issuer.pad_token_answers(8 * 1024);
+    let (padded, admitted) = sign_in(&link).await;
+    assert_eq!(padded.status, 200, "{}", padded.html);
+    assert!(admitted.is_some());
+    issuer.pad_token_answers(96 * 1024);
+    let (huge, admitted) = sign_in(&link).await;
+    assert_eq!(huge.status, 502, "{}", huge.html);
+    assert!(admitted.is_none());
+    issuer.pad_token_answers(0);
+    assert_eq!(issuer.grants(), 4);
+
+    // Sign-ins that never come back are bounded: past the limit the page answers busy.
+    let browser = link_common::browser();
+    for n in 0..=MAX_LOGINS {
+        let status = browser
+            .get(format!("{link}/login"))
+            .send()
+            .await
+            .expect("login answers")
+            .status()
+            .as_u16();
+        let want = if n < MAX_LOGINS { 303 } else { 503 };
+        assert_eq!(status, want, "sign-in {n}");
+    }
+    // The sessions already given still decide.
+    assert_eq!(post(&link, &page, "approve", Some(&session)).await, 200);
+    let result = calling.await.expect("call task");
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(changes(&emu).len(), 1);
     close(client).await;
     setup.http.shutdown().await;
 }

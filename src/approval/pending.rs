@@ -266,7 +266,7 @@ impl PendingApprovals {
     /// What the page shows for `id`, if it can still decide; `session` is the secret of the
     /// request's session cookie, if any.
     pub fn view(&self, id: &str, session: Option<&str>) -> Result<PageView, LinkProblem> {
-        let key = key_of(id)?;
+        let key = digest(id);
         let slots = self.lock();
         let slot = slots.get(&key).ok_or(LinkProblem::Unknown)?;
         let seconds_left = open(slot)?;
@@ -284,7 +284,7 @@ impl PendingApprovals {
     /// Admits `person`, signed in at the authorization server, into a session of link `id`:
     /// only while the link can decide and only when its approvers admit the person.
     pub fn admit(&self, id: &str, person: &Person) -> Result<Admitted, LinkProblem> {
-        let key = key_of(id)?;
+        let key = digest(id);
         let mut slots = self.lock();
         let slot = slots.get_mut(&key).ok_or(LinkProblem::Unknown)?;
         open(slot)?;
@@ -321,7 +321,7 @@ impl PendingApprovals {
         decision: PageDecision,
         session: Option<&str>,
     ) -> Result<&'static str, LinkProblem> {
-        let key = key_of(id)?;
+        let key = digest(id);
         let mut slots = self.lock();
         let slot = slots.get_mut(&key).ok_or(LinkProblem::Unknown)?;
         open(slot)?;
@@ -353,14 +353,6 @@ impl PendingApprovals {
                 Err(LinkProblem::Used)
             }
         }
-    }
-
-    /// How many links are waiting for a person.
-    pub fn waiting(&self) -> usize {
-        self.lock()
-            .values()
-            .filter(|s| matches!(s.state, SlotState::Waiting(_)) && s.deadline > Instant::now())
-            .count()
     }
 
     fn abandon(&self, key: &[u8; 32]) {
@@ -404,19 +396,8 @@ fn open(slot: &Slot) -> Result<u64, LinkProblem> {
     Ok(left.as_secs().max(1))
 }
 
-/// The store's key for a link id; ids that could never have been issued are unknown.
-fn key_of(id: &str) -> Result<[u8; 32], LinkProblem> {
-    let well_formed = id.len() == SECRET_BYTES * 2
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    if well_formed {
-        Ok(digest(id))
-    } else {
-        Err(LinkProblem::Unknown)
-    }
-}
-
+/// The store's key for a link id (or a session's for its secret): its SHA-256, so a lookup
+/// never compares a presented id with a stored one, and anything never issued is not found.
 fn digest(id: &str) -> [u8; 32] {
     Sha256::digest(id.as_bytes()).into()
 }
@@ -511,7 +492,6 @@ mod tests {
             store.decide(&id_a, &view.token, &view.call, PageDecision::Approve, None),
             Err(LinkProblem::Used)
         );
-        assert_eq!(store.waiting(), 1);
         drop(b);
         assert_eq!(store.view(&id_b, None).unwrap_err(), LinkProblem::Abandoned);
         assert_eq!(
@@ -558,5 +538,98 @@ mod tests {
             Some("http://127.0.0.1:9/")
         );
         assert!(nowhere.base_url().is_some());
+    }
+
+    #[test]
+    fn debug_output_names_the_type_and_never_a_secret() {
+        let store = store();
+        let waiting = store
+            .register(
+                "q",
+                "t",
+                vec![4],
+                Duration::from_secs(60),
+                Approvers::LinkHolder,
+            )
+            .expect("registered");
+        let token = store.view(&id_of(&waiting), None).expect("view").token;
+        for shown in [format!("{store:?}"), format!("{waiting:?}")] {
+            assert!(shown.ends_with(" { .. }"), "{shown}");
+            assert!(!shown.contains(&id_of(&waiting)) && !shown.contains(&token));
+        }
+        assert!(format!("{store:?}").starts_with("PendingApprovals"));
+        assert!(format!("{waiting:?}").starts_with("Waiting"));
+    }
+
+    #[test]
+    fn a_waiting_link_carries_its_deadline() {
+        let store = store();
+        let before = (Instant::now(), SystemTime::now());
+        let waiting = store
+            .register(
+                "q",
+                "t",
+                vec![5],
+                Duration::from_secs(60),
+                Approvers::LinkHolder,
+            )
+            .expect("registered");
+        let after = Instant::now();
+        assert!(waiting.deadline >= before.0 + Duration::from_secs(60));
+        assert!(waiting.deadline <= after + Duration::from_secs(60));
+        let wall = waiting
+            .expires_at
+            .duration_since(before.1)
+            .expect("in the future");
+        assert!((Duration::from_secs(59)..=Duration::from_secs(61)).contains(&wall));
+        let left = store
+            .view(&id_of(&waiting), None)
+            .expect("view")
+            .seconds_left;
+        assert!((59..=60).contains(&left), "{left}");
+    }
+
+    #[test]
+    fn sessions_live_side_by_side_until_the_oldest_is_pushed_out() {
+        let store = store();
+        let waiting = store
+            .register(
+                "q",
+                "t",
+                vec![6],
+                Duration::from_secs(60),
+                Approvers::Subject("alice".into()),
+            )
+            .expect("registered");
+        let id = id_of(&waiting);
+        let alice = Person {
+            subject: "alice".into(),
+            scopes: vec![],
+        };
+        let signed_in = |secret: &str| store.view(&id, Some(secret)).expect("view").signed_in;
+        let sessions: Vec<Admitted> = (0..MAX_SESSIONS)
+            .map(|_| store.admit(&id, &alice).expect("admitted"))
+            .collect();
+        // Every session of the link works at once (a phone and a laptop, say).
+        for session in &sessions {
+            assert_eq!(signed_in(&session.secret).as_deref(), Some("oauth:alice"));
+            assert!((59..=60).contains(&session.seconds), "{}", session.seconds);
+        }
+        // A made-up secret of the right shape finds nobody, live sessions or not.
+        assert_eq!(signed_in(&"0".repeat(SECRET_BYTES * 2)), None);
+        assert_eq!(signed_in(&sessions[0].secret[1..]), None);
+        // One more: the oldest is dropped, the rest stay.
+        let newest = store.admit(&id, &alice).expect("admitted");
+        assert_eq!(signed_in(&sessions[0].secret), None);
+        assert_eq!(
+            signed_in(&sessions[1].secret).as_deref(),
+            Some("oauth:alice")
+        );
+        assert_eq!(signed_in(&newest.secret).as_deref(), Some("oauth:alice"));
+        // A secret with blanks around it is the same secret.
+        assert_eq!(
+            signed_in(&format!(" {} ", newest.secret)).as_deref(),
+            Some("oauth:alice")
+        );
     }
 }

@@ -38,6 +38,7 @@ pub struct Issuer {
     fetches: Arc<AtomicUsize>,
     user: Arc<RwLock<(String, String)>>,
     grants: Arc<AtomicUsize>,
+    padding: Arc<AtomicUsize>,
 }
 
 /// A code issued by `/authorize`, waiting for `/token`.
@@ -59,6 +60,7 @@ struct Served {
     user: Arc<RwLock<(String, String)>>,
     codes: Arc<Mutex<HashMap<String, Grant>>>,
     grants: Arc<AtomicUsize>,
+    padding: Arc<AtomicUsize>,
 }
 
 impl Issuer {
@@ -80,6 +82,7 @@ impl Issuer {
         let fetches = Arc::new(AtomicUsize::new(0));
         let user = Arc::new(RwLock::new(("alice".to_owned(), "openid".to_owned())));
         let grants = Arc::new(AtomicUsize::new(0));
+        let padding = Arc::new(AtomicUsize::new(0));
         let signer =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, es_pkcs8.as_ref(), &rng)
                 .unwrap();
@@ -91,6 +94,7 @@ impl Issuer {
             user: user.clone(),
             codes: Arc::default(),
             grants: grants.clone(),
+            padding: padding.clone(),
         };
         let app = Router::new()
             .route(
@@ -124,7 +128,13 @@ impl Issuer {
             fetches,
             user,
             grants,
+            padding,
         }
+    }
+
+    /// Pads `/token`'s answers from now on with a `padding` member of `bytes` characters.
+    pub fn pad_token_answers(&self, bytes: usize) {
+        self.padding.store(bytes, Ordering::SeqCst);
     }
 
     /// The person `/authorize` signs in from now on, and the scopes their tokens carry.
@@ -280,7 +290,8 @@ async fn token(State(s): State<Served>, body: String) -> Response {
     s.grants.fetch_add(1, Ordering::SeqCst);
     axum::Json(
         json!({"access_token": format!("{signing}.{}", B64.encode(sig.as_ref())),
-        "token_type": "Bearer", "expires_in": 300}),
+        "token_type": "Bearer", "expires_in": 300,
+        "padding": "p".repeat(s.padding.load(Ordering::SeqCst))}),
     )
     .into_response()
 }

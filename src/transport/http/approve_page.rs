@@ -380,14 +380,7 @@ async fn decide(
             page(StatusCode::OK, "Decided", text)
         }
         Err(problem) => {
-            if problem == LinkProblem::Forged {
-                tracing::warn!(
-                    "approval page: a POST without the link's anti-forgery token was refused"
-                );
-            }
-            if problem == LinkProblem::NotSignedIn {
-                tracing::warn!("approval page: a POST without a signed-in session was refused");
-            }
+            tracing::warn!(?problem, "approval page: a decision was refused");
             refusal(problem)
         }
     }
