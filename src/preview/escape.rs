@@ -257,4 +257,11 @@ mod tests {
         );
         assert_eq!(key("a\nb c"), "\"a\\nb\" c");
     }
+
+    #[test]
+    fn quotes_are_escaped_only_inside_quotes_and_c1_starts_at_0x80() {
+        assert_eq!(escape("a\"b"), "a\"b");
+        assert_eq!(whole("a\"b"), "\"a\\\"b\"");
+        assert_eq!(escape("\u{7f}\u{80}"), "\\x7f\\u{80}");
+    }
 }
