@@ -2,10 +2,10 @@
 //! resolving to loopback, and the allow-list letting one through.
 
 use nandi_proxmox_mcp::composite::address_guard::{
-    AllowList, CheckedUrl, GuardError, check, check_resolved, check_syntax, ipv4_class,
+    AllowList, CheckedUrl, GuardError, check, check_resolved, check_syntax, ipv4_class, ipv6_class,
     parse_ipv4_legacy,
 };
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 fn none() -> AllowList {
     AllowList::default()
@@ -262,5 +262,60 @@ fn special_purpose_ipv4_blocks_are_named() {
         (Ipv4Addr::new(203, 0, 114, 1), None),
     ] {
         assert_eq!(ipv4_class(ip), want, "{ip}");
+    }
+}
+
+#[test]
+fn benchmarking_addresses_are_named() {
+    assert_eq!(
+        ipv4_class(Ipv4Addr::new(198, 18, 0, 1)),
+        Some("benchmarking")
+    );
+    assert_eq!(
+        ipv4_class(Ipv4Addr::new(198, 19, 255, 1)),
+        Some("benchmarking")
+    );
+    assert_eq!(ipv4_class(Ipv4Addr::new(198, 20, 0, 1)), None);
+}
+
+#[test]
+fn every_refused_ipv6_class_is_named_and_public_ipv6_passes() {
+    let v6 = |text: &str| text.parse::<Ipv6Addr>().expect(text);
+    for (ip, want) in [
+        ("::", "unspecified"),
+        ("::1", "loopback"),
+        ("ff02::1", "multicast"),
+        ("fe80::1", "link-local"),
+        ("febf::1", "link-local"),
+        ("fec0::1", "site-local"),
+        ("feff::1", "site-local"),
+        ("fc00::1", "unique-local (fc00::/7) or cloud-metadata"),
+        ("fd00:ec2::254", "unique-local (fc00::/7) or cloud-metadata"),
+        ("::ffff:8.8.8.8", "IPv4-mapped IPv6"),
+        ("::8.8.8.8", "IPv4-compatible IPv6"),
+        ("2001:db8::1", "documentation"),
+        ("64:ff9b:1::8.8.8.8", "local-use NAT64 (64:ff9b:1::/48)"),
+        ("2001:0:4136:e378::1", "Teredo (2001::/32)"),
+        (
+            "64:ff9b::127.0.0.1",
+            "IPv6 embedding a refused IPv4 address",
+        ),
+        ("2002:a9fe:a9fe::1", "IPv6 embedding a refused IPv4 address"),
+    ] {
+        assert_eq!(ipv6_class(v6(ip)), Some(want), "{ip}");
+    }
+    for ip in [
+        "2606:4700:4700::1111",
+        "2001:4860:4860::8888",
+        // ffff in the sixth group of a routed address is no IPv4 mapping.
+        "2606:4700::ffff:101:101",
+        "64:ff9b::8.8.8.8",
+        "2002:808:808::1",
+        "2001:db9::1",
+        "64:ff9b:2::1",
+    ] {
+        assert_eq!(ipv6_class(v6(ip)), None, "{ip}");
+        let url = format!("http://[{ip}]/x.iso");
+        assert!(check_syntax(&url, &none()).is_ok(), "{url}");
     }
 }
