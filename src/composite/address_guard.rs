@@ -237,19 +237,22 @@ pub fn ipv6_class(ip: Ipv6Addr) -> Option<&'static str> {
     }
     // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they embed.
     let embedded = if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        Some(Ipv4Addr::from(
-            (u32::from(segments[6]) << 16) | u32::from(segments[7]),
-        ))
+        Some(ipv4_of(segments[6], segments[7]))
     } else if segments[0] == 0x2002 {
-        Some(Ipv4Addr::from(
-            (u32::from(segments[1]) << 16) | u32::from(segments[2]),
-        ))
+        Some(ipv4_of(segments[1], segments[2]))
     } else {
         None
     };
     embedded
         .and_then(ipv4_class)
         .map(|_| "IPv6 embedding a refused IPv4 address")
+}
+
+/// The IPv4 address held by two IPv6 groups, high group first.
+fn ipv4_of(high: u16, low: u16) -> Ipv4Addr {
+    let [a, b] = high.to_be_bytes();
+    let [c, d] = low.to_be_bytes();
+    Ipv4Addr::new(a, b, c, d)
 }
 
 /// The refused class of an address, if any.
