@@ -526,3 +526,43 @@ async fn sign_ins_run_side_by_side_up_to_a_bound_and_token_answers_are_bounded()
     close(client).await;
     setup.http.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_token_that_is_not_valid_here_admits_nobody_and_says_why() {
+    let issuer = Issuer::start().await;
+    let emu = common::emulator().await;
+    let setup = serve(&issuer, &emu, &[], "4").await;
+    let client = connect(&setup).await;
+    let calling = stop(&client);
+    let link = link(&setup, 1).await;
+    issuer.sign_in_as("alice", "openid");
+    let now = oauth_issuer::now();
+    for (patch, why) in [
+        (json!({"exp": now - 3600}), "expired"),
+        (json!({"nbf": now + 3600}), "not yet valid"),
+        (json!({"iss": "https://other.example"}), "wrong issuer"),
+        (
+            json!({"aud": "https://other.example/mcp"}),
+            "wrong audience",
+        ),
+        (json!({"exp": null}), "missing claim"),
+        (json!({"sub": null}), "no subject"),
+    ] {
+        issuer.patch_token_claims(patch.clone());
+        let (page, session) = sign_in(&link).await;
+        assert_eq!(page.status, 403, "{patch}: {}", page.html);
+        assert!(
+            page.html.contains(&format!(
+                "the sign-in&#39;s token is not valid here ({why})"
+            )),
+            "{patch}: {}",
+            page.html
+        );
+        assert!(session.is_none());
+    }
+    let result = calling.await.expect("call task");
+    assert_eq!(code(&result), "CONFIRMATION_TIMEOUT");
+    assert!(changes(&emu).is_empty());
+    close(client).await;
+    setup.http.shutdown().await;
+}

@@ -39,6 +39,7 @@ pub struct Issuer {
     user: Arc<RwLock<(String, String)>>,
     grants: Arc<AtomicUsize>,
     padding: Arc<AtomicUsize>,
+    patch: Arc<RwLock<Value>>,
 }
 
 /// A code issued by `/authorize`, waiting for `/token`.
@@ -61,6 +62,7 @@ struct Served {
     codes: Arc<Mutex<HashMap<String, Grant>>>,
     grants: Arc<AtomicUsize>,
     padding: Arc<AtomicUsize>,
+    patch: Arc<RwLock<Value>>,
 }
 
 impl Issuer {
@@ -83,6 +85,7 @@ impl Issuer {
         let user = Arc::new(RwLock::new(("alice".to_owned(), "openid".to_owned())));
         let grants = Arc::new(AtomicUsize::new(0));
         let padding = Arc::new(AtomicUsize::new(0));
+        let patch = Arc::new(RwLock::new(json!({})));
         let signer =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, es_pkcs8.as_ref(), &rng)
                 .unwrap();
@@ -95,6 +98,7 @@ impl Issuer {
             codes: Arc::default(),
             grants: grants.clone(),
             padding: padding.clone(),
+            patch: patch.clone(),
         };
         let app = Router::new()
             .route(
@@ -129,7 +133,14 @@ impl Issuer {
             user,
             grants,
             padding,
+            patch,
         }
+    }
+
+    /// Changes the claims of `/token`'s access tokens from now on: each member of `patch`
+    /// replaces the claim (`null` removes it); `{}` issues good tokens again.
+    pub fn patch_token_claims(&self, patch: Value) {
+        *self.patch.write().unwrap() = patch;
     }
 
     /// Pads `/token`'s answers from now on with a `padding` member of `bytes` characters.
@@ -276,9 +287,19 @@ async fn token(State(s): State<Served>, body: String) -> Response {
         return refused();
     }
     let now = now();
-    let claims = json!({"iss": s.issuer, "aud": grant.resource, "sub": grant.subject,
+    let mut claims = json!({"iss": s.issuer, "aud": grant.resource, "sub": grant.subject,
         "client_id": grant.client_id, "scope": grant.scope, "iat": now, "nbf": now - 5,
         "exp": now + 300});
+    if let (Some(claims), Some(patch)) =
+        (claims.as_object_mut(), s.patch.read().unwrap().as_object())
+    {
+        for (name, value) in patch {
+            match value {
+                Value::Null => claims.remove(name),
+                other => claims.insert(name.clone(), other.clone()),
+            };
+        }
+    }
     let signing = signing_input(
         &json!({"alg": "ES256", "typ": "at+jwt", "kid": "es-1"}),
         &claims,

@@ -176,7 +176,7 @@ fn reason(kind: &ErrorKind) -> &'static str {
         ErrorKind::InvalidIssuer => "wrong issuer",
         ErrorKind::InvalidAudience => "wrong audience",
         ErrorKind::MissingRequiredClaim(_) => "missing claim",
-        ErrorKind::InvalidAlgorithm => "signature algorithm not allowed",
+        // An algorithm outside the list never gets this far (`verify` refuses it first).
         _ => "invalid token",
     }
 }
@@ -305,5 +305,26 @@ mod tests {
             DecodingKey::from_ed_components("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo").unwrap();
         assert!(ring_verifier(&Algorithm::RS256, &ed).is_err());
         assert!(ring_verifier(&Algorithm::EdDSA, &ed).is_ok());
+    }
+
+    #[test]
+    fn each_refusal_is_named_and_anything_else_is_an_invalid_token() {
+        // The words the refusal log and the approval page give (`tests/approval_login.rs`
+        // shows them for real tokens).
+        for (kind, words) in [
+            (ErrorKind::InvalidSignature, "bad signature"),
+            (ErrorKind::ExpiredSignature, "expired"),
+            (ErrorKind::ImmatureSignature, "not yet valid"),
+            (ErrorKind::InvalidIssuer, "wrong issuer"),
+            (ErrorKind::InvalidAudience, "wrong audience"),
+            (
+                ErrorKind::MissingRequiredClaim("exp".into()),
+                "missing claim",
+            ),
+        ] {
+            assert_eq!(reason(&kind), words);
+        }
+        assert_eq!(reason(&ErrorKind::InvalidToken), "invalid token");
+        assert_eq!(reason(&ErrorKind::InvalidAlgorithm), "invalid token");
     }
 }
