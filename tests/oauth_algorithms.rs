@@ -4,7 +4,9 @@
 //! `MCP_OAUTH_ALGORITHMS` opens a session, and the same token is refused when the algorithm is
 //! not listed, when its header names another algorithm than the one it was signed with, when
 //! its key is of another kind or declared for another algorithm, or when the key is for
-//! encryption.
+//! encryption. A token without a key id needs exactly one fitting key; key sets over 256 KiB
+//! and tokens over 8 KiB are refused; the key set and the approval sign-in's token endpoint
+//! are never followed through a redirect.
 
 mod common;
 #[path = "common/http_harness.rs"]
@@ -17,9 +19,14 @@ use std::collections::HashMap;
 use base64::Engine;
 use harness::{client, initialize};
 use nandi_proxmox_mcp::audit::AuditLog;
+use nandi_proxmox_mcp::catalog::Tier;
+use nandi_proxmox_mcp::policy::ApproverRule;
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
+use nandi_proxmox_mcp::transport::http::approve_login::{ApprovalLogin, LoginProblem};
+use nandi_proxmox_mcp::transport::http::oauth::{ApprovalClient, OAuthSettings};
+use nandi_proxmox_mcp::transport::http::oauth_token::TokenValidator;
 use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
 use oauth_issuer::*;
 use ring::rand::SystemRandom;
@@ -63,7 +70,16 @@ impl Keys {
 
 /// A token for `claims` whose header says `alg` and `kid`, signed by `sign`.
 fn token(alg: &str, kid: &str, claims: &Value, sign: impl FnOnce(&[u8]) -> Vec<u8>) -> String {
-    let signing = signing_input(&json!({"alg": alg, "typ": "at+jwt", "kid": kid}), claims);
+    token_with(
+        json!({"alg": alg, "typ": "at+jwt", "kid": kid}),
+        claims,
+        sign,
+    )
+}
+
+/// A token with header `header` for `claims`, signed by `sign`.
+fn token_with(header: Value, claims: &Value, sign: impl FnOnce(&[u8]) -> Vec<u8>) -> String {
+    let signing = signing_input(&header, claims);
     let signature = sign(signing.as_bytes());
     format!("{signing}.{}", B64.encode(signature))
 }
@@ -78,6 +94,11 @@ fn rsa_signature(key: &RsaKeyPair, padding: &'static dyn sig::RsaEncoding, msg: 
 /// The transport in OAuth mode for `issuer` with `MCP_OAUTH_ALGORITHMS=algorithms` (no Proxmox
 /// behind it: a session only needs the token).
 async fn serve(issuer: &Issuer, algorithms: &str) -> HttpServer {
+    serve_with(issuer, algorithms, &[]).await
+}
+
+/// [`serve`] with more `MCP_*` variables.
+async fn serve_with(issuer: &Issuer, algorithms: &str, extra: &[(&str, &str)]) -> HttpServer {
     let policy = Settings::from_lookup(|_| None).expect("policy");
     let server = Server::new(AppState {
         registry: Registry::build(&policy),
@@ -88,13 +109,16 @@ async fn serve(issuer: &Issuer, algorithms: &str) -> HttpServer {
         ssh_note: String::new(),
         audit: AuditLog::off(),
     });
-    let vars: HashMap<&str, String> = HashMap::from([
+    let mut vars: HashMap<&str, String> = HashMap::from([
         ("MCP_PORT", "0".to_owned()),
         ("MCP_AUTH_MODE", "oauth".to_owned()),
         ("MCP_OAUTH_ISSUER", issuer.url.clone()),
         ("MCP_OAUTH_RESOURCE", RESOURCE.to_owned()),
         ("MCP_OAUTH_ALGORITHMS", algorithms.to_owned()),
     ]);
+    for (name, value) in extra {
+        vars.insert(name, (*value).to_owned());
+    }
     let settings = HttpSettings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
     http::start(server, settings).await.expect("starts")
 }
@@ -220,4 +244,132 @@ async fn keys_for_encryption_or_unknown_curves_never_verify() {
     });
     assert_eq!(status(&http, &ed).await, 401);
     http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_without_a_key_id_needs_exactly_one_fitting_key() {
+    let issuer = Issuer::start().await;
+    let keys = Keys::new();
+    let mut rs256_only = keys.rsa_jwk("rsa-rs256");
+    rs256_only["alg"] = json!("RS256");
+    *issuer.jwks.write().unwrap() = json!({"keys": [
+        keys.rsa_jwk("rsa-1"), rs256_only, keys.p384_jwk("p384-1"), es_jwk(&issuer.es, "es-1"),
+    ]});
+    let claims = issuer.claims();
+    let http = serve(&issuer, ALL).await;
+    let rsa = |alg: &str, padding: &'static dyn sig::RsaEncoding| {
+        token_with(json!({"alg": alg}), &claims, |m| {
+            rsa_signature(&keys.rsa, padding, m)
+        })
+    };
+    let p384 = token_with(json!({"alg": "ES384"}), &claims, |m| {
+        keys.p384
+            .sign(&SystemRandom::new(), m)
+            .unwrap()
+            .as_ref()
+            .to_vec()
+    });
+    // One P-384 key: it is the one.
+    assert_eq!(status(&http, &p384).await, 200);
+    // Two RSA keys fit RS256: which one is not guessed.
+    assert_eq!(
+        status(&http, &rsa("RS256", &sig::RSA_PKCS1_SHA256)).await,
+        401
+    );
+    // Only one of them fits RS384 (the other is declared for RS256).
+    assert_eq!(
+        status(&http, &rsa("RS384", &sig::RSA_PKCS1_SHA384)).await,
+        200
+    );
+    http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_sets_and_tokens_are_bounded_in_size() {
+    let issuer = Issuer::start().await;
+    let keys = json!([es_jwk(&issuer.es, "es-1")]);
+    let good = issuer.token(&issuer.claims());
+    // A key set of 200 KB is read; one over 256 KiB is not, and no key is known.
+    for (padding, want) in [(200_000, 200), (300_000, 401)] {
+        *issuer.jwks.write().unwrap() = json!({"keys": keys, "padding": "x".repeat(padding)});
+        let http = serve(&issuer, ALL).await;
+        assert_eq!(status(&http, &good).await, want, "{padding}");
+        http.shutdown().await;
+    }
+    *issuer.jwks.write().unwrap() = json!({"keys": keys});
+    let http = serve(&issuer, ALL).await;
+    // A token of 6 KiB is read; one over 8 KiB is refused unread.
+    for (extra, want) in [(4_000, 200), (7_000, 401)] {
+        let mut claims = issuer.claims();
+        claims["extra"] = json!("x".repeat(extra));
+        let token = issuer.token(&claims);
+        assert_eq!(status(&http, &token).await, want, "{} bytes", token.len());
+    }
+    http.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_authorization_server_is_never_followed_through_a_redirect() {
+    let issuer = Issuer::start().await;
+    let good = issuer.token(&issuer.claims());
+    let moved = format!("{}/moved/jwks", issuer.url);
+    let http = serve_with(&issuer, ALL, &[("MCP_OAUTH_JWKS_URL", &moved)]).await;
+    assert_eq!(status(&http, &good).await, 401);
+    http.shutdown().await;
+    let direct = format!("{}/jwks", issuer.url);
+    let http = serve_with(&issuer, ALL, &[("MCP_OAUTH_JWKS_URL", &direct)]).await;
+    assert_eq!(status(&http, &good).await, 200);
+    http.shutdown().await;
+
+    // The approval sign-in's code exchange: a token endpoint that redirects gets no code.
+    issuer.move_token_endpoint();
+    let vars = [
+        ("MCP_OAUTH_ISSUER", issuer.url.clone()),
+        ("MCP_OAUTH_RESOURCE", RESOURCE.to_owned()),
+    ];
+    let settings = OAuthSettings::from_lookup(
+        &|k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()),
+        "127.0.0.1",
+        false,
+    )
+    .expect("settings");
+    let validator = TokenValidator::new(&settings, Tier::Full).expect("validator");
+    let client = ApprovalClient {
+        id: "pve-approval".into(),
+        secret: None,
+    };
+    let login = ApprovalLogin::new(client, validator, &ApproverRule::Caller);
+    let base = url::Url::parse("http://127.0.0.1:9/").unwrap();
+    let started = login.start("link", &base).await.expect("started");
+    let browser = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .unwrap();
+    let consent = browser
+        .get(started.authorize.as_str())
+        .send()
+        .await
+        .expect("issuer answers");
+    let callback = url::Url::parse(consent.headers()["location"].to_str().unwrap()).unwrap();
+    let field = |name: &str| {
+        callback
+            .query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap()
+    };
+    let refused = login
+        .finish(
+            &field("state"),
+            Some(&field("code")),
+            Some(&started.binding),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, LoginProblem::Server(why) if why.contains("HTTP 307")),
+        "{refused:?}"
+    );
+    assert_eq!(issuer.grants(), 0);
 }

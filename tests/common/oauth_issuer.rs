@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -40,6 +40,7 @@ pub struct Issuer {
     grants: Arc<AtomicUsize>,
     padding: Arc<AtomicUsize>,
     patch: Arc<RwLock<Value>>,
+    moved: Arc<AtomicBool>,
 }
 
 /// A code issued by `/authorize`, waiting for `/token`.
@@ -63,6 +64,7 @@ struct Served {
     grants: Arc<AtomicUsize>,
     padding: Arc<AtomicUsize>,
     patch: Arc<RwLock<Value>>,
+    moved: Arc<AtomicBool>,
 }
 
 impl Issuer {
@@ -86,6 +88,7 @@ impl Issuer {
         let grants = Arc::new(AtomicUsize::new(0));
         let padding = Arc::new(AtomicUsize::new(0));
         let patch = Arc::new(RwLock::new(json!({})));
+        let moved = Arc::new(AtomicBool::new(false));
         let signer =
             EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, es_pkcs8.as_ref(), &rng)
                 .unwrap();
@@ -99,6 +102,7 @@ impl Issuer {
             grants: grants.clone(),
             padding: padding.clone(),
             patch: patch.clone(),
+            moved: moved.clone(),
         };
         let app = Router::new()
             .route(
@@ -107,7 +111,11 @@ impl Issuer {
                     axum::Json(json!({
                         "issuer": s.issuer,
                         "jwks_uri": format!("{}/jwks", s.issuer),
-                        "token_endpoint": format!("{}/token", s.issuer),
+                        "token_endpoint": if s.moved.load(Ordering::SeqCst) {
+                            format!("{}/moved/token", s.issuer)
+                        } else {
+                            format!("{}/token", s.issuer)
+                        },
                         "authorization_endpoint": format!("{}/authorize", s.issuer),
                         "code_challenge_methods_supported": ["S256"],
                     }))
@@ -122,6 +130,15 @@ impl Issuer {
             )
             .route("/authorize", get(authorize))
             .route("/token", post(token))
+            // The same documents one redirect away, for clients that must not follow it.
+            .route(
+                "/moved/jwks",
+                get(|| async { Redirect::temporary("/jwks") }),
+            )
+            .route(
+                "/moved/token",
+                post(|| async { Redirect::temporary("/token") }),
+            )
             .with_state(served);
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Issuer {
@@ -134,7 +151,13 @@ impl Issuer {
             grants,
             padding,
             patch,
+            moved,
         }
+    }
+
+    /// From now on the metadata names `/moved/token`, which redirects to the token endpoint.
+    pub fn move_token_endpoint(&self) {
+        self.moved.store(true, Ordering::SeqCst);
     }
 
     /// Changes the claims of `/token`'s access tokens from now on: each member of `patch`

@@ -21,9 +21,9 @@ use url::Url;
 
 use super::oauth::{OAuthSettings, secure_url};
 
-/// Keys older than this are downloaded again on the next token (still bounded by the
+/// Keys older than this (15 minutes) are downloaded again on the next token (still bounded by the
 /// minimum interval), so a key the issuer withdrew stops being accepted.
-const MAX_KEY_AGE: Duration = Duration::from_secs(15 * 60);
+const MAX_KEY_AGE: Duration = Duration::from_secs(900);
 /// Time allowed for one metadata or JWKS request.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest metadata or JWKS document read.
