@@ -319,3 +319,17 @@ fn every_refused_ipv6_class_is_named_and_public_ipv6_passes() {
         assert!(check_syntax(&url, &none()).is_ok(), "{url}");
     }
 }
+
+#[test]
+fn a_user_name_or_a_password_alone_is_refused() {
+    for url in [
+        "http://user@mirror.example/x.iso",
+        "http://:secret@mirror.example/x.iso",
+        "https://user:secret@mirror.example/x.iso",
+    ] {
+        assert!(
+            matches!(check_syntax(url, &none()), Err(GuardError::Credentials)),
+            "{url}"
+        );
+    }
+}
