@@ -404,4 +404,167 @@ mod tests {
         assert_eq!(free["decision"]["gate"], Value::Null);
         assert_eq!(free["decision"]["approval"], Value::Null);
     }
+
+    fn full() -> Preview {
+        let mut p = preview(
+            json!({"method": "PUT", "path": "/nodes/pve01/qemu/101/config",
+            "params": [["cores", "4"], ["memory", "2048"], ["agent", "1"], ["digest", "d1"],
+                       ["delete", "tags"], ["sshkeys", "ssh-ed25519%20AAAA%20me"],
+                       ["description", "two words"]]}),
+        );
+        p.target = Some(super::super::Target {
+            node: "pve02".into(),
+            kind: "qemu".into(),
+            vmid: "101".into(),
+            name: Some("vm-web".into()),
+            requested_node: Some("pve01".into()),
+        });
+        p.update = true;
+        p.changes = vec![
+            Change {
+                key: "cores".into(),
+                old: Before::Value("2".into()),
+                new: Some("4".into()),
+            },
+            Change {
+                key: "sshkeys".into(),
+                old: Before::Unset,
+                new: Some("ssh-ed25519%20AAAA%20me".into()),
+            },
+            Change {
+                key: "tags".into(),
+                old: Before::NotRead,
+                new: None,
+            },
+        ];
+        p.unchanged = vec!["memory".into()];
+        p.digest = Some("d1".into());
+        p.task = Some("UPID:pve01:00001234:00005678:6561A1B2:qmstart:101:root@pam:".into());
+        p.notes = vec!["a note".into()];
+        p.cluster = Some("lab");
+        p
+    }
+
+    #[test]
+    fn the_question_names_task_cluster_changes_and_what_else_is_sent() {
+        let spec = crate::catalog::find("pve_qemu_update_config").expect("row");
+        let q = full().question(spec, &[]);
+        let lines: Vec<&str> = q.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "Approve \"Update VM configuration\" (pve_qemu_update_config)?",
+                "Why you are asked:",
+                "  - this tool may remove or interrupt something.",
+                "Target: VM 101 \"vm-web\" on node pve02 in cluster **lab** (the request names \
+                 node pve01; /cluster/resources says the guest lives on pve02)",
+                "Task: UPID:pve01:00001234:00005678:6561A1B2:qmstart:101:root@pam: (qmstart of \
+                 101 by root@pam on node pve01)",
+                "Request: PUT /nodes/pve01/qemu/101/config",
+                "Changes:",
+                "  - cores: 2 → 4",
+                "  - sshkeys: (unset) → \"ssh-ed25519 AAAA me\"",
+                "  - tags: (current value not read) → (removed)",
+                "Unchanged (already so): memory",
+                "Also sent:",
+                "  - agent=1",
+                "  - description=\"two words\"",
+                "Notes:",
+                "  - a note",
+            ],
+            "{q}"
+        );
+    }
+
+    #[test]
+    fn a_cluster_without_a_target_a_task_without_an_id_and_no_changes() {
+        let spec = crate::catalog::find("pve_qemu_update_config").expect("row");
+        let mut p = preview(json!({"method": "PUT", "path": "/cluster/options",
+            "params": [["keyboard", "en-us"]]}));
+        p.update = true;
+        p.unchanged = vec!["keyboard".into()];
+        p.cluster = Some("lab");
+        p.task = Some("UPID:pve01:00001234:00005678:6561A1B2:vzdump::root@pam:".into());
+        let q = p.question(spec, &[]);
+        assert!(q.contains("\nCluster: **lab**\n"), "{q}");
+        assert!(q.contains("(vzdump of - by root@pam on node pve01)"), "{q}");
+        assert!(
+            q.contains("Changes: none (every value given is already set)"),
+            "{q}"
+        );
+        assert!(!q.contains("Also sent:") && !q.contains("Notes:"), "{q}");
+        p.task = Some("not a upid".into());
+        let q = p.question(spec, &[]);
+        assert!(q.contains("\nTask: \"not a upid\"\n"), "{q}");
+    }
+
+    #[test]
+    fn a_dry_run_carries_every_part_of_the_preview_and_only_those() {
+        let spec = crate::catalog::find("pve_qemu_update_config").expect("row");
+        let reasons = vec!["change: PUT".to_owned()];
+        let answer = full().dry_run(spec, Some(&reasons), "url");
+        assert_eq!(answer["dryRun"], true);
+        assert_eq!(answer["sent"], false);
+        assert_eq!(answer["cluster"], "lab");
+        assert_eq!(
+            answer["decision"],
+            json!({"tier": "full", "allowedByPolicy": true, "needsApproval": true,
+                   "gate": "effects", "reasons": ["change: PUT"], "approval": "url"})
+        );
+        assert_eq!(
+            answer["target"],
+            json!({"node": "pve02", "type": "qemu", "vmid": "101", "name": "vm-web",
+                   "requestedNode": "pve01"})
+        );
+        // What could not be read is left out of `current`; what is unset is null.
+        assert_eq!(answer["current"], json!({"cores": "2", "sshkeys": null}));
+        assert_eq!(answer["unchanged"], json!(["memory"]));
+        assert_eq!(answer["digest"], "d1");
+        assert_eq!(
+            answer["task"],
+            "UPID:pve01:00001234:00005678:6561A1B2:qmstart:101:root@pam:"
+        );
+        assert_eq!(answer["notes"], json!(["a note"]));
+        let bare = preview(json!({})).dry_run(spec, None, "url");
+        let mut keys: Vec<&String> = bare.as_object().expect("object").keys().collect();
+        keys.sort();
+        assert_eq!(keys, ["decision", "dryRun", "request", "sent"]);
+    }
+
+    #[test]
+    fn a_create_without_identifiers_and_a_clone_say_what_they_create() {
+        let clone = crate::catalog::find("pve_qemu_clone").expect("row");
+        let p = preview(
+            json!({"method": "POST", "path": "/nodes/pve01/qemu/9000/clone",
+            "params": [["newid", "120"], ["full", "1"]]}),
+        );
+        let q = p.question(clone, &[]);
+        assert!(q.contains("this call creates something new"), "{q}");
+        assert!(q.contains("): newid=120."), "{q}");
+        let create = crate::catalog::find("pve_create_pool").expect("row");
+        let q = preview(json!({"method": "POST", "path": "/pools", "params": []}))
+            .question(create, &[]);
+        assert!(
+            q.contains("  - this call creates something new (\"Create pool\").\n"),
+            "{q}"
+        );
+        // A change that neither creates nor destroys is said to change configuration.
+        let plain = crate::catalog::all()
+            .find(|s| {
+                matches!(
+                    s.effect,
+                    crate::catalog::Effect::Write {
+                        destructive: false,
+                        ..
+                    }
+                ) && !creates(s)
+            })
+            .expect("a plain change");
+        let q = preview(json!({})).question(plain, &[]);
+        assert!(
+            q.contains("  - this tool changes the cluster's configuration or access."),
+            "{}: {q}",
+            plain.name
+        );
+    }
 }
