@@ -493,16 +493,16 @@ async fn sign_ins_run_side_by_side_up_to_a_bound_and_token_answers_are_bounded()
     assert_eq!(page.status, 200, "{}", page.html);
     let (session, _) = session.expect("a session cookie");
 
-    // A token answer of a few KiB is read; one far larger than any token is not.
-    issuer.pad_token_answers(8 * 1024);
+    // A token answer of 64 KiB is read; one byte more is not.
+    issuer.token_answer_size(64 * 1024);
     let (padded, admitted) = sign_in(&link).await;
     assert_eq!(padded.status, 200, "{}", padded.html);
     assert!(admitted.is_some());
-    issuer.pad_token_answers(96 * 1024);
+    issuer.token_answer_size(64 * 1024 + 1);
     let (huge, admitted) = sign_in(&link).await;
     assert_eq!(huge.status, 502, "{}", huge.html);
     assert!(admitted.is_none());
-    issuer.pad_token_answers(0);
+    issuer.token_answer_size(0);
     assert_eq!(issuer.grants(), 4);
 
     // Sign-ins that never come back are bounded: past the limit the page answers busy.

@@ -284,26 +284,59 @@ async fn a_token_without_a_key_id_needs_exactly_one_fitting_key() {
     http.shutdown().await;
 }
 
+/// A key set of exactly `bytes` bytes holding `keys` (a `padding` member fills it up).
+fn key_set_of(keys: &Value, bytes: usize) -> Value {
+    let mut doc = json!({"keys": keys, "padding": ""});
+    let unpadded = doc.to_string().len();
+    doc["padding"] = json!("x".repeat(bytes - unpadded));
+    assert_eq!(doc.to_string().len(), bytes);
+    doc
+}
+
+/// A good token of exactly `bytes` bytes: an `extra` claim fills it up, and a `pad` header
+/// member of 0 to 3 characters moves the base64 lengths onto every residue.
+fn token_of(issuer: &Issuer, bytes: usize) -> String {
+    let sign = |m: &[u8]| {
+        issuer
+            .es
+            .sign(&SystemRandom::new(), m)
+            .unwrap()
+            .as_ref()
+            .to_vec()
+    };
+    for pad in 0..4 {
+        let header =
+            json!({"alg": "ES256", "typ": "at+jwt", "kid": "es-1", "pad": "x".repeat(pad)});
+        for extra in (bytes * 3 / 4).saturating_sub(400)..bytes * 3 / 4 {
+            let mut claims = issuer.claims();
+            claims["extra"] = json!("x".repeat(extra));
+            let token = token_with(header.clone(), &claims, sign);
+            if token.len() == bytes {
+                return token;
+            }
+        }
+    }
+    panic!("no token of {bytes} bytes");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn key_sets_and_tokens_are_bounded_in_size() {
     let issuer = Issuer::start().await;
     let keys = json!([es_jwk(&issuer.es, "es-1")]);
     let good = issuer.token(&issuer.claims());
-    // A key set of 200 KB is read; one over 256 KiB is not, and no key is known.
-    for (padding, want) in [(200_000, 200), (300_000, 401)] {
-        *issuer.jwks.write().unwrap() = json!({"keys": keys, "padding": "x".repeat(padding)});
+    // A key set of 256 KiB is read; one byte more is not, and no key is known.
+    for (bytes, want) in [(256 * 1024, 200), (256 * 1024 + 1, 401)] {
+        *issuer.jwks.write().unwrap() = key_set_of(&keys, bytes);
         let http = serve(&issuer, ALL).await;
-        assert_eq!(status(&http, &good).await, want, "{padding}");
+        assert_eq!(status(&http, &good).await, want, "{bytes}");
         http.shutdown().await;
     }
     *issuer.jwks.write().unwrap() = json!({"keys": keys});
     let http = serve(&issuer, ALL).await;
-    // A token of 6 KiB is read; one over 8 KiB is refused unread.
-    for (extra, want) in [(4_000, 200), (7_000, 401)] {
-        let mut claims = issuer.claims();
-        claims["extra"] = json!("x".repeat(extra));
-        let token = issuer.token(&claims);
-        assert_eq!(status(&http, &token).await, want, "{} bytes", token.len());
+    // A token of 8 KiB is read; one byte more is refused unread.
+    for (bytes, want) in [(8 * 1024, 200), (8 * 1024 + 1, 401)] {
+        let token = token_of(&issuer, bytes);
+        assert_eq!(status(&http, &token).await, want, "{bytes} bytes");
     }
     http.shutdown().await;
 }

@@ -166,8 +166,9 @@ impl Issuer {
         *self.patch.write().unwrap() = patch;
     }
 
-    /// Pads `/token`'s answers from now on with a `padding` member of `bytes` characters.
-    pub fn pad_token_answers(&self, bytes: usize) {
+    /// Makes `/token`'s answers exactly `bytes` long from now on (a `padding` member fills
+    /// them up); 0 answers unpadded again.
+    pub fn token_answer_size(&self, bytes: usize) {
         self.padding.store(bytes, Ordering::SeqCst);
     }
 
@@ -332,10 +333,16 @@ async fn token(State(s): State<Served>, body: String) -> Response {
         .sign(&SystemRandom::new(), signing.as_bytes())
         .unwrap();
     s.grants.fetch_add(1, Ordering::SeqCst);
-    axum::Json(
-        json!({"access_token": format!("{signing}.{}", B64.encode(sig.as_ref())),
-        "token_type": "Bearer", "expires_in": 300,
-        "padding": "p".repeat(s.padding.load(Ordering::SeqCst))}),
+    let mut answer = json!({"access_token": format!("{signing}.{}", B64.encode(sig.as_ref())),
+        "token_type": "Bearer", "expires_in": 300, "padding": ""});
+    let size = s.padding.load(Ordering::SeqCst);
+    let unpadded = answer.to_string().len();
+    if size > unpadded {
+        answer["padding"] = json!("p".repeat(size - unpadded));
+    }
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        answer.to_string(),
     )
-    .into_response()
+        .into_response()
 }
