@@ -2,7 +2,7 @@
 //! call: a container (its `hostname`), a guest living on another node than the request names
 //! (read from the real node), a guest addressed as the wrong kind or not listed at all, a pool
 //! update, a guest config deletion, a call that is no update, SSH and composite calls (their
-//! arguments masked), and no connection at all. Each is checked in the preview itself, in the
+//! arguments masked), no connection at all, and a read the call is not cleared for. Each is checked in the preview itself, in the
 //! question and in the `dry_run` answer.
 
 mod common;
@@ -276,4 +276,61 @@ async fn without_a_connection_an_update_shows_what_it_would_set() {
     let answer = p.dry_run(spec, Some(&[]), "url");
     assert_eq!(answer["current"], json!({}));
     assert_eq!(answer["decision"]["approval"], "url");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_whose_path_answers_a_list_is_not_matched_to_keys() {
+    let emu = common::emulator().await;
+    let client = pve_client(&emu);
+    let (p, _) = preview_of(
+        Some(&client),
+        "pve_apply_network_changes",
+        json!({"node": "pve01", "regenerate-frr": true}),
+    )
+    .await;
+    assert!(p.update);
+    assert_eq!(
+        p.notes,
+        vec!["/nodes/pve01/network answers a list; current values not matched to keys".to_owned()]
+    );
+    assert_eq!(
+        p.changes,
+        vec![change("regenerate-frr", Before::NotRead, Some("1"))]
+    );
+    assert_eq!((p.target, p.digest), (None, None));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_never_reads_what_the_call_is_not_cleared_to_read() {
+    // A storage's config is a sensitive read: outside an approved call the preview's own GET is
+    // refused before it is sent, and the question says the values were not read.
+    let emu = common::emulator().await;
+    let client = pve_client(&emu);
+    let (p, spec) = preview_of(
+        Some(&client),
+        "pve_update_storage",
+        json!({"storage": "local", "content": "iso,backup"}),
+    )
+    .await;
+    assert_eq!(p.notes.len(), 1, "{:?}", p.notes);
+    assert!(
+        p.notes[0].starts_with(
+            "current values of /storage/local not read: refused before sending: GET \
+             /storage/local reads data Proxmox guards beyond an auditor's view (sensitive-read)"
+        ),
+        "{:?}",
+        p.notes
+    );
+    assert_eq!(
+        p.changes,
+        vec![change("content", Before::NotRead, Some("iso,backup"))]
+    );
+    let q = p.question(spec, &[]);
+    assert!(
+        q.contains("  - content: (current value not read) → iso,backup"),
+        "{q}"
+    );
+    let sent = emu.requests();
+    assert!(sent.iter().all(|r| r.method == "GET"));
+    assert!(sent.iter().all(|r| r.path != "/storage/local"), "{sent:?}");
 }

@@ -44,7 +44,7 @@ pub enum Stopped {
 
 /// A request refused because its effects were not cleared for the running call.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{what} would {}, which this call was not approved for", describe(.beyond))]
+#[error("{what} {}, which this call was not approved for", describe(.beyond))]
 pub struct Refusal {
     /// The request, e.g. `GET /nodes/pve01/qemu/101/agent/file-read`.
     pub what: String,
@@ -59,7 +59,7 @@ fn describe(effects: &EffectSet) -> String {
         .iter()
         .map(|e| format!("{} ({})", e.meaning(), e.as_str()))
         .collect::<Vec<_>>()
-        .join(", ")
+        .join(" and ")
 }
 
 /// Runs `work` with `allowed` effects cleared for every request it sends, unless `freeze`
@@ -125,10 +125,22 @@ mod tests {
         };
         assert!(refused.beyond.contains(Effect::Change));
         assert!(refused.to_string().contains("not approved"), "{refused}");
-        // The refusal says what the request would have done, in words and by name.
-        assert!(
-            refused.to_string().contains("changes the cluster (change)"),
-            "{refused}"
+        // The refusal says what the request does, in words and by name.
+        assert_eq!(
+            refused.to_string(),
+            "POST /nodes/pve01/qemu/101/status/start changes the cluster (change), which this \
+             call was not approved for"
+        );
+        let Err(Stopped::NotApproved(refused)) =
+            admit("POST", "/nodes/pve01/qemu/101/status/stop", &[])
+        else {
+            panic!("a stop outside a scope is refused");
+        };
+        assert_eq!(
+            refused.to_string(),
+            "POST /nodes/pve01/qemu/101/status/stop removes, stops, rolls back or overwrites \
+             something (destroy) and changes the cluster (change), which this call was not \
+             approved for"
         );
     }
 
