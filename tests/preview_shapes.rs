@@ -1,9 +1,10 @@
 //! Previews built by the library against the emulator over loopback HTTP, one per shape of
 //! call: a container (its `hostname`), a guest living on another node than the request names
 //! (read from the real node), a guest addressed as the wrong kind or not listed at all, a pool
-//! update, a guest config deletion, a call that is no update, SSH and composite calls (their
-//! arguments masked), no connection at all, and a read the call is not cleared for. Each is checked in the preview itself, in the
-//! question and in the `dry_run` answer.
+//! update, a guest config deletion, a call that is no update, an update whose path answers a
+//! list, a read the call is not cleared for, SSH and composite calls (their arguments masked)
+//! and no connection at all. Each is checked in the preview itself, in the question and in
+//! the `dry_run` answer.
 
 mod common;
 #[path = "common/http_harness.rs"]
