@@ -566,3 +566,61 @@ async fn a_sign_in_token_that_is_not_valid_here_admits_nobody_and_says_why() {
     close(client).await;
     setup.http.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_an_https_address_with_a_path_the_cookies_are_secure_and_scoped() {
+    let issuer = Issuer::start().await;
+    let emu = common::emulator().await;
+    let base = [("PVE_APPROVAL_BASE_URL", "https://mcp.example.test/pve/")];
+    let setup = serve(&issuer, &emu, &base, "4").await;
+    let client = connect(&setup).await;
+    let calling = stop(&client);
+    let public = link(&setup, 1).await;
+    let id = public.rsplit('/').next().unwrap().to_owned();
+    assert_eq!(public, format!("https://mcp.example.test/pve/approve/{id}"));
+    // The proxy strips `/pve`; the browser's request reaches the server at `/approve/{id}`.
+    let local = format!("http://{}/approve/{id}", setup.http.local_addr());
+    let login = browser()
+        .get(format!("{local}/login"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(login.status(), 303);
+    let (_, binding) = set_cookie(login.headers(), "pve_approval_login").expect("binding");
+    assert!(
+        binding.contains("; Path=/pve/approve/callback;"),
+        "{binding}"
+    );
+    assert!(binding.ends_with("; SameSite=Lax; Secure"), "{binding}");
+    let authorize = login.headers()["location"].to_str().unwrap().to_owned();
+    assert!(
+        authorize
+            .contains("redirect_uri=https%3A%2F%2Fmcp.example.test%2Fpve%2Fapprove%2Fcallback"),
+        "{authorize}"
+    );
+    // Over plain http on loopback the same cookie carries no `Secure`.
+    let plain = serve(&issuer, &emu, &[], "4").await;
+    let client_b = connect(&plain).await;
+    let calling_b = stop(&client_b);
+    let link_b = link(&plain, 1).await;
+    let login = browser()
+        .get(format!("{link_b}/login"))
+        .send()
+        .await
+        .unwrap();
+    let (_, binding) = set_cookie(login.headers(), "pve_approval_login").expect("binding");
+    assert!(binding.contains("; Path=/approve/callback;"), "{binding}");
+    assert!(!binding.contains("Secure"), "{binding}");
+    for (calling, client, http) in [
+        (calling, client, setup.http),
+        (calling_b, client_b, plain.http),
+    ] {
+        assert_eq!(
+            code(&calling.await.expect("call task")),
+            "CONFIRMATION_TIMEOUT"
+        );
+        close(client).await;
+        http.shutdown().await;
+    }
+    assert!(changes(&emu).is_empty());
+}
