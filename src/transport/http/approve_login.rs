@@ -359,20 +359,7 @@ mod tests {
 
     #[test]
     fn debug_output_shows_the_client_id_and_never_its_secret() {
-        let vars = [
-            ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab"),
-            ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp"),
-        ];
-        let settings = super::super::oauth::OAuthSettings::from_lookup(
-            &|k| {
-                vars.iter()
-                    .find(|(name, _)| *name == k)
-                    .map(|(_, v)| (*v).to_owned())
-            },
-            "127.0.0.1",
-            false,
-        )
-        .unwrap();
+        let settings = super::super::oauth::example_settings();
         let validator = TokenValidator::new(&settings, crate::catalog::Tier::Full).unwrap();
         let client = ApprovalClient {
             id: "pve-approval".into(),

@@ -390,5 +390,21 @@ fn parse_algorithms(list: &str) -> Result<Vec<Algorithm>, OAuthError> {
     Ok(algorithms)
 }
 
+/// Settings for unit tests elsewhere: issuer `https://id.example.com/realms/lab`, resource
+/// `https://mcp.example.com/mcp`, everything else by default.
+#[cfg(test)]
+pub(crate) fn example_settings() -> OAuthSettings {
+    let vars = [
+        ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab"),
+        ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp"),
+    ];
+    let get = |k: &str| {
+        vars.iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| (*v).to_owned())
+    };
+    OAuthSettings::from_lookup(&get, "127.0.0.1", false).expect("example settings")
+}
+
 #[cfg(test)]
 mod tests;

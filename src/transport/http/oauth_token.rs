@@ -330,20 +330,7 @@ mod tests {
 
     #[test]
     fn debug_output_names_the_issuer_of_the_key_cache() {
-        let vars = [
-            ("MCP_OAUTH_ISSUER", "https://id.example.com/realms/lab"),
-            ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/mcp"),
-        ];
-        let settings = OAuthSettings::from_lookup(
-            &|k| {
-                vars.iter()
-                    .find(|(name, _)| *name == k)
-                    .map(|(_, v)| (*v).to_owned())
-            },
-            "127.0.0.1",
-            false,
-        )
-        .unwrap();
+        let settings = super::super::oauth::example_settings();
         let validator = TokenValidator::new(&settings, Tier::Full).unwrap();
         let shown = format!("{validator:?}");
         assert!(
