@@ -303,3 +303,20 @@ fn an_approval_client_id_is_one_printable_word() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+#[test]
+fn symmetric_algorithms_are_refused_by_name_not_as_unknown() {
+    for name in ["HS256", "HS384", "HS512", "none"] {
+        let err = parse_algorithms(name).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("{name} is refused (only asymmetric signatures")),
+            "{err}"
+        );
+    }
+    assert!(
+        parse_algorithms("XS1")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown algorithm \"XS1\"")
+    );
+}
