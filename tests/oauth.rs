@@ -493,6 +493,11 @@ async fn unknown_key_ids_refresh_the_key_set_at_most_once_per_interval() {
     );
     assert_eq!(issuer.fetches(), 1);
     tokio::time::sleep(INTERVAL + Duration::from_millis(100)).await;
+    // Keys downloaded moments ago are fresh: a token signed with one of them does not fetch
+    // the set again, although the interval would allow it.
+    let again = post(&http, Some(&issuer.token(&good)), &initialize(), None).await;
+    assert_eq!(again.status(), StatusCode::OK);
+    assert_eq!(issuer.fetches(), 1);
     // A flood of made-up key ids: one refresh, then at most one more per interval however
     // many arrive (the machine may be slow, so the bound follows the time the flood took).
     let flood = std::time::Instant::now();

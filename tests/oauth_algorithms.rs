@@ -232,7 +232,10 @@ async fn keys_for_encryption_or_unknown_curves_never_verify() {
     for_encryption["use"] = json!("enc");
     let mut x25519 = ed_jwk(&issuer.ed, "x-1");
     x25519["crv"] = json!("X25519");
-    *issuer.jwks.write().unwrap() = json!({"keys": [for_encryption, x25519]});
+    // The Ed25519 key's bytes under another curve name: not a signing key either.
+    let mut off_curve = ed_jwk(&issuer.ed, "okp-p256");
+    off_curve["crv"] = json!("P-256");
+    *issuer.jwks.write().unwrap() = json!({"keys": [for_encryption, x25519, off_curve]});
     let claims = issuer.claims();
     let http = serve(&issuer, ALL).await;
     let rsa = token("RS256", "rsa-enc", &claims, |m| {
@@ -243,6 +246,10 @@ async fn keys_for_encryption_or_unknown_curves_never_verify() {
         issuer.ed.sign(m).as_ref().to_vec()
     });
     assert_eq!(status(&http, &ed).await, 401);
+    let off_curve = token("EdDSA", "okp-p256", &claims, |m| {
+        issuer.ed.sign(m).as_ref().to_vec()
+    });
+    assert_eq!(status(&http, &off_curve).await, 401);
     http.shutdown().await;
 }
 

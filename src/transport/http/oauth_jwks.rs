@@ -381,11 +381,13 @@ mod tests {
     }
 
     #[test]
-    fn symmetric_and_encryption_keys_are_dropped() {
+    fn symmetric_encryption_and_off_curve_keys_are_dropped() {
         let doc = json!({"keys": [
             {"kty": "oct", "k": "c2VjcmV0", "kid": "h"},
             {"kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "e", "use": "enc"},
             {"kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "s", "alg": "EdDSA"},
+            // An octet key pair on a curve that is not Ed25519 parses, and is dropped.
+            {"kty": "OKP", "crv": "P-256", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo", "kid": "p"},
             {"kty": "weird"}
         ]});
         let keys = parse_keys(&doc).unwrap();
