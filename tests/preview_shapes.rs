@@ -2,8 +2,9 @@
 //! call: a container (its `hostname`), a guest living on another node than the request names
 //! (read from the real node), a guest addressed as the wrong kind or not listed at all, a pool
 //! update, a guest config deletion, a call that is no update, an update whose path answers a
-//! list, a read the call is not cleared for, SSH and composite calls (their arguments masked)
-//! and no connection at all. Each is checked in the preview itself, in the question and in
+//! list, a read the call is not cleared for, SSH and composite calls (their arguments masked),
+//! no connection at all, a guest named by its own config when the cluster list is refused,
+//! and a snapshot asked about as something new. Each is checked in the preview itself, in the question and in
 //! the `dry_run` answer.
 
 mod common;
@@ -12,6 +13,7 @@ mod harness;
 
 use harness::pve_client;
 use nandi_proxmox_mcp::catalog::{self, ToolSpec};
+use nandi_proxmox_mcp::emulator::{Fault, FaultKind};
 use nandi_proxmox_mcp::preview::{self, Before, Change, Preview, Target};
 use nandi_proxmox_mcp::{pve, schema};
 use serde_json::{Value, json};
@@ -334,4 +336,70 @@ async fn a_preview_never_reads_what_the_call_is_not_cleared_to_read() {
     let sent = emu.requests();
     assert!(sent.iter().all(|r| r.method == "GET"));
     assert!(sent.iter().all(|r| r.path != "/storage/local"), "{sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_cluster_list_a_guest_is_named_by_its_own_config() {
+    let emu = common::emulator().await;
+    // `/cluster/resources` refused: the name can only come from the guest's config.
+    emu.arm_fault(Fault::new(FaultKind::Status(403), 100).on_prefix("/cluster/resources"));
+    let client = pve_client(&emu);
+    let name = |p: &Preview| p.target.as_ref().and_then(|t| t.name.clone());
+    let calls = [
+        // A config update reads the config it changes: a VM's `name` ...
+        (
+            "pve_qemu_update_config",
+            json!({"node": "pve01", "vmid": 101, "cores": 4}),
+            "vm-web",
+        ),
+        // ... a container's `hostname` ...
+        (
+            "pve_lxc_update_config",
+            json!({"node": "pve01", "vmid": 201, "cores": 4}),
+            "ct-docker",
+        ),
+        // ... and a call that is no update reads it for the name alone.
+        (
+            "pve_stop_qemu_vm",
+            json!({"node": "pve01", "vmid": 101}),
+            "vm-web",
+        ),
+        (
+            "pve_stop_lxc_container",
+            json!({"node": "pve01", "vmid": 201}),
+            "ct-docker",
+        ),
+    ];
+    for (tool, args, expected) in calls {
+        let (p, spec) = preview_of(Some(&client), tool, args).await;
+        assert_eq!(name(&p).as_deref(), Some(expected), "{tool}: {p:?}");
+        assert!(
+            p.notes.iter().any(|n| n.contains("/cluster/resources")),
+            "{tool}: {:?}",
+            p.notes
+        );
+        let q = p.question(spec, &[]);
+        assert!(
+            q.contains(&format!("\"{expected}\" on node pve01")),
+            "{tool}: {q}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_is_asked_about_as_something_new() {
+    // Named `_create` though its title says "Snapshot VM": still something new, named by id.
+    let (p, spec) = preview_of(
+        None,
+        "pve_qemu_create_snapshot",
+        json!({"node": "pve01", "vmid": 101, "snapname": "before-upgrade"}),
+    )
+    .await;
+    let q = p.question(spec, &[]);
+    assert!(
+        q.contains("  - this call creates something new (\"Snapshot VM\"): "),
+        "{q}"
+    );
+    assert!(q.contains("snapname=before-upgrade"), "{q}");
+    assert!(!q.contains("may remove or interrupt"), "{q}");
 }

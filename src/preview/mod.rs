@@ -320,6 +320,39 @@ mod tests {
         let shown = masked_arguments(&valid).to_string();
         assert!(!shown.contains("hunter2-secret"), "{shown}");
         assert!(shown.contains("userid=mcp@pve"), "{shown}");
+        // A secret field no text rule knows as `key=value` is masked by its key.
+        let args = serde_json::json!({"method": "PUT", "path": "/storage/pbs1",
+            "params": ["encryption-key=a1b2c3d4e5f6", "keyring=AQBx9z", "content=backup"]});
+        let valid = crate::schema::validate(spec, args.as_object()).expect("valid");
+        let shown = masked_arguments(&valid);
+        assert_eq!(
+            shown["params"],
+            serde_json::json!([
+                format!("encryption-key={REDACTED}"),
+                format!("keyring={REDACTED}"),
+                "content=backup"
+            ])
+        );
+    }
+
+    #[test]
+    fn json_text_in_a_string_argument_is_masked_inside() {
+        let spec = crate::catalog::find("pve_node_file_write").expect("row");
+        let args = serde_json::json!({"node": "pve01", "path": "/etc/app/config.json",
+            "content": r#"{"user": "app", "password": "hunter2-secret", "hosts": ["a"]}"#});
+        let valid = crate::schema::validate(spec, args.as_object()).expect("valid");
+        let shown = masked_arguments(&valid);
+        assert_eq!(shown["content"]["password"], REDACTED, "{shown}");
+        assert_eq!(shown["content"]["user"], "app", "{shown}");
+        assert_eq!(
+            shown["content"]["hosts"],
+            serde_json::json!(["a"]),
+            "{shown}"
+        );
+        // Text that is no JSON object or array stays text.
+        let args = serde_json::json!({"node": "pve01", "path": "/etc/motd", "content": "42"});
+        let valid = crate::schema::validate(spec, args.as_object()).expect("valid");
+        assert_eq!(masked_arguments(&valid)["content"], "42");
     }
 
     #[test]
