@@ -2,10 +2,10 @@
 //! call: a container (its `hostname`), a guest living on another node than the request names
 //! (read from the real node), a guest addressed as the wrong kind or not listed at all, a pool
 //! update, a guest config deletion, a call that is no update, an update whose path answers a
-//! list, a read the call is not cleared for, SSH and composite calls (their arguments masked),
-//! no connection at all, a guest named by its own config when the cluster list is refused,
-//! and a snapshot asked about as something new. Each is checked in the preview itself, in the question and in
-//! the `dry_run` answer.
+//! list, a read the call is not cleared for, SSH and composite calls (their arguments masked)
+//! and no connection at all — each checked in the preview itself, in the question and in the
+//! `dry_run` answer; and, in the preview and the question, a guest named by its own config
+//! when the cluster list is refused and a snapshot asked about as something new.
 
 mod common;
 #[path = "common/http_harness.rs"]
@@ -344,7 +344,6 @@ async fn without_the_cluster_list_a_guest_is_named_by_its_own_config() {
     // `/cluster/resources` refused: the name can only come from the guest's config.
     emu.arm_fault(Fault::new(FaultKind::Status(403), 100).on_prefix("/cluster/resources"));
     let client = pve_client(&emu);
-    let name = |p: &Preview| p.target.as_ref().and_then(|t| t.name.clone());
     let calls = [
         // A config update reads the config it changes: a VM's `name` ...
         (
@@ -372,7 +371,8 @@ async fn without_the_cluster_list_a_guest_is_named_by_its_own_config() {
     ];
     for (tool, args, expected) in calls {
         let (p, spec) = preview_of(Some(&client), tool, args).await;
-        assert_eq!(name(&p).as_deref(), Some(expected), "{tool}: {p:?}");
+        let name = p.target.as_ref().and_then(|t| t.name.as_deref());
+        assert_eq!(name, Some(expected), "{tool}: {p:?}");
         assert!(
             p.notes.iter().any(|n| n.contains("/cluster/resources")),
             "{tool}: {:?}",
