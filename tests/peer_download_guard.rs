@@ -101,6 +101,11 @@ fn every_refused_class_in_every_spelling() {
         "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
         "http://[2002:a00:1::]/",
         "http://[2002:7f00:1::1]/",
+        // 6to4 relay anycast, literal, in a legacy spelling and embedded in 6to4
+        "http://192.88.99.1/x.iso",
+        "http://0xc0.0x58.0x63.1/x.iso",
+        "http://3227017985/x.iso",
+        "http://[2002:c058:6301::1]/x.iso",
     ];
     for url in refused {
         let err = check_syntax(url, &none()).expect_err(url);
@@ -255,7 +260,17 @@ fn special_purpose_ipv4_blocks_are_named() {
         (Ipv4Addr::new(192, 0, 2, 1), Some("documentation")),
         (Ipv4Addr::new(198, 51, 100, 7), Some("documentation")),
         (Ipv4Addr::new(203, 0, 113, 9), Some("documentation")),
+        (
+            Ipv4Addr::new(192, 88, 99, 1),
+            Some("6to4 relay anycast (RFC 7526)"),
+        ),
+        (
+            Ipv4Addr::new(192, 88, 99, 255),
+            Some("6to4 relay anycast (RFC 7526)"),
+        ),
         // Their neighbours route on the internet.
+        (Ipv4Addr::new(192, 88, 98, 1), None),
+        (Ipv4Addr::new(192, 88, 100, 1), None),
         (Ipv4Addr::new(192, 0, 1, 1), None),
         (Ipv4Addr::new(192, 0, 3, 1), None),
         (Ipv4Addr::new(198, 51, 101, 1), None),
@@ -301,6 +316,11 @@ fn every_refused_ipv6_class_is_named_and_public_ipv6_passes() {
             "IPv6 embedding a refused IPv4 address",
         ),
         ("2002:a9fe:a9fe::1", "IPv6 embedding a refused IPv4 address"),
+        ("2002:c058:6301::1", "IPv6 embedding a refused IPv4 address"),
+        (
+            "64:ff9b::192.88.99.1",
+            "IPv6 embedding a refused IPv4 address",
+        ),
     ] {
         assert_eq!(ipv6_class(v6(ip)), Some(want), "{ip}");
     }

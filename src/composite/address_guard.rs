@@ -187,6 +187,9 @@ pub fn ipv4_class(ip: Ipv4Addr) -> Option<&'static str> {
         (172, 16..=31, _) => "private (RFC 1918)",
         (192, 0, 0) => "IETF protocol assignment",
         (192, 0, 2) | (198, 51, 100) | (203, 0, 113) => "documentation",
+        // 6to4 relay anycast (RFC 3068), deprecated by RFC 7526: whoever answers it is a
+        // relay chosen by routing, not a download server.
+        (192, 88, 99) => "6to4 relay anycast (RFC 7526)",
         (192, 168, _) => "private (RFC 1918)",
         (198, 18..=19, _) => "benchmarking",
         (224..=239, _, _) => "multicast",
