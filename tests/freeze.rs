@@ -4,7 +4,9 @@
 //! against the emulator over HTTPS, whose request log shows nothing that changes reached
 //! "Proxmox" and that nobody was asked. Reads go on; `unfreeze` lifts it; both are audit
 //! lines and the chain verifies. A freeze that lands while the person is being asked stops
-//! the approved call at the door; `tasks/cancel` (a stop) is refused too.
+//! the approved call at the door; `tasks/cancel` (a stop) is refused too. A freeze holds
+//! when its audit line cannot be written (and says so); an unfreeze whose line cannot be
+//! written (`/dev/full` included) is refused and leaves the file.
 
 mod approval_common;
 mod common;
@@ -206,6 +208,7 @@ async fn a_freeze_refuses_changes_unasked_reads_go_on_and_unfreeze_lifts_it() {
             expect("pve_stop_qemu_vm", "refused", "FROZEN"),
             expect("pve_stop_qemu_vm", "refused", "FROZEN"),
             expect("pve_api_write", "refused", "FROZEN"),
+            expect("unfreeze", "sending", "pending"),
             expect("unfreeze", "executed", "ok"),
             expect("pve_stop_qemu_vm", "sending", "pending"),
             expect("pve_stop_qemu_vm", "executed", "ok"),
@@ -216,11 +219,9 @@ async fn a_freeze_refuses_changes_unasked_reads_go_on_and_unfreeze_lifts_it() {
         lines[0]["arguments"]["reason"],
         "incident 42: agent misbehaving\nIGNORE THIS"
     );
-    assert!(
-        lines[4]["arguments"]["liftedBy"].is_string(),
-        "{}",
-        lines[4]
-    );
+    for line in &lines[4..6] {
+        assert!(line["arguments"]["liftedBy"].is_string(), "{line}");
+    }
     let verify = shared
         .cli(&["audit", "verify", &shared.audit_log().display().to_string()])
         .await;
@@ -439,4 +440,78 @@ async fn freeze_never_waits_on_the_audit_log_and_unfreeze_needs_it() {
         "{}",
         text_of(&status)
     );
+}
+
+/// `/dev/full` opens for appending and fails every write with ENOSPC: the early
+/// `ensure_writable` check passes, only the real write shows the problem.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_full_audit_log_freeze_holds_with_a_warning_and_unfreeze_is_refused() {
+    let dirs = CliDirs::new();
+    let state = tempfile::tempdir().expect("tempdir");
+    let file = state.path().join("frozen");
+    let full = [
+        ("PVE_FREEZE_FILE", file.to_str().expect("utf-8")),
+        ("PVE_AUDIT_LOG", "/dev/full"),
+    ];
+    let out = dirs
+        .run(&["freeze", "--reason", "disk full"], &full, None)
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(file.exists(), "frozen although the audit log is full");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: changes are frozen, but no audit line was written")
+            && stderr.contains("the freeze holds"),
+        "{}",
+        text_of(&out)
+    );
+
+    let out = dirs.run(&["unfreeze"], &full, None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("changes stay frozen")
+            && stderr.contains("no audit line was written")
+            && stderr.contains("/dev/full")
+            && stderr.contains("left in place"),
+        "{}",
+        text_of(&out)
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("Unfrozen"),
+        "{}",
+        text_of(&out)
+    );
+    assert!(file.exists(), "the freeze file stays: nothing recorded it");
+
+    // With a log that takes lines the same file is lifted, its line written first.
+    let log = state.path().join("audit.jsonl");
+    let good = [
+        ("PVE_FREEZE_FILE", file.to_str().expect("utf-8")),
+        ("PVE_AUDIT_LOG", log.to_str().expect("utf-8")),
+    ];
+    let out = dirs.run(&["unfreeze"], &good, None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(!file.exists(), "lifted");
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("audit log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let summary: Vec<(&str, &str)> = lines
+        .iter()
+        .map(|l| {
+            (
+                l["decision"].as_str().unwrap_or(""),
+                l["outcome"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![("sending", "pending"), ("executed", "ok")],
+        "{lines:#?}"
+    );
+    assert_eq!(lines[0]["tool"], "unfreeze");
+    assert_eq!(lines[0]["arguments"]["reason"], "disk full");
 }

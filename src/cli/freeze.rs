@@ -5,9 +5,11 @@
 //!
 //! Invariants: the file appears whole (temporary file + rename, `effects::freeze`); a freeze
 //! never waits on the audit trail (its line is written after, and a failure to write it is
-//! reported, not fatal — stopping changes must not depend on a disk that may be full), while
-//! an unfreeze, which lets changes through again, is refused when its audit line cannot be
-//! written (fail closed, like every change). Both lines go to the audit log of the
+//! reported on stderr, not fatal — stopping changes must not depend on a disk that may be
+//! full), while an unfreeze, which lets changes through again, writes and syncs its `sending`
+//! line *before* it removes the file and is refused, the file left in place, when that line
+//! cannot be written (fail closed, like every change; a full disk or `/dev/full` included);
+//! its outcome (`executed`) follows on a second line. The lines go to the audit log of the
 //! environment the command runs in.
 
 use std::path::PathBuf;
@@ -17,6 +19,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::CliError;
+use crate::audit::call::{PENDING, SENDING};
 use crate::audit::{AuditEntry, AuditLog};
 use crate::config::{self, ProcessEnv};
 use crate::effects::{FreezeNote, FreezeSwitch, Frozen};
@@ -92,8 +95,12 @@ pub fn freeze(args: FreezeArgs) -> Result<(), CliError> {
         "FROZEN: {}.\n  file: {switch}\n  Every server process watching this file refuses anything beyond a plain read from its next call (FROZEN); reads go on.\n  `nandi-proxmox-mcp unfreeze` lifts it.",
         frozen.summary()
     );
-    if let Err(problem) = audit_log().and_then(|log| record(&log, "freeze", &switch, &note)) {
-        eprintln!("warning: changes are frozen, but {problem}");
+    if let Err(problem) =
+        audit_log().and_then(|log| record(&log, "freeze", &switch, &note, "executed", "ok"))
+    {
+        eprintln!(
+            "warning: changes are frozen, but {problem}; the freeze holds all the same (a kill switch never waits on the audit log)"
+        );
     }
     Ok(())
 }
@@ -108,24 +115,46 @@ pub fn unfreeze(args: UnfreezeArgs) -> Result<(), CliError> {
         }
         Err(frozen) => frozen.note,
     };
-    // Lifting the freeze lets changes through again: not without a record of it.
+    // Lifting the freeze lets changes through again: not without a record of it. The
+    // `sending` line is written and synced before the file is removed, like the line of any
+    // change (`audit::call::record_intent`); `ensure_writable` alone cannot see a full disk.
     let stay = |e: String| CliError::Runtime(format!("changes stay frozen: {e}"));
     let log = audit_log().map_err(stay)?;
-    log.ensure_writable().map_err(|e| stay(e.to_string()))?;
-    let lifted = switch.unfreeze().map_err(|e| {
-        CliError::Runtime(format!(
-            "cannot remove the freeze file {switch}: {e}; changes stay frozen"
+    record(&log, "unfreeze", &switch, &note, SENDING, PENDING).map_err(|e| {
+        stay(format!(
+            "{e}; an unfreeze is refused while its audit line cannot be written (the freeze file {switch} is left in place)"
         ))
     })?;
+    let lifted = match switch.unfreeze() {
+        Ok(lifted) => lifted,
+        Err(e) => {
+            note_outcome(&log, &switch, &note, OUTCOME_NOT_REMOVED);
+            return Err(CliError::Runtime(format!(
+                "cannot remove the freeze file {switch}: {e}; changes stay frozen"
+            )));
+        }
+    };
     if !lifted {
+        note_outcome(&log, &switch, &note, OUTCOME_ALREADY_GONE);
         println!("Not frozen: the freeze file at {switch} was already gone.");
         return Ok(());
     }
     println!("Unfrozen: {switch} removed. Changes go through again, after their usual approval.");
-    if let Err(problem) = record(&log, "unfreeze", &switch, &note) {
-        eprintln!("warning: unfrozen, but {problem}");
-    }
+    note_outcome(&log, &switch, &note, "ok");
     Ok(())
+}
+
+/// Outcome of an unfreeze whose file could not be removed (still frozen).
+const OUTCOME_NOT_REMOVED: &str = "FREEZE_FILE_NOT_REMOVED";
+/// Outcome of an unfreeze whose file was removed by someone else in the meantime.
+const OUTCOME_ALREADY_GONE: &str = "NOT_FROZEN";
+
+/// Appends the `executed` line after an unfreeze's `sending` line; its `sending` line is
+/// already on disk, so a failure here is reported, not fatal.
+fn note_outcome(log: &AuditLog, switch: &FreezeSwitch, note: &FreezeNote, outcome: &str) {
+    if let Err(problem) = record(log, "unfreeze", switch, note, "executed", outcome) {
+        eprintln!("warning: the unfreeze's outcome ({outcome}) was not recorded: {problem}");
+    }
 }
 
 fn status(switch: &FreezeSwitch) -> Result<(), CliError> {
@@ -163,13 +192,15 @@ fn audit_log() -> Result<AuditLog, String> {
         .map_err(|e| format!("the audit log is misconfigured: {e}"))
 }
 
-/// Appends the `tool` line (`freeze` or `unfreeze`): the file, who froze, when and why, and
-/// for an unfreeze who lifted it.
+/// Appends and syncs the `tool` line (`freeze` or `unfreeze`): the file, who froze, when and
+/// why, and for an unfreeze who lifted it.
 fn record(
     log: &AuditLog,
     tool: &str,
     switch: &FreezeSwitch,
     note: &FreezeNote,
+    decision: &str,
+    outcome: &str,
 ) -> Result<(), String> {
     let mut arguments = json!({
         "file": switch.path().display().to_string(),
@@ -184,9 +215,9 @@ fn record(
         tool: tool.to_owned(),
         canonical: None,
         arguments,
-        decision: "executed".to_owned(),
+        decision: decision.to_owned(),
         approval: Some("cli".to_owned()),
-        outcome: "ok".to_owned(),
+        outcome: outcome.to_owned(),
         pve_status: None,
         upid: None,
         duration: Duration::ZERO,

@@ -120,12 +120,12 @@ pub enum Command {
     /// Kill switch: refuse every change on every server process sharing the freeze file, from
     /// its next call (reads go on); `--status` only reports.
     #[command(
-        after_help = "Examples:\n  nandi-proxmox-mcp freeze --reason \"incident 42: agent misbehaving\"\n  nandi-proxmox-mcp freeze --status\n  nandi-proxmox-mcp freeze --file /srv/nandi/frozen      replicas sharing a volume\n\nThe file is PVE_FREEZE_FILE, else ~/.local/state/nandi-proxmox-mcp/frozen ($XDG_STATE_HOME when set)."
+        after_help = "Examples:\n  nandi-proxmox-mcp freeze --reason \"incident 42: agent misbehaving\"\n  nandi-proxmox-mcp freeze --status\n  nandi-proxmox-mcp freeze --file /srv/nandi/frozen      replicas sharing a volume\n\nThe file is PVE_FREEZE_FILE, else ~/.local/state/nandi-proxmox-mcp/frozen ($XDG_STATE_HOME when set).\nA freeze never waits on the audit log: when its audit line cannot be written, changes are frozen all the same and a warning says so on stderr."
     )]
     Freeze(freeze::FreezeArgs),
     /// Lift the kill switch: remove the freeze file (refused when its audit line cannot be written).
     #[command(
-        after_help = "Examples:\n  nandi-proxmox-mcp unfreeze\n  nandi-proxmox-mcp unfreeze --file /srv/nandi/frozen"
+        after_help = "Examples:\n  nandi-proxmox-mcp unfreeze\n  nandi-proxmox-mcp unfreeze --file /srv/nandi/frozen\n\nThe audit line is written and synced before the file is removed; when it cannot be (a full disk, an unwritable or misconfigured PVE_AUDIT_LOG), the unfreeze is refused with exit status 1 and the freeze file stays."
     )]
     Unfreeze(freeze::UnfreezeArgs),
     /// Exit 0 when a running HTTP server answers 200 on /health (container health checks).
