@@ -238,20 +238,30 @@ async fn a_dry_run_tells_a_url_client_it_would_be_asked_on_the_page() {
     emu.shutdown().await;
 }
 
-/// Without a page a person can reach (stdio, no webhook: no approval listener), a client that
-/// declared only URL elicitation counts as one that cannot ask: told so by a dry run, never
-/// sent a link, and its unconfirmed change is refused with nothing sent.
+/// Without a page a person can reach (stdio, no `PVE_APPROVAL_LISTEN`, no webhook), a client
+/// that declared only URL elicitation is still one that asks on the page: never downgraded to
+/// the model's `confirm`. A dry run says it would be refused, and its gated call — `confirm:
+/// true` and all — is refused naming the settings that fix it, with no link sent and no request
+/// made. `PVE_HUMAN_APPROVAL=confirm`, the operator's explicit choice, still lets it through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_a_reachable_page_a_url_client_cannot_be_asked() {
+async fn without_a_reachable_page_a_url_client_is_refused_not_confirmed() {
     let emu = common::emulator().await;
-    let env = common::with_policy(common::env_for(&emu), &[("PVE_ACCESS_TIER", "full")]);
-    let (command, _home) = approval_common::run_command(&env);
-    let person = UrlClient::new(ElicitationAction::Accept);
-    let client = person
-        .clone()
-        .serve(rmcp::transport::TokioChildProcess::new(command).expect("spawn"))
-        .await
-        .expect("connects over stdio");
+    let connect_stdio = |mode: &'static str| {
+        let env = common::with_policy(
+            common::env_for(&emu),
+            &[("PVE_ACCESS_TIER", "full"), ("PVE_HUMAN_APPROVAL", mode)],
+        );
+        let (command, home) = approval_common::run_command(&env);
+        let person = UrlClient::new(ElicitationAction::Accept);
+        async move {
+            let client = person
+                .clone()
+                .serve(rmcp::transport::TokioChildProcess::new(command).expect("spawn"))
+                .await
+                .expect("connects over stdio");
+            (client, person, home)
+        }
+    };
     let call = |extra: Value| {
         let mut arguments = json!({"node": "pve01", "vmid": 101});
         arguments
@@ -260,23 +270,49 @@ async fn without_a_reachable_page_a_url_client_cannot_be_asked() {
             .extend(extra.as_object().unwrap().clone());
         CallToolRequestParams::new("pve_stop_qemu_vm").with_arguments(args(arguments))
     };
+    let (client, person, _home) = connect_stdio("auto").await;
     let dry = client
         .call_tool(call(json!({"dry_run": true})))
         .await
         .expect("answered");
-    assert_eq!(
-        envelope(&dry)["data"]["decision"]["approval"],
-        "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
+    let path = envelope(&dry)["data"]["decision"]["approval"].clone();
+    let path = path.as_str().unwrap_or_default();
+    assert!(
+        path.starts_with("refused (this client asks a person only on the approval page"),
+        "{path}"
     );
+    for setting in ["PVE_APPROVAL_LISTEN", "PVE_HUMAN_APPROVAL=confirm"] {
+        assert!(path.contains(setting), "{setting}: {path}");
+    }
     emu.clear_requests();
-    let refused = client.call_tool(call(json!({}))).await.expect("answered");
-    assert_eq!(code(&refused), "CONFIRMATION_REQUIRED");
+    let refused = client
+        .call_tool(call(json!({"confirm": true})))
+        .await
+        .expect("answered");
+    assert_eq!(code(&refused), "APPROVAL_UNAVAILABLE");
+    let error = &envelope(&refused)["error"];
+    let hint = error["hint"].as_str().unwrap_or_default();
+    for setting in ["PVE_APPROVAL_LISTEN", "PVE_HUMAN_APPROVAL=confirm"] {
+        assert!(hint.contains(setting), "hint lacks {setting}: {error}");
+    }
     assert!(
         person.asked.lock().unwrap().is_empty(),
         "no link without a reachable page"
     );
     // Not even the reads that would word a question nobody can be asked.
     assert!(emu.requests().is_empty(), "{:?}", emu.requests());
+    client.cancel().await.ok();
+
+    // The operator's explicit choice: the model confirms, nobody is asked.
+    let (client, person, _home) = connect_stdio("confirm").await;
+    let ran = client
+        .call_tool(call(json!({"confirm": true})))
+        .await
+        .expect("answered");
+    assert_ne!(ran.is_error, Some(true), "{ran:?}");
+    assert_eq!(envelope(&ran)["meta"]["approval"], "confirm-flag");
+    assert!(person.asked.lock().unwrap().is_empty());
+    assert_eq!(changes(&emu).len(), 1, "{:?}", emu.requests());
     client.cancel().await.ok();
     emu.shutdown().await;
 }

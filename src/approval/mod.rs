@@ -7,7 +7,11 @@
 //!   [`state`]); the retry with the person's answer is checked against it.
 //! - Session clients that declared only URL elicitation (or both, with `PVE_APPROVAL_VIA=url`)
 //!   are sent to the approval page (see [`link`]): the page's Approve, never the elicitation's
-//!   `accept`, approves.
+//!   `accept`, approves. Where the page cannot be reached — no page address (stdio without
+//!   `PVE_APPROVAL_LISTEN`), no session (`MCP_STATELESS=true`), or a 2026-07-28 peer, which is
+//!   sent no `elicitation/create` — such a client goes to the webhook if one is configured, else
+//!   its gated calls are refused (`APPROVAL_UNAVAILABLE`, naming the setting that fixes it): it
+//!   is never downgraded to the model's `confirm`.
 //! - Clients that cannot ask are sent to the page through the `PVE_APPROVAL_NOTIFY` webhook
 //!   when one is configured; else they fall back to the reference behaviour (`confirm: true`)
 //!   in `auto` mode, and are refused in `elicit` mode.
@@ -108,8 +112,25 @@ pub enum Channel {
     /// The client may be able to ask — it declared elicitation, or, without sessions, could
     /// not say — but this server has no session to send `elicitation/create` on.
     Unreachable,
+    /// The client declared only URL elicitation — a person it asks decides on the approval
+    /// page — and this server cannot send it there, for the reason given.
+    PageUnreachable(NoPage),
     /// No way to ask a person.
     None,
+}
+
+/// Why a client that asks a person only on the approval page (URL elicitation) cannot be sent
+/// there. Each names its own fix; none lets the model's `confirm` stand in for the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoPage {
+    /// The page has no address a person can be sent to (stdio without `PVE_APPROVAL_LISTEN`,
+    /// HTTP off loopback without `PVE_APPROVAL_BASE_URL`).
+    NoAddress,
+    /// The transport keeps no sessions (`MCP_STATELESS=true`): no `elicitation/create` can
+    /// carry the link.
+    NoSession,
+    /// The client speaks MCP 2026-07-28 or later, which takes no `elicitation/create`.
+    NoServerRequests,
 }
 
 /// Whether `caps` declare form elicitation. A bare `elicitation: {}` means form (backward
@@ -151,6 +172,9 @@ impl Channel {
             .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
         match (can_ask, stateless) {
             (false, false) if declared(context, declares_url) => Channel::Url,
+            (false, true) if declared(context, declares_url) => {
+                Channel::PageUnreachable(NoPage::NoServerRequests)
+            }
             (false, _) => Channel::None,
             (true, true) => Channel::MultiRoundTrip,
             (true, false) => Channel::Elicitation,
@@ -167,6 +191,17 @@ impl Channel {
             }
             (_, Channel::MultiRoundTrip) => "person (multi round-trip request)",
             (_, Channel::Url) => "person (approval page, URL elicitation)",
+            (_, Channel::PageUnreachable(why)) => match why {
+                NoPage::NoAddress => {
+                    "refused (this client asks a person only on the approval page, which has no address: it needs PVE_APPROVAL_LISTEN (stdio) or PVE_APPROVAL_BASE_URL (HTTP), PVE_APPROVAL_NOTIFY, or PVE_HUMAN_APPROVAL=confirm; confirm=true does not replace the page)"
+                }
+                NoPage::NoSession => {
+                    "refused (this client asks a person only on the approval page, and MCP_STATELESS=true keeps no session to send it the link: it needs sessions, PVE_APPROVAL_NOTIFY, or PVE_HUMAN_APPROVAL=confirm; confirm=true does not replace the page)"
+                }
+                NoPage::NoServerRequests => {
+                    "refused (this client asks a person only on the approval page, and MCP 2026-07-28 takes no elicitation/create to send it the link: it needs form elicitation, PVE_APPROVAL_NOTIFY, or PVE_HUMAN_APPROVAL=confirm; confirm=true does not replace the page)"
+                }
+            },
             (ApprovalMode::Auto, Channel::None) => {
                 "confirm-flag (this client cannot ask a person, so confirm=true is set by the model)"
             }
@@ -235,9 +270,10 @@ impl Approver {
     /// corrected for a transport without sessions.
     pub fn channel(&self, context: &RequestContext<RoleServer>) -> Channel {
         let channel = match Channel::of(context) {
-            // Without a session or a page address the URL question cannot be asked: as before
-            // URL elicitation existed, the client counts as one that cannot ask.
-            Channel::Url if self.stateless || !self.links.reachable() => Channel::None,
+            // Without a session or a page address the URL question cannot be asked; the
+            // client still asks only on the page, so it never counts as one that cannot ask.
+            Channel::Url if self.stateless => Channel::PageUnreachable(NoPage::NoSession),
+            Channel::Url if !self.links.reachable() => Channel::PageUnreachable(NoPage::NoAddress),
             other => other,
         };
         if !self.stateless {
@@ -256,7 +292,7 @@ impl Approver {
     /// What approval a gated call of `context` gets, for dry-runs.
     pub fn describe(&self, context: &RequestContext<RoleServer>) -> &'static str {
         match self.channel(context) {
-            Channel::None | Channel::Unreachable
+            Channel::None | Channel::Unreachable | Channel::PageUnreachable(_)
                 if self.links.notifies() && self.mode != ApprovalMode::Confirm =>
             {
                 "person (approval page linked by the PVE_APPROVAL_NOTIFY webhook; confirm=true does not approve)"
@@ -268,13 +304,17 @@ impl Approver {
         }
     }
 
-    /// Whether a gated call from a client with `channel` is put to a person.
+    /// Whether a gated call from a client with `channel` is put to a person. `channel` may be
+    /// [`Channel::of`] as it is: one this server cannot reach is asked by the webhook, if any
+    /// (the question is then worded for the notice).
     pub fn asks_person(&self, channel: Channel) -> bool {
         let reachable = match channel {
             Channel::MultiRoundTrip => true,
-            Channel::Elicitation => !self.stateless,
-            Channel::Url => !self.stateless && self.links.reachable(),
-            Channel::Unreachable | Channel::None => self.links.notifies(),
+            Channel::Elicitation => !self.stateless || self.links.notifies(),
+            Channel::Url => (!self.stateless && self.links.reachable()) || self.links.notifies(),
+            Channel::PageUnreachable(_) | Channel::Unreachable | Channel::None => {
+                self.links.notifies()
+            }
         };
         self.mode != ApprovalMode::Confirm && reachable
     }
@@ -293,7 +333,9 @@ impl Approver {
         match (self.mode, channel) {
             (ApprovalMode::Confirm, _) => confirm_flag(self.mode, channel, confirmed, question),
             // A webhook names who approves a call no client can ask: `confirm` never does.
-            (_, Channel::None | Channel::Unreachable) if links.notifies() => {
+            (_, Channel::None | Channel::Unreachable | Channel::PageUnreachable(_))
+                if links.notifies() =>
+            {
                 links.by_webhook(context, question, bound(), timeout).await
             }
             (ApprovalMode::Auto, Channel::None) => {
@@ -302,6 +344,8 @@ impl Approver {
             (ApprovalMode::Elicit, Channel::None) => Verdict::Refused(unavailable()),
             // The model's `confirm` never stands in for a person the client could ask.
             (_, Channel::Unreachable) => Verdict::Refused(unreachable()),
+            // Nor for the page a client that asks only there cannot be sent to.
+            (_, Channel::PageUnreachable(why)) => Verdict::Refused(no_page(why)),
             (_, Channel::Url) => links.by_url(context, question, bound(), timeout).await,
             (_, Channel::Elicitation) if links.prefers_url() && declared(context, declares_url) => {
                 links.by_url(context, question, bound(), timeout).await
@@ -465,6 +509,26 @@ fn unreachable() -> ToolFailure {
     .with_hint(
         "Tell the operator: set MCP_STATELESS=false (one replica, or session affinity) so the session is asked; or use a client speaking MCP 2026-07-28 (asked through an input-required round trip on any replica); or set PVE_HUMAN_APPROVAL=confirm for unattended automation (confirm=true approves, nobody is asked).",
     )
+}
+
+/// A client that asks a person only on the approval page, which this server cannot send it to:
+/// the fix is the operator's (or, for a 2026-07-28 client, a client with form elicitation).
+fn no_page(why: NoPage) -> ToolFailure {
+    let (message, hint) = match why {
+        NoPage::NoAddress => (
+            "This call needs a person's approval on the approval page (this client declared only URL elicitation), and the page has no address to send the person to; confirm=true does not replace the page. Nothing was sent to Proxmox.",
+            "Tell the operator: set PVE_APPROVAL_LISTEN=127.0.0.1:0 (stdio) or PVE_APPROVAL_BASE_URL (HTTP) so the page can be opened, or PVE_APPROVAL_NOTIFY to send the link to a webhook; or set PVE_HUMAN_APPROVAL=confirm to let the model confirm on purpose (confirm=true approves, nobody is asked).",
+        ),
+        NoPage::NoSession => (
+            "This call needs a person's approval on the approval page (this client declared only URL elicitation), and this server keeps no sessions (MCP_STATELESS=true) to send the client the link; confirm=true does not replace the page. Nothing was sent to Proxmox.",
+            "Tell the operator: set MCP_STATELESS=false (one replica, or session affinity) so the client is sent the link, or PVE_APPROVAL_NOTIFY to send it to a webhook; or set PVE_HUMAN_APPROVAL=confirm to let the model confirm on purpose (confirm=true approves, nobody is asked).",
+        ),
+        NoPage::NoServerRequests => (
+            "This call needs a person's approval on the approval page (this client declared only URL elicitation), and a client speaking MCP 2026-07-28 is sent no elicitation/create to carry the link; confirm=true does not replace the page. Nothing was sent to Proxmox.",
+            "Use a client that declares form elicitation, or tell the operator: set PVE_APPROVAL_NOTIFY to send the link to a webhook, or PVE_HUMAN_APPROVAL=confirm to let the model confirm on purpose (confirm=true approves, nobody is asked).",
+        ),
+    };
+    ToolFailure::new(codes::APPROVAL_UNAVAILABLE, message).with_hint(hint)
 }
 
 fn cancelled(message: &str) -> ToolFailure {
