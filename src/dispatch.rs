@@ -44,6 +44,29 @@ pub async fn execute(
     }
 }
 
+/// The server's own guards that need more than the row, run after validation and before the
+/// gate, so a person is asked only about a call that would really be sent: the SSH tools'
+/// input rules, the download's address guard, the generic call's schema check. Returns what
+/// the cluster's own schema says the call does (a plain read for everything else).
+pub async fn precheck(
+    backends: &Backends<'_>,
+    spec: &'static ToolSpec,
+    args: &ValidArgs,
+    cancel: &CancellationToken,
+) -> Result<crate::effects::Classified, ToolFailure> {
+    match spec.backend {
+        Backend::Ssh(op) => {
+            ssh::ops::precheck(op, args).map(|()| crate::effects::Classified::read())
+        }
+        Backend::Composite(op) => {
+            crate::composite::precheck(op, backends, spec, args, cancel).await
+        }
+        Backend::Rest { .. } | Backend::PerNodeList { .. } => {
+            Ok(crate::effects::Classified::read())
+        }
+    }
+}
+
 /// Everything that happens before the gate: validation and the cross-field guards. The
 /// approval of gated calls is not here but in `approval`, which may ask a person.
 pub fn preflight(

@@ -60,10 +60,20 @@ impl Gate {
 /// Evaluates the gate for validated arguments; `None` when the call is a plain read that no
 /// row rule gates.
 pub fn evaluate(spec: &'static ToolSpec, args: &ValidArgs) -> Option<Gate> {
+    evaluate_with(spec, args, Classified::read())
+}
+
+/// [`evaluate`], with what the server learned before the gate (`dispatch::precheck`: the
+/// cluster's own schema on a generic call) added to the plan.
+pub fn evaluate_with(
+    spec: &'static ToolSpec,
+    args: &ValidArgs,
+    learned: Classified,
+) -> Option<Gate> {
     // A tool none of whose possible requests does more than read (the classifier's static
     // answer, `catalog::effects`) needs no plan: most calls are such reads, and the REST
     // client and SSH entry still classify what is actually sent.
-    if !spec.can_be_gated() {
+    if !spec.can_be_gated() && learned.effects.is_read() {
         return None;
     }
     let fired: Vec<&'static ArgRule> = spec
@@ -74,7 +84,8 @@ pub fn evaluate(spec: &'static ToolSpec, args: &ValidArgs) -> Option<Gate> {
             rule.fires(&values.iter().map(String::as_str).collect::<Vec<_>>())
         })
         .collect();
-    let planned = plan(spec, args);
+    let mut planned = plan(spec, args);
+    planned.merge(learned);
     (spec.confirm || !fired.is_empty() || effects::needs_person(planned.effects)).then_some(Gate {
         always: spec.confirm,
         fired,

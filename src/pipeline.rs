@@ -1,5 +1,6 @@
-//! The call pipeline, one straight line: validate → gate (and the kill switch) → (dry-run:
-//! preview, stop) → approve → dispatch → (long tasks: MCP task or wait) → envelope.
+//! The call pipeline, one straight line: validate → the server's own guards → gate (and the
+//! kill switch) → (dry-run: preview, stop) → approve → dispatch → (long tasks: MCP task or
+//! wait) → envelope.
 //!
 //! Each stage has one home: validation in `dispatch::preflight` (from the row), the gate in
 //! `gate` (from the row and the arguments), the preview in `preview`, approval in `approval`
@@ -70,7 +71,25 @@ pub async fn run(
                 .into();
         }
     };
-    let gate = gate::evaluate(spec, &args);
+    let backends = Backends {
+        pve: state.pve.as_ref(),
+        ssh: state.ssh.as_deref(),
+        registry: &state.registry,
+        settings: &state.settings,
+        clusters: clusters.clients(),
+    };
+    // Stage: the server's own guards (input rules, address guard, the cluster's schema) run
+    // before the gate, so nobody is asked about a call that would be refused anyway, and the
+    // gate sees what the cluster's schema says the call does.
+    let learned = match dispatch::precheck(&backends, spec, &args, cancel).await {
+        Ok(learned) => learned,
+        Err(failure) => {
+            return outcome::conclude(&record, entry, started, Err(failure), 0, None)
+                .await
+                .into();
+        }
+    };
+    let gate = gate::evaluate_with(spec, &args, learned);
     if let Some(failure) = gate::tier_refusal(tier, spec, gate.as_ref()) {
         return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
@@ -163,13 +182,6 @@ pub async fn run(
             .await
             .into();
     }
-    let backends = Backends {
-        pve: state.pve.as_ref(),
-        ssh: state.ssh.as_deref(),
-        registry: &state.registry,
-        settings: &state.settings,
-        clusters: clusters.clients(),
-    };
     // A guest program answers as a task (started, then followed by `tasks/get`) for clients
     // that follow tasks; otherwise the handler follows it to its end itself.
     let exec_as_task = crate::tasks::answers_exec_as_task(spec, context);

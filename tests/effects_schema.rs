@@ -1,6 +1,9 @@
-//! The effects classifier over the whole official PVE 9.1 schema: the committed endpoint
-//! table is exactly what the derivation rules give, every endpoint is placed, and no GET
-//! that demands more than an auditor's privilege or takes a URL/server parameter is a read.
+//! The effects classifier over every Proxmox VE schema carried: the committed endpoint table
+//! is exactly what the derivation rules give over the newest (9.1.3, pinned), every endpoint
+//! is placed, no non-GET is a read without a reviewed row, every prose permission rule has a
+//! reviewed row, every PVE 9.2 operation has a row, and no GET that demands more than an
+//! auditor's privilege or takes a URL/server parameter is a read. The cases come from the
+//! schema files, never from the table under test.
 //!
 //! `UPDATE_EFFECTS=1 cargo test --test effects_schema` rewrites `src/effects/endpoints.tsv`
 //! (never under `CI=true`).
@@ -10,16 +13,55 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use common::schemas;
+use nandi_proxmox_mcp::effects::reviewed::{self, Verdict};
 use nandi_proxmox_mcp::effects::{self, Effect, derive};
 use serde_json::Value;
 
 const TABLE: &str = "src/effects/endpoints.tsv";
 
+/// Every schema carried, newest first; 9.1.2 only where `../shared` is beside the project.
+fn carried() -> Vec<(&'static str, Value)> {
+    let mut all = vec![("9.1.3", schemas::pve_9_1_3())];
+    if common::shared_dir()
+        .join("pve-api/endpoints-pve-9.1.json.gz")
+        .exists()
+        || common::in_ci()
+    {
+        all.push(("9.1.2", common::pve_api_endpoints()));
+    }
+    all
+}
+
+fn methods(schema: &Value) -> impl Iterator<Item = (&String, &String, &Value)> {
+    schema
+        .as_object()
+        .into_iter()
+        .flatten()
+        .flat_map(|(path, entries)| {
+            entries
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(move |(method, entry)| (path, method, entry))
+        })
+}
+
 #[test]
-#[cfg_attr(no_pve_api, ignore = "needs ../shared/pve-api beside the project")]
-fn the_committed_table_is_derived_from_the_schema() {
-    let schema = common::pve_api_endpoints();
-    let rendered = effects::table_render(&schema);
+fn the_carried_schemas_are_the_pinned_ones() {
+    assert_eq!(
+        schemas::sha256_of("apidata-pve-9.1.3.js.gz"),
+        schemas::APIDATA_9_1_3_SHA256
+    );
+    assert_eq!(
+        schemas::sha256_of("pve-9.2-ops.json"),
+        schemas::OPS_9_2_SHA256
+    );
+}
+
+#[test]
+fn the_committed_table_is_derived_from_the_newest_schema() {
+    let rendered = effects::table_render(&schemas::pve_9_1_3());
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(TABLE);
     let committed = std::fs::read_to_string(&path).unwrap_or_default();
     if rendered != committed {
@@ -33,51 +75,164 @@ fn the_committed_table_is_derived_from_the_schema() {
     }
 }
 
-/// Every method of every path is in the table, and the table holds nothing else.
+/// Every method of every path of every carried schema is in the table.
 #[test]
-#[cfg_attr(no_pve_api, ignore = "needs ../shared/pve-api beside the project")]
 fn every_endpoint_is_classified() {
-    let schema = common::pve_api_endpoints();
-    let mut methods = 0;
-    for (path, entries) in schema.as_object().expect("object") {
-        for method in entries.as_object().expect("object").keys() {
-            methods += 1;
+    let newest = schemas::pve_9_1_3();
+    for (name, schema) in carried() {
+        for (path, method, _) in methods(&schema) {
             let found = effects::endpoint(method, &concrete(path))
-                .unwrap_or_else(|| panic!("{method} {path} is not placed"));
+                .unwrap_or_else(|| panic!("{name}: {method} {path} is not placed"));
             assert_eq!(
                 &found.path, path,
-                "{method} {path} resolves to another template"
+                "{name}: {method} {path} resolves to another template"
             );
         }
     }
-    assert_eq!(effects::endpoints().len(), methods);
+    assert_eq!(effects::endpoints().len(), methods(&newest).count());
 }
 
-/// The generated test the issue asks for: a GET whose permission check cannot be met with
-/// an auditor's privileges, or that takes a URL/server parameter, is never a read. Prints the
-/// per-effect counts for the note.
+/// A read is proven, never presumed: over every carried schema and the 9.2 operation list,
+/// a POST/PUT/DELETE is a read only where the reviewed table says `read` for it. Prints the
+/// per-effect counts over the newest schema for the note.
 #[test]
-#[cfg_attr(no_pve_api, ignore = "needs ../shared/pve-api beside the project")]
-fn no_get_that_demands_more_or_reaches_out_is_a_read() {
-    let schema = common::pve_api_endpoints();
+fn no_non_get_is_a_read_without_a_reviewed_row() {
+    let mut cases: Vec<(String, String, String)> = Vec::new();
+    for (name, schema) in carried() {
+        for (path, method, _) in methods(&schema) {
+            cases.push((name.to_owned(), method.clone(), path.clone()));
+        }
+    }
+    for (method, path) in schemas::pve_9_2_ops() {
+        cases.push(("9.2".to_owned(), method, path));
+    }
+    let mut non_get = 0;
+    for (name, method, path) in &cases {
+        if method == "GET" {
+            continue;
+        }
+        non_get += 1;
+        let got = effects::classify_rest(method, &concrete(path), &[]);
+        let reviewed_read =
+            reviewed::reviewed(method, path).is_some_and(|r| r.verdict == Verdict::Read);
+        assert_eq!(
+            got.effects.is_read(),
+            reviewed_read,
+            "{name}: {method} {path} is {:?}",
+            got.effects
+        );
+        if !reviewed_read {
+            assert!(
+                got.effects.contains(Effect::Change) || got.effects.contains(Effect::SensitiveRead),
+                "{name}: {method} {path}: {got:?}"
+            );
+        }
+    }
+    assert!(non_get > 600, "{non_get}");
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut reads = 0;
-    let mut total = 0;
-    for (path, entries) in schema.as_object().expect("object") {
-        for (method, entry) in entries.as_object().expect("object") {
-            total += 1;
-            let facts = derive::facts(method, path, entry);
-            let params = sample_params(entry);
-            let classified = effects::classify_rest(method, &concrete(path), &params);
-            if classified.effects.is_read() {
-                reads += 1;
+    let newest = schemas::pve_9_1_3();
+    for (path, method, _) in methods(&newest) {
+        let got = effects::classify_rest(method, &concrete(path), &[]);
+        reads += usize::from(got.effects.is_read());
+        for effect in got.effects.iter() {
+            *counts.entry(effect.as_str()).or_default() += 1;
+        }
+    }
+    eprintln!(
+        "9.1.3: {} endpoint methods, {reads} plain reads without arguments; per effect: {counts:?}",
+        methods(&newest).count()
+    );
+}
+
+/// Every endpoint whose permission rule is prose (`permissions.description`), or whose check
+/// an auditor satisfies although it is not a GET, has a reviewed row.
+#[test]
+fn every_prose_permission_rule_is_reviewed() {
+    let mut prose = 0;
+    for (name, schema) in carried() {
+        for (path, method, entry) in methods(&schema) {
+            let has_prose = entry.pointer("/permissions/description").is_some();
+            let auditor_write =
+                method != "GET" && derive::facts(method, path, entry).read_satisfies;
+            if !(has_prose || auditor_write) {
+                continue;
             }
-            for effect in classified.effects.iter() {
-                *counts.entry(effect.as_str()).or_default() += 1;
-            }
+            prose += 1;
+            assert!(
+                reviewed::reviewed(method, path).is_some(),
+                "{name}: {method} {path} has a prose permission rule or an auditor's check on a write, and no row in src/effects/reviewed.tsv"
+            );
+        }
+    }
+    assert!(prose > 100, "{prose}");
+    // A row for an endpoint no carried schema has would be a row nobody checks.
+    let newest = schemas::pve_9_1_3();
+    for row in reviewed::reviewed_rows() {
+        assert!(
+            newest
+                .pointer(&format!(
+                    "/{}/{}",
+                    row.path.replace('~', "~0").replace('/', "~1"),
+                    row.method
+                ))
+                .is_some(),
+            "reviewed row {} {} names no endpoint of the newest schema",
+            row.method,
+            row.path
+        );
+    }
+}
+
+/// Every PVE 9.2 operation is placed: by the embedded (newest) schema or by exactly one row of
+/// the 9.2 table, never both, and a 9.2 GET the table holds is not a read.
+#[test]
+fn every_pve_9_2_operation_has_a_row() {
+    let ops = schemas::pve_9_2_ops();
+    assert_eq!(ops.len(), 680);
+    let mut by_hand = 0;
+    for (method, path) in &ops {
+        let rendered = concrete(path);
+        let embedded = effects::endpoint(method, &rendered).filter(|e| &e.path == path);
+        let newer = reviewed::newer(method, &rendered).filter(|r| r.path == path);
+        assert!(
+            embedded.is_some() != newer.is_some(),
+            "9.2 {method} {path}: embedded {}, 9.2 row {}",
+            embedded.is_some(),
+            newer.is_some()
+        );
+        if newer.is_some() {
+            by_hand += 1;
+            let got = effects::classify_rest(method, &rendered, &[]);
+            assert!(
+                !got.effects.is_read(),
+                "9.2 {method} {path} is a read: {got:?}"
+            );
+        }
+    }
+    assert_eq!(
+        by_hand,
+        reviewed::newer_rows().len(),
+        "a 9.2 row names no 9.2 operation"
+    );
+    eprintln!(
+        "9.2: {} operations, {by_hand} placed by the 9.2 table",
+        ops.len()
+    );
+}
+
+/// The generated test of the earlier issue: a GET whose permission check cannot be met with
+/// an auditor's privileges, or that takes a URL/server parameter, is never a read.
+#[test]
+fn no_get_that_demands_more_or_reaches_out_is_a_read() {
+    for (name, schema) in carried() {
+        for (path, method, entry) in methods(&schema) {
             if method != "GET" {
                 continue;
             }
+            let facts = derive::facts(method, path, entry);
+            let params = sample_params(entry);
+            let classified = effects::classify_rest(method, &concrete(path), &params);
             let demands_more = !facts.read_satisfies;
             let reaches_out = entry
                 .get("parameters")
@@ -94,14 +249,43 @@ fn no_get_that_demands_more_or_reaches_out_is_a_read() {
             if demands_more || reaches_out {
                 assert!(
                     !classified.effects.is_read(),
-                    "GET {path} is classified as a read (demands more: {demands_more}, reaches out: {reaches_out})"
+                    "{name}: GET {path} is classified as a read (demands more: {demands_more}, reaches out: {reaches_out})"
                 );
             }
         }
     }
-    eprintln!("classified {total} endpoint methods: {reads} reads; per effect: {counts:?}");
-    assert!(counts.get("sensitive-read").copied().unwrap_or(0) > 10);
-    assert!(counts.get(Effect::Egress.as_str()).copied().unwrap_or(0) > 5);
+}
+
+/// A parameter the schema does not declare is never part of a read: the embedded table
+/// cannot place it (a newer PVE's `url`, a typo), so it is asked about.
+#[test]
+fn an_undeclared_parameter_is_not_a_read() {
+    for (path, params) in [
+        (
+            "/version",
+            vec![("check-url".to_owned(), "https://x.example/".to_owned())],
+        ),
+        (
+            "/nodes/pve01/qemu/101/config",
+            vec![("remote".to_owned(), "203.0.113.9".to_owned())],
+        ),
+        (
+            "/nodes/pve01/qemu/101/config",
+            vec![("url".to_owned(), "https://x.example/".to_owned())],
+        ),
+    ] {
+        let got = effects::classify_rest("GET", path, &params);
+        assert!(got.effects.contains(Effect::Unplaced), "{path}: {got:?}");
+    }
+    assert!(
+        effects::classify_rest(
+            "GET",
+            "/nodes/pve01/qemu/101/config",
+            &[("current".into(), "1".into())]
+        )
+        .effects
+        .is_read()
+    );
 }
 
 /// A rendered path for a template: each placeholder becomes a plausible value.

@@ -21,17 +21,28 @@ use super::api_call_check::{
 };
 use crate::backends::Backends;
 use crate::catalog::ToolSpec;
+use crate::effects::{self, Classified};
 use crate::envelope::{ToolFailure, codes, failure_from, not_configured};
 use crate::pve::{self, ApiRequest, RetryPolicy};
 use crate::schema::{ArgValue, ValidArgs};
 
-/// Runs one generic call. Returns the outcome and the attempts of the call itself.
-pub async fn execute(
+/// A generic call judged by every check that needs no approval: the structural rules, then
+/// the cluster's schema (when it can be had). What it will send, and the report of the check.
+struct Judged {
+    method: String,
+    pve_method: pve::Method,
+    checked: CheckedCall,
+    schema_report: Value,
+}
+
+/// Judges a call: structural rules, then the cluster's schema. `Err` is the refusal, with
+/// the number of attempts (always 0: the call itself was not sent).
+async fn judge(
     backends: &Backends<'_>,
     spec: &'static ToolSpec,
     args: &ValidArgs,
     cancel: &CancellationToken,
-) -> (Result<Value, ToolFailure>, u32) {
+) -> Result<Judged, ToolFailure> {
     let method = args.str("method").unwrap_or("GET").to_ascii_uppercase();
     let pve_method = match (method.as_str(), spec.effect.is_read()) {
         ("GET", true) => pve::Method::Get,
@@ -39,41 +50,32 @@ pub async fn execute(
         ("PUT", false) => pve::Method::Put,
         ("DELETE", false) => pve::Method::Delete,
         _ => {
-            return (
-                Err(refused(spec, &[("method".into(), format!("{method} is not allowed here"))])
-                    .with_hint("pve_api_call sends GET only; writes go through pve_api_write (tier full, approval required). Nothing was sent.")),
-                0,
-            );
+            return Err(refused(spec, &[("method".into(), format!("{method} is not allowed here"))])
+                    .with_hint("pve_api_call sends GET only; writes go through pve_api_write (tier full, approval required). Nothing was sent."));
         }
     };
     let raw_path = args.str("path").unwrap_or_default();
-    let segments = match structural_path(raw_path) {
-        Ok(segments) => segments,
-        Err(refusal) => return (Err(refused(spec, &[refusal])), 0),
-    };
+    let segments = structural_path(raw_path).map_err(|refusal| refused(spec, &[refusal]))?;
     let items = match args.values.get("params") {
         Some(ArgValue::List(items)) => items.clone(),
         _ => Vec::new(),
     };
-    let params = match structural_params(&items) {
-        Ok(params) => params,
-        Err(refusals) => return (Err(refused(spec, &refusals)), 0),
-    };
+    let params = structural_params(&items).map_err(|refusals| refused(spec, &refusals))?;
     let Some(client) = backends.pve else {
-        return (Err(not_configured()), 0);
+        return Err(not_configured());
     };
     let (loaded, lookups) = api_call_cache::load(client, cancel).await;
     let (checked, schema_report) = match &loaded {
         Ok(schema) => match against_schema(&schema.schema, &method, &segments, params) {
             Ok(checked) => (checked, checked_report(schema)),
             Err(refusals) => {
-                let failure =
+                return Err(
                     refused_after_reading(spec, &refusals, &lookups).with_details(json!({
                         "errors": errors_map(&refusals),
                         "schema": checked_report(schema),
                         "read": lookups,
-                    }));
-                return (Err(failure), 0);
+                    })),
+                );
             }
         },
         Err(why) => (
@@ -81,6 +83,7 @@ pub async fn execute(
                 path: encode_path(&segments),
                 params,
                 template: None,
+                cluster: None,
             },
             json!({
                 "checked": false,
@@ -89,6 +92,65 @@ pub async fn execute(
             }),
         ),
     };
+    Ok(Judged {
+        method,
+        pve_method,
+        checked,
+        schema_report,
+    })
+}
+
+/// What the cluster's own schema says the call does (nothing when no schema could be had):
+/// run before the gate, so a person is asked only about a call that passed every check, and
+/// about everything either schema says it does.
+pub async fn precheck(
+    backends: &Backends<'_>,
+    spec: &'static ToolSpec,
+    args: &ValidArgs,
+    cancel: &CancellationToken,
+) -> Result<Classified, ToolFailure> {
+    let judged = judge(backends, spec, args, cancel).await?;
+    Ok(by_cluster(&judged))
+}
+
+fn by_cluster(judged: &Judged) -> Classified {
+    match &judged.checked.cluster {
+        Some(cluster) => effects::classify_rest_with(
+            &judged.method,
+            &judged.checked.path,
+            &judged.checked.params,
+            Some(cluster),
+        ),
+        None => Classified::read(),
+    }
+}
+
+/// Runs one generic call. Returns the outcome and the attempts of the call itself.
+pub async fn execute(
+    backends: &Backends<'_>,
+    spec: &'static ToolSpec,
+    args: &ValidArgs,
+    cancel: &CancellationToken,
+) -> (Result<Value, ToolFailure>, u32) {
+    let judged = match judge(backends, spec, args, cancel).await {
+        Ok(judged) => judged,
+        Err(failure) => return (Err(failure), 0),
+    };
+    let Some(client) = backends.pve else {
+        return (Err(not_configured()), 0);
+    };
+    // The REST door classifies by the embedded table; what the cluster's schema adds must be
+    // cleared too (the gate asked about it when the schema was at hand).
+    let what = format!("{} {}", judged.method, judged.checked.path);
+    if let Err(stopped) = effects::admit_classified(what, by_cluster(&judged)) {
+        return (Err(failure_from(pve::PveError::from(stopped))), 0);
+    }
+    let Judged {
+        method,
+        pve_method,
+        checked,
+        schema_report,
+    } = judged;
     let request = ApiRequest {
         method: pve_method,
         path: checked.path.clone(),

@@ -25,6 +25,8 @@ pub struct CheckedCall {
     pub params: Vec<(String, String)>,
     /// The schema's path template, when a schema judged the call.
     pub template: Option<String>,
+    /// The cluster's own schema entry for the call, as the effects classifier reads it.
+    pub cluster: Option<crate::effects::Endpoint>,
 }
 
 /// The longest path accepted (Proxmox paths are far shorter).
@@ -209,6 +211,7 @@ pub fn against_schema(
         path: encode_path(segments),
         params: out,
         template: Some(template),
+        cluster: spec.effects.clone(),
     })
 }
 

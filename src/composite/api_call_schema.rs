@@ -59,6 +59,9 @@ pub struct SchemaMethod {
     pub params: BTreeMap<String, SchemaParam>,
     /// The schema allows keys it does not list (`additionalProperties`).
     pub open: bool,
+    /// What the effects classifier makes of this entry (its permission check, parameter
+    /// formats and patterns), by the rules that build the embedded table.
+    pub effects: Option<crate::effects::Endpoint>,
 }
 
 /// One endpoint path.
@@ -166,7 +169,12 @@ fn collect(nodes: &[Value], out: &mut Vec<SchemaEndpoint>) {
                 .and_then(Value::as_object)
                 .into_iter()
                 .flatten()
-                .map(|(method, info)| (method.to_ascii_uppercase(), parse_method(info)))
+                .map(|(method, info)| {
+                    let mut parsed = parse_method(info);
+                    parsed.effects =
+                        Some(crate::effects::Endpoint::from_schema(method, path, info));
+                    (method.to_ascii_uppercase(), parsed)
+                })
                 .collect();
             if !methods.is_empty() {
                 out.push(SchemaEndpoint {
@@ -193,7 +201,11 @@ fn parse_method(info: &Value) -> SchemaMethod {
         .flatten()
         .map(|(name, spec)| (name.clone(), parse_param(spec)))
         .collect();
-    SchemaMethod { params, open }
+    SchemaMethod {
+        params,
+        open,
+        effects: None,
+    }
 }
 
 fn parse_param(spec: &Value) -> SchemaParam {

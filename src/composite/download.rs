@@ -25,19 +25,7 @@ pub(super) async fn run(
     args: &ValidArgs,
     allow: &[String],
 ) -> Result<Value, ToolFailure> {
-    let allow = AllowList::parse(allow.iter().map(String::as_str));
-    let url = address_guard::check(text(args, "url")?, &allow)
-        .await
-        .map_err(|why| {
-            ToolFailure::new(
-                codes::TOOL_INPUT_REJECTED,
-                format!("The download URL is refused: {why}. Nothing was sent to Proxmox."),
-            )
-            .with_hint(
-                "Only public http(s) hosts are allowed; an operator can list a host or CIDR in PVE_DOWNLOAD_ALLOW.",
-            )
-            .with_details(json!({"errors": {"url": why.to_string()}}))
-        })?;
+    let url = guard(args, allow).await?;
     let path = format!(
         "/nodes/{}/storage/{}/download-url",
         encode_path_segment(text(args, "node")?),
@@ -53,4 +41,23 @@ pub(super) async fn run(
         }
     }
     calls.send(request).await.map_err(failure_from)
+}
+
+/// The address guard on the call's URL (syntax, then every address it resolves to): run
+/// before anyone is asked, and again just before the request. The normalised URL, or the
+/// refusal.
+pub(super) async fn guard(args: &ValidArgs, allow: &[String]) -> Result<String, ToolFailure> {
+    let allow = AllowList::parse(allow.iter().map(String::as_str));
+    address_guard::check(text(args, "url")?, &allow)
+        .await
+        .map_err(|why| {
+            ToolFailure::new(
+                codes::TOOL_INPUT_REJECTED,
+                format!("The download URL is refused: {why}. Nothing was sent to Proxmox."),
+            )
+            .with_hint(
+                "Only public http(s) hosts are allowed; an operator can list a host or CIDR in PVE_DOWNLOAD_ALLOW.",
+            )
+            .with_details(json!({"errors": {"url": why.to_string()}}))
+        })
 }

@@ -33,6 +33,25 @@ use crate::schema::ValidArgs;
 
 use calls::Calls;
 
+/// The guards of a composite operation that need no approval, run before anyone is asked:
+/// the generic call's structural and schema checks (which return what the cluster's schema
+/// says the call does), the download's address guard. Other operations pass.
+pub async fn precheck(
+    op: CompositeOp,
+    backends: &Backends<'_>,
+    spec: &'static ToolSpec,
+    args: &ValidArgs,
+    cancel: &CancellationToken,
+) -> Result<crate::effects::Classified, ToolFailure> {
+    match op {
+        CompositeOp::ApiCall => api_call::precheck(backends, spec, args, cancel).await,
+        CompositeOp::DownloadToStorage => download::guard(args, &backends.settings.download_allow)
+            .await
+            .map(|_| crate::effects::Classified::read()),
+        _ => Ok(crate::effects::Classified::read()),
+    }
+}
+
 /// Runs one composite operation.
 pub async fn execute(
     op: CompositeOp,

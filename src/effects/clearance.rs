@@ -83,6 +83,12 @@ pub fn admit(method: &str, path: &str, params: &[(String, String)]) -> Result<Cl
     check(format!("{method} {path}"), classified)
 }
 
+/// Admits a request already classified elsewhere (the generic call's classification by the
+/// cluster's own schema) like [`admit`]: `what` names it in a refusal.
+pub fn admit_classified(what: String, classified: Classified) -> Result<Classified, Stopped> {
+    check(what, classified)
+}
+
 /// Classifies an SSH/SFTP operation and admits it like [`admit`].
 pub fn admit_ssh(kind: SshKind, what: &str) -> Result<Classified, Stopped> {
     check(format!("SSH {what}"), classify_ssh(kind, what))

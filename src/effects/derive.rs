@@ -84,6 +84,9 @@ pub struct Facts {
     pub effects: Vec<Effect>,
     /// Parameters whose values can add effects, sorted by name.
     pub params: Vec<(String, ParamKind)>,
+    /// Every parameter the entry declares, sorted (indexed ones once, as `net[n]`): a request
+    /// carrying any other cannot be placed.
+    pub names: Vec<String>,
 }
 
 /// Derives the facts of `method` on `path` from its schema `entry`.
@@ -107,6 +110,12 @@ pub fn facts(method: &str, path: &str, entry: &Value) -> Facts {
             effects.push(e);
         }
     };
+    // A read is proven, never presumed: a method other than GET acts, whatever privilege its
+    // check names (`monitor` takes `Sys.Audit`, and its commands quit or reset the guest). The
+    // few that only look are reviewed by hand (`reviewed.tsv`, verdict `read`).
+    if !is_get {
+        add(Effect::Change);
+    }
     if !read_satisfies {
         if is_get {
             add(Effect::SensitiveRead);
@@ -131,20 +140,38 @@ pub fn facts(method: &str, path: &str, entry: &Value) -> Facts {
             add(Effect::Access);
         }
     }
-    let mut params: Vec<(String, ParamKind)> = entry
-        .get("parameters")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(name, p)| param_kind(name, p).map(|k| (name.clone(), k)))
+    let declared = declared_params(entry);
+    let mut params: Vec<(String, ParamKind)> = declared
+        .iter()
+        .filter_map(|(name, p)| param_kind(name, p).map(|k| ((*name).clone(), k)))
         .collect();
     params.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut names: Vec<String> = declared.iter().map(|(n, _)| (*n).clone()).collect();
+    names.sort();
     Facts {
         read_satisfies,
         privileges,
         effects,
         params,
+        names,
     }
+}
+
+/// The parameters an entry declares: the flattened form (`parameters: {name: …}`) or
+/// `apidata.js`'s own (`parameters: {properties: {name: …}}`), so the embedded table and a
+/// cluster's schema are read by the same rules.
+fn declared_params(entry: &Value) -> Vec<(&String, &Value)> {
+    let parameters = entry.get("parameters");
+    let properties = parameters
+        .and_then(|p| p.get("properties"))
+        .filter(|p| p.is_object())
+        .or(parameters);
+    properties
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .filter(|(_, p)| p.is_object())
+        .collect()
 }
 
 /// The effects a privilege the check demands stands for when written to (beyond `change`);
@@ -181,7 +208,11 @@ fn privilege_effects(privilege: &str, path: &str) -> Vec<Effect> {
 fn param_kind(name: &str, param: &Value) -> Option<ParamKind> {
     let format = param.get("format").and_then(Value::as_str).unwrap_or("");
     let pattern = param.get("pattern").and_then(Value::as_str).unwrap_or("");
-    let family = name.strip_suffix("[n]").unwrap_or(name);
+    // `scsi[n]` and `efidisk0` alike: the family is the name without its index.
+    let family = name
+        .strip_suffix("[n]")
+        .unwrap_or(name)
+        .trim_end_matches(|c: char| c.is_ascii_digit());
     if pattern.to_ascii_lowercase().contains("http") || name == "url" {
         Some(ParamKind::Url)
     } else if matches!(
@@ -314,11 +345,15 @@ mod tests {
             facts("POST", "/access/ticket", &open).effects,
             vec![Effect::Change, Effect::Access]
         );
+        // An auditor's check does not make a POST a read: only the reviewed table does.
         let ping = json!({"permissions": {"check": ["perm", "/vms/{vmid}", ["VM.GuestAgent.Audit", "VM.GuestAgent.Unrestricted"], "any", 1]}});
-        assert!(
-            facts("POST", "/nodes/{node}/qemu/{vmid}/agent/ping", &ping)
-                .effects
-                .is_empty()
+        let got = facts("POST", "/nodes/{node}/qemu/{vmid}/agent/ping", &ping);
+        assert!(got.read_satisfies);
+        assert_eq!(got.effects, vec![Effect::Change]);
+        let monitor = json!({"permissions": {"check": ["perm", "/vms/{vmid}", ["Sys.Audit", "Sys.Modify"], "any", 1]}});
+        assert_eq!(
+            facts("POST", "/nodes/{node}/qemu/{vmid}/monitor", &monitor).effects,
+            vec![Effect::Change]
         );
     }
 
@@ -352,6 +387,26 @@ mod tests {
         assert_eq!(
             facts("PUT", "/pools/{poolid}", &named_only).effects,
             vec![Effect::Change]
+        );
+    }
+
+    /// `apidata.js` nests parameters under `properties`; the flattened form does not. Both
+    /// give the same facts, and every declared name is kept.
+    #[test]
+    fn both_schema_forms_give_the_same_facts() {
+        let flat = json!({"permissions": {"user": "all"}, "parameters": {
+            "url": {"type": "string"}, "node": {"type": "string"}, "efidisk0": {"type": "string"}}});
+        let nested = json!({"permissions": {"user": "all"}, "parameters": {"additionalProperties": 0, "properties": {
+            "url": {"type": "string"}, "node": {"type": "string"}, "efidisk0": {"type": "string"}}}});
+        let (a, b) = (facts("GET", "/x", &flat), facts("GET", "/x", &nested));
+        assert_eq!(a, b);
+        assert_eq!(a.names, ["efidisk0", "node", "url"]);
+        assert_eq!(
+            a.params,
+            vec![
+                ("efidisk0".into(), ParamKind::Volume),
+                ("url".into(), ParamKind::Url)
+            ]
         );
     }
 

@@ -25,13 +25,14 @@ pub mod clearance;
 pub mod derive;
 pub mod freeze;
 pub mod request;
+pub mod reviewed;
 mod table;
 
 use std::fmt;
 
-pub use clearance::{Refusal, Stopped, admit, admit_ssh, with_clearance};
+pub use clearance::{Refusal, Stopped, admit, admit_classified, admit_ssh, with_clearance};
 pub use freeze::{FreezeNote, FreezeSwitch, Frozen};
-pub use request::{SshKind, classify_rest, classify_ssh};
+pub use request::{SshKind, classify_rest, classify_rest_with, classify_ssh};
 pub use table::{Endpoint, endpoint, endpoints, endpoints_for_template, render as table_render};
 
 /// One thing a request can do beyond reading. A request with none of these is a read.

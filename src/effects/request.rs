@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::derive::ParamKind;
+use super::reviewed::{self, Reviewed, Verdict};
 use super::table::{self, Endpoint};
 use super::{Classified, Effect};
 
@@ -35,20 +36,91 @@ const EXEC_KEYS: &[&str] = &["hookscript", "cicustom"];
 /// Families that pass host devices or host paths into a guest.
 const HOST_FAMILIES: &[&str] = &["dev", "hostpci", "usb"];
 
+/// QEMU disk families: a value naming a path (`/dev/sdb`) instead of a volume is a host device.
+const QEMU_DISKS: &[&str] = &[
+    "scsi", "sata", "ide", "virtio", "efidisk", "tpmstate", "unused",
+];
+
+/// The address spellings that mean "every address" in a firewall rule.
+const ANY_ADDRESS: &[&str] = &["0.0.0.0/0", "::/0", "0/0", "0.0.0.0", "::"];
+
 /// Classifies a REST request: method, rendered path (no `/api2/json`), parameters.
 pub fn classify_rest(method: &str, path: &str, params: &[(String, String)]) -> Classified {
+    classify_rest_with(method, path, params, None)
+}
+
+/// Classifies a REST request against the embedded table and, where the cluster's own schema
+/// has an entry for it (`cluster`, built with [`Endpoint::from_schema`]), against that too:
+/// the union of both, so a newer schema can add effects and never take one away, and a
+/// parameter either schema does not declare is not placed.
+pub fn classify_rest_with(
+    method: &str,
+    path: &str,
+    params: &[(String, String)],
+    cluster: Option<&Endpoint>,
+) -> Classified {
+    let mut out = match table::endpoint(method, path) {
+        Some(endpoint) => classify_at(endpoint, path, params, "the embedded PVE schema"),
+        None => match reviewed::newer(method, path) {
+            Some(row) => newer_row(row, params),
+            None => unknown(method, path),
+        },
+    };
+    if let Some(cluster) = cluster {
+        out.merge(classify_at(cluster, path, params, "the cluster's schema"));
+    }
+    out
+}
+
+fn unknown(method: &str, path: &str) -> Classified {
     let mut out = Classified::read();
-    let Some(endpoint) = table::endpoint(method, path) else {
+    out.add(
+        Effect::Unplaced,
+        format!("{method} {path} is not in the Proxmox VE API this server knows"),
+    );
+    if !method.eq_ignore_ascii_case("GET") {
+        out.add(Effect::Change, format!("{method} {path}"));
+    }
+    out
+}
+
+/// An operation of a newer PVE, judged by hand: its effects, and for a GET (no permission
+/// check known) or any parameter (none known) "not placed".
+fn newer_row(row: &reviewed::Newer, params: &[(String, String)]) -> Classified {
+    let mut out = Classified::read();
+    let at = format!("{} {}", row.method, row.path);
+    for effect in &row.effects {
+        out.add(*effect, format!("{at}: {} (PVE 9.2)", row.reason));
+    }
+    if row.effects.is_empty() {
         out.add(
             Effect::Unplaced,
-            format!("{method} {path} is not in the Proxmox VE 9.1 API this server knows"),
+            format!("{at} is a PVE 9.2 endpoint whose permission check this server does not know"),
         );
-        if !method.eq_ignore_ascii_case("GET") {
-            out.add(Effect::Change, format!("{method} {path}"));
-        }
-        return out;
-    };
+    }
+    for (key, _) in params {
+        out.add(
+            Effect::Unplaced,
+            format!(
+                "{key}: a parameter of the PVE 9.2 endpoint {at}, which this server cannot place"
+            ),
+        );
+    }
+    out
+}
+
+/// Classifies a request against one endpoint's facts (`source` names where they come from).
+fn classify_at(
+    endpoint: &Endpoint,
+    path: &str,
+    params: &[(String, String)],
+    source: &str,
+) -> Classified {
+    let mut out = Classified::read();
     let at = format!("{} {}", endpoint.method, endpoint.path);
+    let review = reviewed::reviewed(&endpoint.method, &endpoint.path);
+    let reviewed_read =
+        review.is_some_and(|r| matches!(r.verdict, Verdict::Read | Verdict::ReadByValue));
     for effect in &endpoint.effects {
         let because = match effect {
             Effect::SensitiveRead => format!(
@@ -61,15 +133,38 @@ pub fn classify_rest(method: &str, path: &str, params: &[(String, String)]) -> C
             Effect::Exec | Effect::Egress => {
                 format!("{at} needs {}", endpoint.privileges.join(" or "))
             }
+            // A reviewed read: the one case a non-GET's default change is not added (for
+            // `monitor`, the value rule below then says what the command does).
+            Effect::Change if reviewed_read => continue,
             _ => at.clone(),
         };
         out.add(*effect, because);
+    }
+    if let Some(Reviewed {
+        verdict: Verdict::Adds(effects),
+        reason,
+        ..
+    }) = review
+    {
+        for effect in effects {
+            out.add(*effect, format!("{at}: {reason}"));
+        }
+    }
+    for (key, _) in params {
+        if !endpoint.declares(key) {
+            out.add(
+                Effect::Unplaced,
+                format!(
+                    "{key}: not a parameter of {at} in {source}, so this server cannot place it"
+                ),
+            );
+        }
     }
     let target = vmid_in_path(path);
     for (key, value) in params {
         by_value(endpoint, key, value, target.as_deref(), &mut out);
     }
-    hand_rules(endpoint, params, &mut out);
+    hand_rules(endpoint, params, target.as_deref(), &mut out);
     out
 }
 
@@ -140,10 +235,27 @@ fn by_value(
             format!("{key}: mounts a host path into the container"),
         );
     }
+    if key == "rootfs" && is_host_mount(value) {
+        out.add(
+            Effect::Access,
+            format!("{key}: makes a host path the container's root"),
+        );
+    }
+    if family != key && QEMU_DISKS.contains(&family) && is_host_mount(value) {
+        out.add(
+            Effect::Access,
+            format!("{key}: passes a host block device or file into the guest"),
+        );
+    }
 }
 
 /// The hand table: defaults that act when a key is absent, and copies.
-fn hand_rules(endpoint: &Endpoint, params: &[(String, String)], out: &mut Classified) {
+fn hand_rules(
+    endpoint: &Endpoint,
+    params: &[(String, String)],
+    target: Option<&str>,
+    out: &mut Classified,
+) {
     let value = |name: &str| {
         params
             .iter()
@@ -153,17 +265,6 @@ fn hand_rules(endpoint: &Endpoint, params: &[(String, String)], out: &mut Classi
     let truthy = |name: &str| value(name).is_some_and(|v| v == "1" || v == "true");
     let path = endpoint.path.as_str();
     let method = endpoint.method.as_str();
-    // Open to every user by the schema's check, with the real rule only in prose ("You need
-    // read access for the volume", "VM.Backup on the guest"): files and configs out of a
-    // backup are guest data, so a sensitive read.
-    if method == "GET"
-        && (path.contains("/file-restore/") || path.ends_with("/vzdump/extractconfig"))
-    {
-        out.add(
-            Effect::SensitiveRead,
-            format!("{method} {path} reads files or a configuration out of a guest's backup"),
-        );
-    }
     if method == "POST" && path == "/nodes/{node}/vzdump" {
         if !matches!(value("remove"), Some("0" | "false")) {
             out.add(
@@ -221,6 +322,98 @@ fn hand_rules(endpoint: &Endpoint, params: &[(String, String)], out: &mut Classi
     if method == "POST" && path == "/nodes/{node}/execute" {
         out.add(Effect::Exec, "runs a batch of API commands on the node");
     }
+    if method == "POST" && path == "/nodes/{node}/qemu/{vmid}/monitor" {
+        monitor(value("command"), out);
+    }
+    if method == "POST" && path.ends_with("/agent/set-user-password") {
+        out.add(
+            Effect::Access,
+            "set-user-password: sets the password of a user inside the guest",
+        );
+    }
+    if value("script").is_some()
+        && method != "GET"
+        && (path == "/nodes/{node}/vzdump" || path.starts_with("/cluster/backup"))
+    {
+        out.add(
+            Effect::Exec,
+            "script: the node runs this hook script for the backup",
+        );
+    }
+    if method == "PUT"
+        && path.starts_with("/pools")
+        && !truthy("delete")
+        && (value("vms").is_some() || value("storage").is_some())
+    {
+        out.add(
+            Effect::Access,
+            "vms/storage: the members come under the pool's permissions",
+        );
+    }
+    if method == "POST" && (path.ends_with("/move_disk") || path.ends_with("/move_volume")) {
+        if let Some(other) = value("target-vmid").filter(|v| Some(*v) != target) {
+            out.add(
+                Effect::CrossGuest,
+                format!("target-vmid: moves the disk to guest {other}"),
+            );
+        }
+        if truthy("delete") {
+            out.add(
+                Effect::Destroy,
+                "delete: removes the source volume after the move",
+            );
+        }
+    }
+    if method != "GET"
+        && path.contains("/firewall/")
+        && (path.contains("/rules") || path.contains("/groups/"))
+    {
+        for key in ["source", "dest"] {
+            if let Some(v) = value(key).filter(|v| ANY_ADDRESS.contains(&v.trim())) {
+                out.add(
+                    Effect::Access,
+                    format!("{key}={v}: the rule applies to every address"),
+                );
+            }
+        }
+    }
+    if method != "GET"
+        && (path == "/storage" || path == "/storage/{storage}")
+        && value("content").is_some_and(|c| c.split(',').any(|c| c.trim() == "snippets"))
+    {
+        out.add(
+            Effect::Exec,
+            "content=snippets: hook scripts and cloud-init data on this storage run on guests",
+        );
+    }
+}
+
+/// The QEMU monitor (`POST …/monitor`): `help`, `?` and `info …` read the guest's state (a
+/// sensitive read: registers, memory, block devices); every other command needs `Sys.Modify`
+/// and can quit or reset the guest or run a host command (`migrate "exec:…"`).
+fn monitor(command: Option<&str>, out: &mut Classified) {
+    let command = command.unwrap_or("").trim();
+    let word = command.split_whitespace().next().unwrap_or("");
+    if matches!(word, "help" | "?" | "info") {
+        out.add(
+            Effect::SensitiveRead,
+            format!("monitor command {word:?}: reads the guest's internal state"),
+        );
+        return;
+    }
+    let shown = if word.is_empty() { "(none)" } else { word };
+    out.add(
+        Effect::Change,
+        format!("monitor command {shown:?} changes the running guest"),
+    );
+    out.add(
+        Effect::Exec,
+        format!("monitor command {shown:?}: a monitor command can run a host program (migrate \"exec:…\")"),
+    );
+    out.add(
+        Effect::Destroy,
+        format!("monitor command {shown:?}: a monitor command can quit or reset the guest"),
+    );
 }
 
 /// The guest ID in a `/…/qemu/{vmid}` or `/…/lxc/{vmid}` path, if any.
@@ -252,11 +445,17 @@ fn volume_owners(value: &str) -> Vec<String> {
     owners
 }
 
-/// Whether a mount point value's volume is a host path (`/srv/data,mp=/mnt`).
+/// Whether a disk or mount point value's volume is a host path or device (`/srv/data,mp=/mnt`,
+/// `mp=/mnt,volume=/etc`, `/dev/sdb`): the first item unless a `volume=`/`file=` item names it.
 fn is_host_mount(value: &str) -> bool {
-    let volume = value.split(',').next().unwrap_or("");
-    let volume = volume.strip_prefix("volume=").unwrap_or(volume);
-    volume.starts_with('/')
+    let mut items = value.split(',');
+    let first = items.next().unwrap_or("");
+    let named = value.split(',').find_map(|item| {
+        item.strip_prefix("volume=")
+            .or_else(|| item.strip_prefix("file="))
+    });
+    let volume = named.unwrap_or(if first.contains('=') { "" } else { first });
+    volume.trim().starts_with('/')
 }
 
 /// Items of a Proxmox list value (`,`, `;` or whitespace separated).

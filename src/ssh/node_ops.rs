@@ -63,6 +63,11 @@ fn refused(message: String, hint: &str) -> ToolFailure {
         .with_hint(format!("{hint} Nothing was run on the node."))
 }
 
+/// The input rules of a node-access tool, for the check before anyone is asked; no I/O.
+pub fn precheck(op: SshOp, args: &ValidArgs) -> Result<(), ToolFailure> {
+    plan(op, args).map(|_| ())
+}
+
 /// Checks the inputs of a node-access tool; no I/O.
 fn plan(op: SshOp, args: &ValidArgs) -> Result<Plan, ToolFailure> {
     match op {

@@ -77,12 +77,6 @@ pub async fn execute(
     // The SSH choke point: an operation whose effects the running call was not cleared for
     // never starts (see `effects::clearance`), nor, while changes are frozen, anything
     // beyond a plain read.
-    if let Err(stopped) = crate::effects::admit_ssh(op.effect_kind(), op.describe()) {
-        return (
-            Err(crate::envelope::failure_from(pve::PveError::from(stopped))),
-            0,
-        );
-    }
     if is_node_access(op) {
         return super::node_ops::execute(op, spec, router, pve, args, cancel).await;
     }
@@ -114,6 +108,16 @@ pub async fn execute(
         )),
     };
     (outcome, 1)
+}
+
+/// The input rules of an SSH-backed tool (allow-listed command, container name, non-empty
+/// command, node path, snippet name), run before anyone is asked: no I/O.
+pub fn precheck(op: SshOp, args: &ValidArgs) -> Result<(), ToolFailure> {
+    if is_node_access(op) {
+        super::node_ops::precheck(op, args)
+    } else {
+        container_argv(op, args).map(|_| ())
+    }
 }
 
 /// The node-access operations, handled in `node_ops`.

@@ -408,6 +408,7 @@ pub fn setup_flags(emu: &Emulator) -> Vec<String> {
     ]
 }
 
+pub mod schemas;
 pub mod sshd;
 
 /// Helpers shared by the guest lifecycle tool tests.
