@@ -77,6 +77,12 @@ pub async fn execute(
     // The SSH choke point: an operation whose effects the running call was not cleared for
     // never starts (see `effects::clearance`), nor, while changes are frozen, anything
     // beyond a plain read.
+    if let Err(stopped) = crate::effects::admit_ssh(op.effect_kind(), op.describe()) {
+        return (
+            Err(crate::envelope::failure_from(pve::PveError::from(stopped))),
+            0,
+        );
+    }
     if is_node_access(op) {
         return super::node_ops::execute(op, spec, router, pve, args, cancel).await;
     }
