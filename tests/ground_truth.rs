@@ -257,3 +257,54 @@ async fn the_servers_own_checks_run_before_a_person_is_asked() {
     assert_eq!(beyond_lookup(&emu), Vec::<String>::new());
     client.cancel().await.ok();
 }
+
+/// The SSH tools' input rules run before a person is asked: a person who would decline is
+/// never asked about a call the server refuses anyway, and nothing is tried over SSH (the
+/// SSH port is closed: a connection attempt would say so).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(no_sshd, ignore = "needs sshd (apt-get install openssh-server)")]
+async fn ssh_input_rules_run_before_a_person_is_asked() {
+    let sshd = common::sshd::Sshd::start();
+    let emu = emulator().await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut env = env_for(&emu);
+    env.extend(sshd.server_vars(&sshd.trusted_known_hosts()));
+    for (k, v) in env.iter_mut() {
+        if k == "PROXMOX_SSH_PORT" {
+            *v = closed.to_string();
+        }
+    }
+    let env = with_policy(
+        env,
+        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
+    );
+    let person = Person::new(Answer::Decline);
+    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let cases = [
+        (
+            "pve_cli_run",
+            json!({"node": "pve01", "argv": ["bash"], "confirm": true}),
+            "NODE_ACCESS_REFUSED",
+        ),
+        (
+            "pve_node_file_read",
+            json!({"node": "pve01", "path": "/etc/../etc/shadow", "confirm": true}),
+            "NODE_ACCESS_REFUSED",
+        ),
+        (
+            "pve_docker_logs_in_container",
+            json!({"ctid": 200, "containerName": "x; id", "confirm": true}),
+            "INVALID_CONTAINER_NAME",
+        ),
+    ];
+    for (tool, args, expected) in cases {
+        let result = call(&client, tool, args.clone()).await;
+        assert_eq!(code(&result), expected, "{tool} {args}: {result:?}");
+    }
+    assert_eq!(person.questions(), Vec::<String>::new());
+    assert!(emu.requests().iter().all(|r| r.method == "GET"));
+    client.cancel().await.ok();
+}
