@@ -6,7 +6,8 @@
 //! listener that counts connections. For each user setup — a complete environment, an
 //! environment missing one variable, home-folder discovery, an explicit `NANDI_PROXMOX_CONFIG` —
 //! the honeypot must see no connection, trusted or not. Alone, the project file is ignored until
-//! `trust`ed; trusted, it is used but its SSH key never is; changed, it is ignored again.
+//! `trust`ed; trusted, it is used but its SSH key never is; changed, it is ignored again — and
+//! so it is when the CA file it names is swapped, or its trust predates CA files being hashed.
 #![cfg(unix)]
 
 mod common;
@@ -492,4 +493,109 @@ async fn setup_updates_a_project_file_the_user_trusted_and_refuses_it_once_chang
     let now: Value = serde_json::from_str(&fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(now, body, "the changed file was left alone");
     pot.assert_untouched("trusted project file");
+}
+
+/// The CA file a trusted project file names is part of the trust: swapping it (another
+/// certificate, the "attacker's" CA) makes the file ignored, naming the CA file and the command
+/// that trusts it again; a trust recorded before CA files were hashed is not enough either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swapped_ca_file_or_a_trust_without_its_hash_loses_the_trust() {
+    let emu = common::emulator().await;
+    let attacker = common::emulator().await;
+    let d = CliDirs::new();
+    let env = xdg_env(&d, &[]);
+    let ca = d.cwd.path().join("proxmox-ca.pem");
+    fs::write(&ca, emu.cert_pem().unwrap()).unwrap();
+    let mut body = emulator_file(&emu);
+    let m = body.as_object_mut().unwrap();
+    m.remove("tlsFingerprint");
+    m.insert("tlsCaFile".into(), "./proxmox-ca.pem".into());
+    let file = write_instance(d.cwd.path(), "lab.json", &body);
+    let shown = file.display().to_string();
+    let trust_again = format!("run `nandi-proxmox-mcp trust {shown}` again");
+    let ca_shown = "./proxmox-ca.pem";
+
+    let out = trust(&d, &env, &file).await;
+    let ca_canonical = fs::canonicalize(&ca).unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains(&format!("tlsCaFile {}", ca_canonical.display())),
+        "{}",
+        text_of(&out)
+    );
+    let store = d
+        .home
+        .path()
+        .join("xdg-state/nandi-proxmox-mcp/trusted-files.json");
+    let stored: Value = serde_json::from_str(&fs::read_to_string(&store).unwrap()).unwrap();
+    let named = &stored["files"][0]["namedFiles"][0];
+    assert_eq!(named["key"], "tlsCaFile", "{stored:#}");
+    assert_eq!(named["path"], ca_canonical.to_str().unwrap());
+    let pem_sha = nandi_proxmox_mcp::config::trust::sha256_hex(emu.cert_pem().unwrap().as_bytes());
+    assert_eq!(named["sha256"], pem_sha.as_str());
+    let (report, _, _) = doctor(&d, &env).await;
+    assert!(detail(&report, "config").contains("trusted project file"));
+    assert_eq!(item(&report, "listNodes")["detail"], "Found 3 nodes");
+
+    // The CA swapped, the instance file untouched: ignored, the CA file named.
+    fs::write(&ca, attacker.cert_pem().unwrap()).unwrap();
+    let (report, stderr, out) = doctor(&d, &env).await;
+    assert!(!out.status.success());
+    assert!(
+        !detail(&report, "config").contains("trusted project file"),
+        "{report:#}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "the file its `tlsCaFile` names, {ca_shown}, changed since you trusted it"
+        )) && stderr.contains(&trust_again),
+        "{stderr}"
+    );
+    assert!(
+        attacker.requests().is_empty(),
+        "nothing reached the other side"
+    );
+    let out = d.run(&["trust", "--list"], &pairs(&env), None).await;
+    let listed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        listed.contains("NAMED FILE CHANGED") && listed.contains(ca_shown),
+        "{listed}"
+    );
+
+    // Back to the reviewed CA, but the record predates CA hashes: still not trusted.
+    fs::write(&ca, emu.cert_pem().unwrap()).unwrap();
+    let (report, _, _) = doctor(&d, &env).await;
+    assert!(detail(&report, "config").contains("trusted project file"));
+    let mut old = stored.clone();
+    old["files"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("namedFiles");
+    fs::write(&store, old.to_string()).unwrap();
+    let (report, stderr, _) = doctor(&d, &env).await;
+    assert!(
+        !detail(&report, "config").contains("trusted project file"),
+        "{report:#}"
+    );
+    assert!(
+        stderr.contains("was not recorded when the instance file was trusted")
+            && stderr.contains(&trust_again),
+        "{stderr}"
+    );
+    trust(&d, &env, &file).await;
+    let (report, _, _) = doctor(&d, &env).await;
+    assert_eq!(item(&report, "listNodes")["detail"], "Found 3 nodes");
+
+    // A CA file that cannot be read is never trusted.
+    fs::remove_file(&ca).unwrap();
+    let out = d
+        .run(&["trust", file.to_str().unwrap()], &pairs(&env), None)
+        .await;
+    assert!(!out.status.success(), "{}", text_of(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("`tlsCaFile` names ./proxmox-ca.pem, which cannot be read"),
+        "{}",
+        text_of(&out)
+    );
 }

@@ -3,8 +3,9 @@
 //! no argument it shows the working directory's project files and whether each is trusted.
 //!
 //! Invariant: this command is the only writer of the trust store, and it records a file only
-//! after validating the exact bytes it hashes; it never trusts anything on its own (no PATH means
-//! "show", not "trust everything here").
+//! after validating the exact bytes it hashes, together with the SHA-256 of the CA file
+//! (`tlsCaFile`) those bytes name, so swapping that file loses the trust too; it never trusts
+//! anything on its own (no PATH means "show", not "trust everything here").
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -18,7 +19,8 @@ use crate::config::{self, Paths, ProcessEnv};
 /// Arguments of `trust`.
 #[derive(Debug, Args, Default)]
 pub struct TrustArgs {
-    /// The instance file to trust (its current content; a later change loses the trust).
+    /// The instance file to trust (its current content and that of the CA file it names; a
+    /// later change to either loses the trust).
     #[arg(value_name = "PATH", conflicts_with_all = ["list", "revoke"])]
     pub path: Option<PathBuf>,
     /// List every trusted file and whether its content is still the trusted one.
@@ -52,15 +54,24 @@ fn trust(paths: &Paths, path: &std::path::Path) -> Result<String, CliError> {
     let (entry, ignored) = config::trust_file(&ProcessEnv, paths, path).map_err(config_err)?;
     let store = config::trust_store(&ProcessEnv, paths).map_err(config_err)?;
     let mut out = format!(
-        "trusted {}\n  sha256 {}\n  recorded in {}\n",
+        "trusted {}\n  sha256 {}\n",
         entry.path.display(),
-        entry.sha256,
-        store.path().display()
+        entry.sha256
     );
+    for named in &entry.named_files {
+        let _ = writeln!(
+            out,
+            "  {} {}\n    sha256 {}",
+            named.key,
+            named.path.display(),
+            named.sha256
+        );
+    }
+    let _ = writeln!(out, "  recorded in {}", store.path().display());
     out.push_str(
         "Discovery uses it from a working directory only while no PROXMOX_* variable, \
-         NANDI_PROXMOX_CONFIG or ~/.nandi-proxmox-mcp/ file is set; any change to the file \
-         needs `trust` again.\n",
+         NANDI_PROXMOX_CONFIG or ~/.nandi-proxmox-mcp/ file is set; any change to the file, \
+         or to the CA file it names, needs `trust` again.\n",
     );
     if !ignored.is_empty() {
         let _ = writeln!(
@@ -84,11 +95,17 @@ fn revoke(paths: &Paths, path: &std::path::Path) -> Result<String, CliError> {
     }
 }
 
-fn state_word(state: TrustState) -> &'static str {
+fn state_word(state: TrustState) -> String {
     match state {
-        TrustState::Trusted => "trusted",
-        TrustState::Changed => "CHANGED since trusted (ignored)",
-        TrustState::Unknown => "not trusted (ignored)",
+        TrustState::Trusted => "trusted".to_owned(),
+        TrustState::Changed => "CHANGED since trusted (ignored)".to_owned(),
+        TrustState::NamedFileChanged(change) => format!(
+            "NAMED FILE CHANGED (ignored): its {} {} {}",
+            change.key,
+            change.path.display(),
+            change.reason
+        ),
+        TrustState::Unknown => "not trusted (ignored)".to_owned(),
     }
 }
 
@@ -100,7 +117,7 @@ fn list(paths: &Paths) -> Result<String, CliError> {
     }
     for entry in store.entries() {
         let state = match config::trust_status(&ProcessEnv, paths, &entry.path) {
-            Ok((_, _, state)) => state_word(state).to_owned(),
+            Ok((_, _, state)) => state_word(state),
             Err(e) => format!("unreadable: {e}"),
         };
         let _ = writeln!(out, "{}  {}", entry.path.display(), state);

@@ -181,10 +181,10 @@ fn discover_all(env: &dyn EnvSource, paths: &Paths) -> Result<Vec<ClusterConfig>
     }
     let store = trust::TrustStore::load_or_empty(env, home);
     for inst in all.iter().filter(|i| i.scope == Scope::Project) {
-        let read = match file::read_project(&inst.path, &store) {
+        let read = match file::read_project(&inst.path, &store, home) {
             Ok(read) if read.state == TrustState::Trusted => read,
             Ok(read) => {
-                file::warn_untrusted(&read.path, read.state == TrustState::Changed);
+                file::warn_untrusted(&read);
                 continue;
             }
             Err(e) => {

@@ -240,6 +240,26 @@ pub enum ConfigError {
         /// Whether it was trusted with other content.
         changed: bool,
     },
+    /// A trusted project-directory instance file whose own bytes are the trusted ones, but a
+    /// file it names that decides what is trusted (its `tlsCaFile`) is not the one trusted
+    /// with it.
+    #[error(
+        "the project-directory instance file {} is not used: the file its `{key}` names, {}, \
+         {reason}; review both, then run `nandi-proxmox-mcp trust {}` again",
+        path.display(),
+        named.display(),
+        path.display()
+    )]
+    TrustedNamedFileChanged {
+        /// The instance file.
+        path: PathBuf,
+        /// The key naming the other file (`tlsCaFile`).
+        key: String,
+        /// The other file, as the instance file names it.
+        named: PathBuf,
+        /// What differs (`changed since you trusted it (its SHA-256 differs)`, …).
+        reason: String,
+    },
     /// The trust store cannot be read, parsed or written, or others could have written it.
     #[error("trust store {}: {reason}", path.display())]
     TrustStore {

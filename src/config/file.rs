@@ -6,8 +6,8 @@
 //! exists but is broken is reported, never skipped; the user's home folder beats the working
 //! directory; a home-folder file is used only when this user owns it and nobody else can write
 //! it or its folder ([`check_trusted`]); a working-directory (project) file is used only when its
-//! exact bytes were trusted with `nandi-proxmox-mcp trust`, and never supplies an SSH key or a
-//! known_hosts file ([`load_project`]).
+//! exact bytes, and those of the CA file it names, were trusted with `nandi-proxmox-mcp trust`,
+//! and never supplies an SSH key or a known_hosts file ([`load_project`]).
 
 use std::fs;
 use std::io::Read;
@@ -59,28 +59,74 @@ impl ProjectRead {
     pub(crate) fn text(&self) -> &str {
         &self.text
     }
+
+    /// Why it may not be used, `None` when it is trusted: the error to return or warn with.
+    pub(crate) fn untrusted(&self) -> Option<ConfigError> {
+        match &self.state {
+            TrustState::Trusted => None,
+            TrustState::NamedFileChanged(change) => Some(ConfigError::TrustedNamedFileChanged {
+                path: self.path.clone(),
+                key: change.key.clone(),
+                named: change.path.clone(),
+                reason: change.reason.clone(),
+            }),
+            state => Some(ConfigError::UntrustedProjectFile {
+                path: self.path.clone(),
+                changed: *state == TrustState::Changed,
+            }),
+        }
+    }
 }
 
-/// Checks that a file read by [`read_project`] is a valid instance file (so trust is only given
-/// to something that loads); returns the SHA-256 of its bytes and the SSH credential-path keys
-/// it names (which discovery will ignore).
+/// What `trust` records for a file read by [`read_project`], after checking that it is a valid
+/// instance file (so trust is only given to something that loads): the SHA-256 of its bytes,
+/// the canonical path and SHA-256 of every file it names that decides what is trusted (a named
+/// file that cannot be read is refused), and the SSH credential-path keys it names (which
+/// discovery will ignore).
 pub(crate) fn validate_for_trust(
     read: &ProjectRead,
     home: Option<&Path>,
-) -> Result<(String, Vec<&'static str>), ConfigError> {
+) -> Result<(String, Vec<trust::NamedFile>, Vec<&'static str>), ConfigError> {
     let map = parse_map(&read.path, &read.text)?;
     build(&read.path, &map, home, FileOrigin::Trusted)?;
+    let named = named_now(&map, home)
+        .iter()
+        .map(trust::NamedNow::record)
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(|reason| ConfigError::Invalid {
+            location: format!("the instance file {}", read.path.display()),
+            reason,
+        })?;
     Ok((
         trust::sha256_hex(read.text.as_bytes()),
+        named,
         keys::ssh_path_keys_set(&map),
     ))
 }
 
-/// Reads a project file once, by its canonical path, and looks its hash up in `store`.
-pub(crate) fn read_project(path: &Path, store: &TrustStore) -> Result<ProjectRead, ConfigError> {
+/// The files `map` names whose content decides what is trusted, read and hashed now.
+fn named_now(map: &serde_json::Map<String, Value>, home: Option<&Path>) -> Vec<trust::NamedNow> {
+    keys::trust_hashed_paths(map, home)
+        .into_iter()
+        .map(|(key, written)| trust::NamedNow::read(key, written))
+        .collect()
+}
+
+/// Reads a project file once, by its canonical path, and looks its hash up in `store`; when
+/// its bytes are the trusted ones, the files it names (`~` expanded with `home`) are hashed
+/// and checked against the record too.
+pub(crate) fn read_project(
+    path: &Path,
+    store: &TrustStore,
+    home: Option<&Path>,
+) -> Result<ProjectRead, ConfigError> {
     let canonical = fs::canonicalize(path).map_err(|e| io_error(path, e))?;
     let (text, _) = read_bounded(&canonical)?;
-    let state = store.state(&canonical, &trust::sha256_hex(text.as_bytes()));
+    let mut state = store.state(&canonical, &trust::sha256_hex(text.as_bytes()));
+    if state == TrustState::Trusted {
+        let map = parse_map(path, &text)?;
+        state = store.named_state(&canonical, &named_now(&map, home));
+    }
     Ok(ProjectRead {
         path: path.to_path_buf(),
         canonical,
@@ -99,9 +145,9 @@ pub(crate) fn discover_project(
 ) -> Result<Option<ProjectRead>, ConfigError> {
     let mut trusted: Vec<(Instance, ProjectRead)> = Vec::new();
     for inst in project_instances(paths) {
-        match read_project(&inst.path, store) {
+        match read_project(&inst.path, store, paths.home.as_deref()) {
             Ok(read) if read.state == TrustState::Trusted => trusted.push((inst, read)),
-            Ok(read) => warn_untrusted(&read.path, read.state == TrustState::Changed),
+            Ok(read) => warn_untrusted(&read),
             Err(e) => tracing::warn!(
                 "ignoring the project-directory instance file {}: {e}",
                 inst.path.display()
@@ -121,22 +167,18 @@ pub(crate) fn discover_project(
 }
 
 /// The warning for a project file that is not used because it is not (or no longer) trusted.
-pub(crate) fn warn_untrusted(path: &Path, changed: bool) {
-    let err = ConfigError::UntrustedProjectFile {
-        path: path.to_path_buf(),
-        changed,
-    };
-    tracing::warn!("ignoring it: {err}");
+pub(crate) fn warn_untrusted(read: &ProjectRead) {
+    if let Some(err) = read.untrusted() {
+        tracing::warn!("ignoring it: {err}");
+    }
 }
 
-/// Loads a project file whose content was read by [`read_project`]: refused unless trusted;
+/// Loads a project file whose content was read by [`read_project`]: refused unless it and the
+/// files it names are trusted;
 /// an SSH key or known_hosts path it names is dropped (SSH stays off) with a warning.
 pub(crate) fn load_project(read: ProjectRead, home: Option<&Path>) -> Result<Config, ConfigError> {
-    if read.state != TrustState::Trusted {
-        return Err(ConfigError::UntrustedProjectFile {
-            path: read.path,
-            changed: read.state == TrustState::Changed,
-        });
+    if let Some(err) = read.untrusted() {
+        return Err(err);
     }
     let map = parse_map(&read.path, &read.text)?;
     let mut config = build(&read.path, &map, home, FileOrigin::Trusted)?;

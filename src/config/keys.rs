@@ -50,6 +50,28 @@ pub(crate) fn ssh_path_keys_set(map: &Map<String, Value>) -> Vec<&'static str> {
         .collect()
 }
 
+/// Keys that name a file whose content decides what a trusted instance file trusts: its
+/// SHA-256 is recorded with the instance file's (`config::trust`). The SSH path keys are not
+/// here: a project-directory file's are never used.
+const TRUST_HASHED_PATH_KEYS: [&str; 1] = [CA_FILE];
+
+/// The files this object names under [`TRUST_HASHED_PATH_KEYS`], as the loader reads them
+/// (trimmed, `~` expanded); unset, blank and non-string values name none.
+pub(crate) fn trust_hashed_paths(
+    map: &Map<String, Value>,
+    home: Option<&Path>,
+) -> Vec<(&'static str, PathBuf)> {
+    TRUST_HASHED_PATH_KEYS
+        .into_iter()
+        .filter_map(|k| match map.get(k) {
+            Some(Value::String(s)) if !s.trim().is_empty() => {
+                Some((k, fields::expand_home(s.trim(), home)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// Keys allowed inside one `sshNodes` entry.
 const NODE_KEYS: [&str; 3] = ["host", "port", "user"];
 

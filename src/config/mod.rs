@@ -475,7 +475,7 @@ pub fn load_instance(
         Scope::User => file::load_path(&instance.path, home, FileOrigin::Selected),
         Scope::Project => {
             let store = trust::TrustStore::load_or_empty(env, home);
-            file::load_project(file::read_project(&instance.path, &store)?, home)
+            file::load_project(file::read_project(&instance.path, &store, home)?, home)
         }
     }
 }

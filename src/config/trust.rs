@@ -1,5 +1,6 @@
 //! The trust store: which project-directory instance files the user has approved, by canonical
-//! path and SHA-256 of their content.
+//! path and SHA-256 of their content, and of the content of every file they name that decides
+//! what is trusted (today `tlsCaFile`: swapping the CA file would change the accepted CA).
 //!
 //! A `.nandi-proxmox-mcp/` folder in the working directory may come from a cloned repository, so
 //! discovery uses such a file only after `nandi-proxmox-mcp trust <file>` recorded it here.
@@ -10,6 +11,10 @@
 //!   (folder 0700) through a temporary file and a rename, so a reader never sees half a store;
 //! * trust is for exact bytes: the file is read once, hashed, and those same bytes are parsed, so
 //!   a file changed after `trust` (or between the check and the read) is not trusted;
+//! * the same holds for the files it names ([`NamedFile`]): a CA file that changed, moved, can
+//!   no longer be read, or was not recorded (a trust written before named files were hashed)
+//!   makes the instance file untrusted until `trust` is run again. The SSH key and known_hosts
+//!   paths are not hashed: a project file's are never used (`file::load_project`);
 //! * a store that cannot be read, is not valid, or that other users can write trusts nothing
 //!   (fail closed), with a warning that names it.
 
@@ -39,6 +44,93 @@ pub struct TrustEntry {
     /// Seconds since the Unix epoch when it was trusted.
     #[serde(rename = "trustedAt")]
     pub trusted_at: u64,
+    /// The files it names that decide what is trusted, as they were when it was trusted. A
+    /// record without the field (written before these were hashed) reads as "names none", so a
+    /// file that names one needs `trust` again, and one that names none stays trusted.
+    #[serde(rename = "namedFiles", default)]
+    pub named_files: Vec<NamedFile>,
+}
+
+/// A file an instance file names whose content decides what is trusted (its `tlsCaFile`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamedFile {
+    /// The instance-file key that names it (`tlsCaFile`).
+    pub key: String,
+    /// Canonical path of the file when it was trusted.
+    pub path: PathBuf,
+    /// Lower-case hex SHA-256 of its bytes then.
+    pub sha256: String,
+}
+
+/// A file an instance file names, as it is now: what [`TrustStore::named_state`] compares with
+/// the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedNow {
+    /// The instance-file key that names it.
+    pub key: &'static str,
+    /// The path as the instance file gives it (`~` expanded).
+    pub written: PathBuf,
+    /// Its canonical path and SHA-256 now, or why it cannot be read.
+    pub hashed: Result<(PathBuf, String), String>,
+}
+
+impl NamedNow {
+    /// Reads and hashes the file `key` names at `written`.
+    pub fn read(key: &'static str, written: PathBuf) -> NamedNow {
+        let hashed = hash_named_file(&written);
+        NamedNow {
+            key,
+            written,
+            hashed,
+        }
+    }
+
+    /// The record of it for the trust store; `Err` names the file and why it cannot be hashed.
+    pub fn record(&self) -> Result<NamedFile, String> {
+        match &self.hashed {
+            Ok((path, sha256)) => Ok(NamedFile {
+                key: self.key.to_owned(),
+                path: path.clone(),
+                sha256: sha256.clone(),
+            }),
+            Err(e) => Err(format!(
+                "`{}` names {}, which cannot be read ({e}); trust hashes it with the instance file",
+                self.key,
+                self.written.display()
+            )),
+        }
+    }
+}
+
+/// Largest named file that is hashed (a CA bundle is far smaller).
+const MAX_NAMED_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Canonical path and SHA-256 of a regular file of at most [`MAX_NAMED_FILE_BYTES`].
+fn hash_named_file(path: &Path) -> Result<(PathBuf, String), String> {
+    let canonical = fs::canonicalize(path).map_err(|e| e.to_string())?;
+    let meta = fs::metadata(&canonical).map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.len() > MAX_NAMED_FILE_BYTES {
+        return Err(format!(
+            "it is larger than {MAX_NAMED_FILE_BYTES} bytes ({} bytes)",
+            meta.len()
+        ));
+    }
+    let bytes = fs::read(&canonical).map_err(|e| e.to_string())?;
+    Ok((canonical, sha256_hex(&bytes)))
+}
+
+/// Why a file named by a trusted instance file is not the one trusted with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedFileChange {
+    /// The instance-file key naming it (`tlsCaFile`).
+    pub key: String,
+    /// The file as the instance file names it.
+    pub path: PathBuf,
+    /// What differs, as a phrase (`changed since you trusted it (its SHA-256 differs)`, …).
+    pub reason: String,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -48,12 +140,15 @@ struct StoreFile {
 }
 
 /// What the store says about one file's current bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TrustState {
-    /// Recorded with this exact content.
+    /// Recorded with this exact content, and so is every file it names.
     Trusted,
     /// Recorded, but the content changed since (hash mismatch).
     Changed,
+    /// Its content is the recorded one, but a file it names (its CA file) is not the one
+    /// trusted with it.
+    NamedFileChanged(NamedFileChange),
     /// Never recorded.
     Unknown,
 }
@@ -156,14 +251,43 @@ impl TrustStore {
         }
     }
 
+    /// The trust state of a file whose own content is trusted (`state` said
+    /// [`TrustState::Trusted`]), given the files it names as they are now: `Trusted` only when
+    /// each was recorded with this canonical path and SHA-256.
+    pub fn named_state(&self, canonical: &Path, now: &[NamedNow]) -> TrustState {
+        let Some(entry) = self.entries.iter().find(|e| e.path == canonical) else {
+            return TrustState::Unknown;
+        };
+        for named in now {
+            let record = entry.named_files.iter().find(|r| r.key == named.key);
+            let reason = match (record, &named.hashed) {
+                (None, _) => "was not recorded when the instance file was trusted (a trust \
+                              recorded before named files were hashed)"
+                    .to_owned(),
+                (Some(_), Err(e)) => format!("cannot be read now ({e})"),
+                (Some(r), Ok((path, _))) if r.path != *path => format!(
+                    "now resolves to {}, not to the trusted {}",
+                    path.display(),
+                    r.path.display()
+                ),
+                (Some(r), Ok((_, sha))) if !r.sha256.eq_ignore_ascii_case(sha) => {
+                    "changed since you trusted it (its SHA-256 differs)".to_owned()
+                }
+                (Some(_), Ok(_)) => continue,
+            };
+            return TrustState::NamedFileChanged(NamedFileChange {
+                key: named.key.to_owned(),
+                path: named.written.clone(),
+                reason,
+            });
+        }
+        TrustState::Trusted
+    }
+
     /// Records (or refreshes) a file's trust.
-    pub fn add(&mut self, canonical: PathBuf, sha256: String, trusted_at: u64) {
-        self.entries.retain(|e| e.path != canonical);
-        self.entries.push(TrustEntry {
-            path: canonical,
-            sha256,
-            trusted_at,
-        });
+    pub fn add(&mut self, entry: TrustEntry) {
+        self.entries.retain(|e| e.path != entry.path);
+        self.entries.push(entry);
     }
 
     /// Forgets a file; `false` when it was not recorded.
@@ -276,6 +400,57 @@ mod tests {
     use super::*;
     use crate::config::MapEnv;
 
+    fn entry(path: &Path, bytes: &[u8], trusted_at: u64) -> TrustEntry {
+        TrustEntry {
+            path: path.to_path_buf(),
+            sha256: sha256_hex(bytes),
+            trusted_at,
+            named_files: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_named_file_is_trusted_only_as_recorded_and_an_old_record_names_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = dir.path().join("ca.pem");
+        fs::write(&ca, "one").unwrap();
+        let file = PathBuf::from("/p/.nandi-proxmox-mcp/x.json");
+        let now = || vec![NamedNow::read("tlsCaFile", ca.clone())];
+        let mut store = TrustStore::empty(dir.path().join(STORE_FILE_NAME));
+        // A record without named files: a file naming none stays trusted, one naming a CA not.
+        store.add(entry(&file, b"x", 0));
+        assert_eq!(store.named_state(&file, &[]), TrustState::Trusted);
+        let TrustState::NamedFileChanged(change) = store.named_state(&file, &now()) else {
+            panic!("an old record does not cover the CA file");
+        };
+        assert_eq!(
+            (change.key.as_str(), change.path.as_path()),
+            ("tlsCaFile", ca.as_path())
+        );
+        assert!(change.reason.contains("was not recorded"), "{change:?}");
+        let mut recorded = entry(&file, b"x", 0);
+        recorded.named_files = vec![now()[0].record().unwrap()];
+        store.add(recorded);
+        store.save().unwrap();
+        let store = TrustStore::load(store.path()).unwrap();
+        assert_eq!(store.named_state(&file, &now()), TrustState::Trusted);
+        fs::write(&ca, "two").unwrap();
+        let TrustState::NamedFileChanged(change) = store.named_state(&file, &now()) else {
+            panic!("a changed CA file is not trusted");
+        };
+        assert!(change.reason.contains("SHA-256 differs"), "{change:?}");
+        fs::remove_file(&ca).unwrap();
+        let TrustState::NamedFileChanged(change) = store.named_state(&file, &now()) else {
+            panic!("a missing CA file is not trusted");
+        };
+        assert!(change.reason.contains("cannot be read"), "{change:?}");
+        assert!(now()[0].record().unwrap_err().contains("cannot be read"));
+        assert_eq!(
+            store.named_state(Path::new("/other"), &now()),
+            TrustState::Unknown
+        );
+    }
+
     #[test]
     fn store_path_prefers_an_absolute_xdg_state_home() {
         let home = Path::new("/home/u");
@@ -301,8 +476,8 @@ mod tests {
         let mut store = TrustStore::load(&path).unwrap();
         assert!(store.entries().is_empty());
         let file = PathBuf::from("/p/.nandi-proxmox-mcp/x.json");
-        store.add(file.clone(), sha256_hex(b"one"), 1);
-        store.add(file.clone(), sha256_hex(b"two"), 2);
+        store.add(entry(&file, b"one", 1));
+        store.add(entry(&file, b"two", 2));
         store.save().unwrap();
         let store = TrustStore::load(&path).unwrap();
         assert_eq!(store.entries().len(), 1);
@@ -324,7 +499,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s").join(STORE_FILE_NAME);
         let mut store = TrustStore::empty(path.clone());
-        store.add(PathBuf::from("/x"), sha256_hex(b"x"), 0);
+        store.add(entry(Path::new("/x"), b"x", 0));
         store.save().unwrap();
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&path), 0o600);

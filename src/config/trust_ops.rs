@@ -2,7 +2,8 @@
 //! current content, revoke it, list the store, and tell which project files discovery ignores.
 //!
 //! Invariant: trust is only ever recorded for content that loads (a broken file is refused), by
-//! canonical path and the SHA-256 of the very bytes that were validated.
+//! canonical path and the SHA-256 of the very bytes that were validated, together with the
+//! SHA-256 of the CA file those bytes name.
 
 use std::path::{Path, PathBuf};
 
@@ -17,14 +18,16 @@ pub fn trust_status(
     let store_path =
         trust::store_path(env, paths.home.as_deref()).ok_or(ConfigError::NoTrustStore)?;
     let store = trust::TrustStore::load(&store_path)?;
-    let read = file::read_project(&paths.cwd.join(path), &store)?;
+    let read = file::read_project(&paths.cwd.join(path), &store, paths.home.as_deref())?;
     let sha = trust::sha256_hex(read.text().as_bytes());
     Ok((read.canonical, sha, read.state))
 }
 
 /// Trusts an instance file's current content: validates it (a broken file is refused, so trust
 /// is only ever given to something that loads) and records its canonical path and SHA-256 in
-/// the trust store. Returns the entry and the SSH keys the file names (which stay ignored).
+/// the trust store, with the canonical path and SHA-256 of the CA file it names (one that
+/// cannot be read is refused). Returns the entry and the SSH keys the file names (which stay
+/// ignored).
 pub fn trust_file(
     env: &dyn EnvSource,
     paths: &Paths,
@@ -33,14 +36,15 @@ pub fn trust_file(
     let home = paths.home.as_deref();
     let store_path = trust::store_path(env, home).ok_or(ConfigError::NoTrustStore)?;
     let mut store = trust::TrustStore::load(&store_path)?;
-    let read = file::read_project(&paths.cwd.join(path), &store)?;
-    let (sha, ignored) = file::validate_for_trust(&read, home)?;
+    let read = file::read_project(&paths.cwd.join(path), &store, home)?;
+    let (sha, named_files, ignored) = file::validate_for_trust(&read, home)?;
     let entry = trust::TrustEntry {
         path: read.canonical.clone(),
         sha256: sha,
         trusted_at: trust::now_secs(),
+        named_files,
     };
-    store.add(entry.path.clone(), entry.sha256.clone(), entry.trusted_at);
+    store.add(entry.clone());
     store.save()?;
     Ok((entry, ignored))
 }
@@ -57,12 +61,9 @@ pub fn trusted_project_object(
     let store_path =
         trust::store_path(env, paths.home.as_deref()).ok_or(ConfigError::NoTrustStore)?;
     let store = trust::TrustStore::load(&store_path)?;
-    let read = file::read_project(&paths.cwd.join(path), &store)?;
-    if read.state != trust::TrustState::Trusted {
-        return Err(ConfigError::UntrustedProjectFile {
-            path: read.path,
-            changed: read.state == trust::TrustState::Changed,
-        });
+    let read = file::read_project(&paths.cwd.join(path), &store, paths.home.as_deref())?;
+    if let Some(err) = read.untrusted() {
+        return Err(err);
     }
     file::parse_map(&read.path, read.text())
 }
@@ -99,8 +100,8 @@ pub fn untrusted_project_files(env: &dyn EnvSource, paths: &Paths) -> Vec<(PathB
     let store = trust::TrustStore::load_or_empty(env, paths.home.as_deref());
     file::project_instances(paths)
         .iter()
-        .filter_map(|i| file::read_project(&i.path, &store).ok())
+        .filter_map(|i| file::read_project(&i.path, &store, paths.home.as_deref()).ok())
         .filter(|r| r.state != trust::TrustState::Trusted)
-        .map(|r| (r.path, r.state == trust::TrustState::Changed))
+        .map(|r| (r.path, r.state != trust::TrustState::Unknown))
         .collect()
 }
