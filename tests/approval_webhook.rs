@@ -2,7 +2,8 @@
 //! with `PVE_APPROVAL_NOTIFY` set. The built binary posts the notice to a real receiver on
 //! loopback, serves the approval page on its own listener, and the gated call waits until a
 //! person decides on that page over HTTP — the `confirm` flag plays no part. Checked against the
-//! emulator's request log: one request after Approve, none otherwise.
+//! emulator's request log: one request after Approve, none otherwise. A plain-http webhook off
+//! loopback is refused at start-up: the notice carries the link, which is the permission.
 
 mod approval_common;
 mod common;
@@ -233,4 +234,38 @@ async fn a_dry_run_tells_who_decides_when_a_webhook_is_set() {
     client.cancel().await.ok();
     assert!(receiver.notices().is_empty(), "a dry run notifies nobody");
     assert!(changes(&emu).is_empty());
+}
+
+/// The notice carries the approval link, which is the permission itself: plain http to a host
+/// that is not loopback is refused before the server starts, naming the variable and never the
+/// URL (its query holds a token). Loopback http is what the tests above run with.
+#[test]
+fn a_plain_http_webhook_off_loopback_is_refused_at_start_up() {
+    for hook in [
+        "http://hooks.example.com/approve?token=sekrit-hook-token",
+        "ntfy+http://ntfy.example.com/sekrit-topic",
+        "http://192.0.2.10:8080/sekrit-hook",
+    ] {
+        let home = tempfile::tempdir().expect("tempdir");
+        let out = std::process::Command::new(common::binary())
+            .arg("run")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", home.path())
+            .env("PVE_APPROVAL_NOTIFY", hook)
+            .current_dir(home.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("binary runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{hook}: {stderr}");
+        assert!(
+            stderr.contains("PVE_APPROVAL_NOTIFY is not usable (plain http")
+                && stderr.contains("loopback")
+                && stderr.contains("https"),
+            "{hook}: {stderr}"
+        );
+        assert!(!stderr.contains("sekrit"), "{hook}: {stderr}");
+        assert!(out.stdout.is_empty(), "nothing served: {hook}");
+    }
 }

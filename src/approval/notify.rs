@@ -6,7 +6,9 @@
 //! redirects, bounded timeouts) is built at start-up.
 //!
 //! Invariant: the webhook URL (its path or query may carry a token) never reaches a log line or
-//! an error message — only its scheme and host do.
+//! an error message — only its scheme and host do. The notice carries the approval link, which
+//! is the permission itself, so it only ever travels over https or to a loopback host: plain
+//! http elsewhere is refused at start-up (`policy::approval_links`).
 
 use std::time::{Duration, SystemTime};
 

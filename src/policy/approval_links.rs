@@ -2,7 +2,9 @@
 //! reached through URL-mode elicitation or a webhook (`PVE_APPROVAL_NOTIFY`).
 //!
 //! Invariants: the webhook URL is a secret (its query or path may carry a token) and is never
-//! shown by `Debug` or an error; a base URL is an absolute `http(s)` URL without query or
+//! shown by `Debug` or an error; it is `https`, or plain `http` only to a loopback host
+//! (127.0.0.0/8, ::1, `localhost` — the rule of the OAuth issuer URL), because the notice carries
+//! the approval link, which is the permission itself; a base URL is an absolute `http(s)` URL without query or
 //! fragment; `PVE_HUMAN_APPROVAL=confirm` and `PVE_APPROVAL_NOTIFY` together are refused at
 //! start-up (one says nobody is asked, the other names who is); `PVE_APPROVERS` names exactly
 //! one rule (the caller themself, or one scope), and a scope is a valid RFC 6749 scope token.
@@ -132,9 +134,9 @@ impl Default for LinkSettings {
 /// A link-approval setting that cannot be honoured. Never quotes the webhook URL.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum LinkSettingsError {
-    /// `PVE_APPROVAL_NOTIFY` is not an http(s) or ntfy+http(s) URL.
+    /// `PVE_APPROVAL_NOTIFY` is not an https (or loopback http) or ntfy+https URL.
     #[error(
-        "{ENV_APPROVAL_NOTIFY} is not usable ({problem}); give an http(s) URL, or ntfy+https://host/topic for an ntfy topic"
+        "{ENV_APPROVAL_NOTIFY} is not usable ({problem}); give an https URL (plain http only to a loopback host: 127.0.0.0/8, ::1, localhost), or ntfy+https://host/topic for an ntfy topic"
     )]
     Notify {
         /// What is wrong (without the value: it may hold a token).
@@ -231,8 +233,15 @@ fn parse_notify(value: &str) -> Result<NotifyTarget, LinkSettingsError> {
             problem: "the scheme is not http or https",
         });
     }
-    if url.host_str().is_none_or(str::is_empty) {
+    let host = url.host_str().unwrap_or_default();
+    if host.is_empty() {
         return Err(LinkSettingsError::Notify { problem: "no host" });
+    }
+    // The notice carries the approval link: whoever reads it in transit can approve.
+    if url.scheme() == "http" && !crate::transport::http::oauth::is_loopback_host(host) {
+        return Err(LinkSettingsError::Notify {
+            problem: "plain http to a host that is not loopback would send the approval link, which is the permission itself, readable in transit",
+        });
     }
     if url.fragment().is_some() {
         return Err(LinkSettingsError::Notify {
@@ -309,6 +318,38 @@ mod tests {
         for bad in ["ftp://x/y", "not a url", "ntfy+mailto:x@y"] {
             let err = read(&[(ENV_APPROVAL_NOTIFY, bad)]).unwrap_err();
             assert!(!err.to_string().contains(bad), "{err}");
+        }
+    }
+
+    #[test]
+    fn plain_http_webhooks_are_read_only_to_loopback() {
+        for good in [
+            "http://127.0.0.1:9/hook",
+            "http://127.8.9.10/hook",
+            "http://[::1]:9/hook",
+            "http://localhost:9/hook",
+            "http://LOCALHOST/hook",
+            "ntfy+http://127.0.0.1:9/topic",
+            "https://hooks.example/x",
+            "ntfy+https://ntfy.example/topic",
+        ] {
+            assert!(read(&[(ENV_APPROVAL_NOTIFY, good)]).is_ok(), "{good}");
+        }
+        for bad in [
+            "http://hooks.example/x?token=tk_secret",
+            "ntfy+http://ntfy.example/tk_secret",
+            "http://10.0.0.5/tk_secret",
+            "http://0.0.0.0/tk_secret",
+            "http://[::]/tk_secret",
+            "http://[::ffff:127.0.0.1]/tk_secret",
+            "http://localhost.example/tk_secret",
+        ] {
+            let err = read(&[(ENV_APPROVAL_NOTIFY, bad)]).unwrap_err().to_string();
+            assert!(
+                err.starts_with("PVE_APPROVAL_NOTIFY is not usable (plain http"),
+                "{bad}: {err}"
+            );
+            assert!(!err.contains("tk_secret"), "{err}");
         }
     }
 
