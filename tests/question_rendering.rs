@@ -2,7 +2,8 @@
 //! the built binary over stdio by an rmcp client that declares elicitation, captures the
 //! question and declines, against the emulator.
 //!
-//! Each hostile value (140 newlines, an ESC sequence, U+202E, zero-width characters, a 10 kB
+//! Each hostile value (140 newlines, an ESC sequence, U+202E, zero-width characters, tag
+//! characters, variation selectors and Hangul fillers, a 10 kB
 //! API parameter, a 10 kB description, a guest's hostile *old* description read from Proxmox)
 //! must be shown escaped and whole (or head … tail with length and digest), the line after
 //! the title must open the reasons block, no line may begin with a value, and the emulator
@@ -38,8 +39,35 @@ const LINE_STARTS: &[&str] = &[
 
 /// Characters that must never reach the question unescaped.
 const HIDDEN: &[char] = &[
-    '\r', '\t', '\u{1b}', '\u{7f}', '\u{85}', '\u{202e}', '\u{202d}', '\u{2066}', '\u{200b}',
-    '\u{200c}', '\u{200d}', '\u{2060}', '\u{feff}', '\u{ad}', '\u{2028}', '\u{2029}',
+    '\r',
+    '\t',
+    '\u{1b}',
+    '\u{7f}',
+    '\u{85}',
+    '\u{202e}',
+    '\u{202d}',
+    '\u{2066}',
+    '\u{200b}',
+    '\u{200c}',
+    '\u{200d}',
+    '\u{2060}',
+    '\u{feff}',
+    '\u{ad}',
+    '\u{2028}',
+    '\u{2029}',
+    // tag characters, variation selectors (both blocks), Hangul fillers
+    '\u{e0000}',
+    '\u{e0001}',
+    '\u{e0041}',
+    '\u{e007f}',
+    '\u{fe00}',
+    '\u{fe0f}',
+    '\u{e0100}',
+    '\u{e01ef}',
+    '\u{115f}',
+    '\u{1160}',
+    '\u{3164}',
+    '\u{ffa0}',
 ];
 
 fn env(emu: &Emulator, vars: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -325,5 +353,60 @@ async fn the_question_tells_the_real_node_the_right_before_values_and_what_is_cr
     assert!(q.contains("userid=eve@pve"), "{q}");
     assert!(!q.contains("remove or interrupt"), "{q}");
     assert!(!q.contains("  - destroy:"), "{q}");
+    client.cancel().await.ok();
+}
+
+/// Invisible characters that can smuggle text past a reader (a "tag" spelling of hidden
+/// instructions, variation selectors carrying bytes, Hangul fillers that look like blanks) are
+/// shown as `\u{…}` escapes like the bidi and zero-width ones, at both ends of each range.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tag_characters_variation_selectors_and_hangul_fillers_are_shown_escaped() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Decline);
+    let (client, _home) = connect_stdio(person.clone(), &env(&emu, FULL)).await;
+    let classes: [(&str, &[char]); 4] = [
+        (
+            "tag characters U+E0000-U+E007F",
+            &[
+                '\u{e0000}',
+                '\u{e0001}',
+                '\u{e0041}',
+                '\u{e0069}',
+                '\u{e007f}',
+            ],
+        ),
+        (
+            "variation selectors U+FE00-U+FE0F",
+            &['\u{fe00}', '\u{fe0f}'],
+        ),
+        (
+            "variation selectors supplement U+E0100-U+E01EF",
+            &['\u{e0100}', '\u{e0150}', '\u{e01ef}'],
+        ),
+        (
+            "Hangul fillers",
+            &['\u{115f}', '\u{1160}', '\u{3164}', '\u{ffa0}'],
+        ),
+    ];
+    for (class, chars) in classes {
+        let hostile: String = chars.iter().map(|c| format!("a{c}")).collect();
+        let q = asked(
+            &client,
+            &person,
+            &emu,
+            "pve_qemu_update_config",
+            json!({"node": "pve01", "vmid": 101, "description": hostile}),
+        )
+        .await;
+        let shown: String = chars
+            .iter()
+            .map(|c| format!("a\\u{{{:x}}}", *c as u32))
+            .collect();
+        assert!(
+            q.contains(&format!("  - description: (unset) → \"{shown}\"")),
+            "{class}: {q:?}"
+        );
+        assert!(!q.contains(chars), "{class}: {q:?}");
+    }
     client.cancel().await.ok();
 }

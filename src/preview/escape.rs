@@ -4,7 +4,8 @@
 //! names, old values, commands, argv items, API parameters, reasons — goes through [`escape`].
 //! Invariant: the escaped text holds no character that can start a line, move the cursor,
 //! change the writing direction or hide itself (C0, DEL, C1, line/paragraph separators, ESC,
-//! bidi controls, zero-width and other invisible format characters); each becomes a visible
+//! bidi controls, zero-width and other invisible format characters, tag characters, variation
+//! selectors of both blocks, Hangul fillers); each becomes a visible
 //! escape (`\n`, `\x1b`, `\u{202e}`), and a backslash is doubled so no escape can be faked.
 //! Nothing is cut silently: a value is shown whole or, over [`BOUND`] characters, as
 //! head … tail with its exact length and a SHA-256 digest.
@@ -34,10 +35,15 @@ fn must_escape(c: char) -> bool {
         | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
         // word joiner, invisible operators, bidi isolates, deprecated format characters
         | '\u{2060}'..='\u{206f}'
+        // Hangul filler, variation selectors 1–16, BOM / zero-width no-break space,
+        // halfwidth Hangul filler, interlinear annotation controls
         | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
         | '\u{fff9}'..='\u{fffb}'
-        // tag characters and language tag
-        | '\u{e0000}'..='\u{e007f}')
+        // tag characters and language tag (hidden text spelled in tags)
+        | '\u{e0000}'..='\u{e007f}'
+        // variation selectors 17–256 (Variation Selectors Supplement): invisible, and a run of
+        // them can carry arbitrary bytes
+        | '\u{e0100}'..='\u{e01ef}')
 }
 
 /// The value with every dangerous character made visible (see the module doc); `\` becomes
@@ -191,6 +197,42 @@ mod tests {
             let shown = escape(&format!("a{c}b"));
             assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32));
             assert!(!shown.contains(c));
+        }
+    }
+
+    #[test]
+    fn tags_variation_selectors_and_hangul_fillers_become_visible() {
+        for c in [
+            // tag characters, both ends and a letter
+            '\u{e0000}',
+            '\u{e0001}',
+            '\u{e0041}',
+            '\u{e007f}',
+            // variation selectors 1–16 and 17–256
+            '\u{fe00}',
+            '\u{fe0f}',
+            '\u{e0100}',
+            '\u{e01ef}',
+            // Hangul fillers
+            '\u{115f}',
+            '\u{1160}',
+            '\u{3164}',
+            '\u{ffa0}',
+        ] {
+            let shown = escape(&format!("a{c}b"));
+            assert_eq!(shown, format!("a\\u{{{:x}}}b", c as u32));
+            assert!(!shown.contains(c));
+        }
+        // Their neighbours are ordinary text.
+        for c in [
+            '\u{e0080}',
+            '\u{e00ff}',
+            '\u{e01f0}',
+            '\u{fdff}',
+            '\u{fe10}',
+            '\u{3165}',
+        ] {
+            assert!(!must_escape(c), "{:x}", c as u32);
         }
     }
 
