@@ -3,7 +3,10 @@
 //!
 //! Invariant: the inventory makes exactly three requests (`/cluster/resources`, `/version`,
 //! `/cluster/status`) whatever the cluster's size; capabilities reports the registry in
-//! force, never the whole catalog, and never prints a secret.
+//! force, never the whole catalog, and never prints a secret. Its SSH probe (`true` on the
+//! entry host) is a fixed diagnostic admitted at the SSH choke point like any other, and is
+//! not run at all while changes are frozen: the kill switch means no SSH connection is
+//! opened, so the answer then says `"probed": false` and why.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -12,8 +15,9 @@ use serde_json::{Map, Value, json};
 
 use super::calls::Calls;
 use crate::backends::Backends;
+use crate::effects::{self, SshKind};
 use crate::envelope::ToolFailure;
-use crate::ssh::RunOptions;
+use crate::ssh::{Router, RunOptions};
 
 /// `pve_inventory_overview`.
 pub(super) async fn inventory(calls: &mut Calls<'_>) -> Result<Value, ToolFailure> {
@@ -98,20 +102,7 @@ pub(super) async fn capabilities(
     }
     let ssh = match backends.ssh {
         None => json!({"configured": false, "reachable": false}),
-        Some(router) => {
-            let probe = router
-                .run_on_entry(
-                    &["true".to_owned()],
-                    RunOptions::with_timeout(Duration::from_secs(10)),
-                )
-                .await;
-            json!({
-                "configured": true,
-                "host": router.entry().host,
-                "reachable": probe.is_ok(),
-                "error": probe.err().map(|e| e.to_string()),
-            })
-        }
+        Some(router) => ssh_probe(backends, router).await,
     };
     let settings = backends.settings;
     let mut out = json!({
@@ -146,6 +137,43 @@ pub(super) async fn capabilities(
     }
     out["proxmox"] = Value::Object(proxmox);
     Ok(out)
+}
+
+/// The SSH part of the answer: `true` run on the entry host, unless changes are frozen (a
+/// freeze file that cannot be read counts as frozen); then no connection is opened.
+async fn ssh_probe(backends: &Backends<'_>, router: &Router) -> Value {
+    let host = &router.entry().host;
+    let frozen = backends
+        .settings
+        .freeze
+        .as_ref()
+        .and_then(|switch| switch.check().err());
+    if frozen.is_some() {
+        return json!({
+            "configured": true,
+            "host": host,
+            "probed": false,
+            "reachable": Value::Null,
+            "not_probed": "changes are frozen (the kill switch): no SSH connection is opened while frozen",
+        });
+    }
+    let probe = match effects::admit_ssh(SshKind::Diagnostic, "connection probe `true`") {
+        Err(stopped) => Err(stopped.to_string()),
+        Ok(_) => router
+            .run_on_entry(
+                &["true".to_owned()],
+                RunOptions::with_timeout(Duration::from_secs(10)),
+            )
+            .await
+            .map_err(|e| e.to_string()),
+    };
+    json!({
+        "configured": true,
+        "host": host,
+        "probed": true,
+        "reachable": probe.is_ok(),
+        "error": probe.err(),
+    })
 }
 
 /// The registered tools needing a privilege the token holds on no path at all, with the
