@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backends::{Backends, build_request};
 use crate::catalog::{Backend, HttpMethod, ToolSpec};
+pub use crate::composite::Prechecked;
 use crate::envelope::{ToolFailure, codes, failure_from, not_configured};
 use crate::pve;
 use crate::registry::Entry;
@@ -28,6 +29,7 @@ pub async fn execute(
     backends: &Backends<'_>,
     spec: &'static ToolSpec,
     args: &ValidArgs,
+    prechecked: Prechecked,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
     let client = backends.pve;
@@ -37,7 +39,7 @@ pub async fn execute(
             ssh::ops::execute(op, spec, backends.ssh, client, args, cancel).await
         }
         (Backend::Composite(op), _) => {
-            crate::composite::execute(op, backends, spec, args, cancel).await
+            crate::composite::execute(op, backends, spec, args, prechecked, cancel).await
         }
         (_, None) => (Err(not_configured()), 0),
         (_, Some(client)) => execute_api(client, spec, args, cancel).await,
@@ -47,23 +49,20 @@ pub async fn execute(
 /// The server's own guards that need more than the row, run after validation and before the
 /// gate, so a person is asked only about a call that would really be sent: the SSH tools'
 /// input rules, the download's address guard, the generic call's schema check. Returns what
-/// the cluster's own schema says the call does (a plain read for everything else).
+/// the cluster's own schema says the call does (a plain read for everything else), and what
+/// `execute` sends as judged.
 pub async fn precheck(
     backends: &Backends<'_>,
     spec: &'static ToolSpec,
     args: &ValidArgs,
     cancel: &CancellationToken,
-) -> Result<crate::effects::Classified, ToolFailure> {
+) -> Result<Prechecked, ToolFailure> {
     match spec.backend {
-        Backend::Ssh(op) => {
-            ssh::ops::precheck(op, args).map(|()| crate::effects::Classified::read())
-        }
+        Backend::Ssh(op) => ssh::ops::precheck(op, args).map(|()| Prechecked::default()),
         Backend::Composite(op) => {
             crate::composite::precheck(op, backends, spec, args, cancel).await
         }
-        Backend::Rest { .. } | Backend::PerNodeList { .. } => {
-            Ok(crate::effects::Classified::read())
-        }
+        Backend::Rest { .. } | Backend::PerNodeList { .. } => Ok(Prechecked::default()),
     }
 }
 

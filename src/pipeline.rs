@@ -81,15 +81,17 @@ pub async fn run(
     // Stage: the server's own guards (input rules, address guard, the cluster's schema) run
     // before the gate, so nobody is asked about a call that would be refused anyway, and the
     // gate sees what the cluster's schema says the call does.
-    let learned = match dispatch::precheck(&backends, spec, &args, cancel).await {
-        Ok(learned) => learned,
+    // Boxed: the schema lookup's future is large, and the pipeline's own future (which MCP
+    // tasks run on a worker thread's stack) must stay small.
+    let mut prechecked = match Box::pin(dispatch::precheck(&backends, spec, &args, cancel)).await {
+        Ok(prechecked) => prechecked,
         Err(failure) => {
             return outcome::conclude(&record, entry, started, Err(failure), 0, None)
                 .await
                 .into();
         }
     };
-    let gate = gate::evaluate_with(spec, &args, learned);
+    let gate = gate::evaluate_with(spec, &args, std::mem::take(&mut prechecked.learned));
     if let Some(failure) = gate::tier_refusal(tier, spec, gate.as_ref()) {
         return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
@@ -195,7 +197,11 @@ pub async fn run(
         freeze,
         crate::composite::exec::detached_scope(
             exec_as_task,
-            dispatch::execute(&backends, spec, &args, cancel),
+            // Boxed like the precheck: the backends' futures are large, and a task runs this
+            // one on a worker thread's stack.
+            Box::pin(dispatch::execute(
+                &backends, spec, &args, prechecked, cancel,
+            )),
         ),
     );
     let (outcome, attempts) = crate::tasks::progress_scope(context, entry.cluster, work).await;

@@ -242,7 +242,17 @@ async fn writes_need_full_and_approval_and_check_indexed_keys() {
     )
     .await;
     assert_eq!(error["code"], "CONFIRMATION_REQUIRED", "{error}");
-    assert!(emu.requests().is_empty(), "sent before approval");
+    // The schema check runs before the question (its lookup reads the version and the
+    // schema); the call itself is not sent.
+    assert!(
+        emu.requests().iter().all(|r| r.method == "GET"),
+        "sent before approval: {:?}",
+        emu.requests()
+    );
+    assert!(
+        calls(&emu).iter().all(|r| r.path != config),
+        "sent before approval"
+    );
 
     let error = fails(&mut mcp, "pve_api_write", write(&["nte3=virtio"], true)).await;
     assert_eq!(error["code"], "TOOL_INPUT_REJECTED");

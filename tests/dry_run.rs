@@ -43,7 +43,7 @@ const CANDIDATES: &[&str] = &[
     "a",
     "1",
     "101",
-    "https://example.com/debian.iso",
+    "https://9.9.9.9/debian.iso",
 ];
 
 fn accepts(param: &Param, value: &str) -> bool {
@@ -75,6 +75,8 @@ fn sample(param: &Param) -> Value {
         ParamKind::Number => json!(param.minimum.unwrap_or(1)),
         ParamKind::Boolean => json!(true),
         ParamKind::StringArray => json!(["uptime"]),
+        // The generic write checks its path against the cluster's schema before the gate.
+        ParamKind::String if param.name == "path" => json!("/nodes/pve01/qemu/101/status/start"),
         ParamKind::String => {
             let chosen = param
                 .one_of

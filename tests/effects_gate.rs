@@ -7,7 +7,7 @@ mod approval_common;
 mod common;
 
 use approval_common::{Answer, Person, call, changes, code, connect_stdio};
-use common::{emulator, env_for, with_policy};
+use common::{emulator, env_for, schemas, with_policy};
 use serde_json::{Value, json};
 
 /// Requests to `path` (GET or not) the emulator received.
@@ -18,6 +18,8 @@ fn reached(emu: &nandi_proxmox_mcp::emulator::Emulator, path: &str) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_generic_read_cannot_reach_out_or_read_guest_files_at_read_only() {
     let emu = emulator().await;
+    // The schema a real 9.1.3 node serves: the generic call checks against it first.
+    emu.serve_api_schema(schemas::apidata_9_1_3().to_string());
     let env = with_policy(
         env_for(&emu),
         &[
@@ -71,6 +73,8 @@ async fn the_generic_read_cannot_reach_out_or_read_guest_files_at_read_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn equivalents_of_gated_arguments_are_asked_and_send_nothing_when_declined() {
     let emu = emulator().await;
+    // The schema a real 9.1.3 node serves: the generic call checks against it first.
+    emu.serve_api_schema(schemas::apidata_9_1_3().to_string());
     let env = with_policy(
         env_for(&emu),
         &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],

@@ -148,7 +148,22 @@ async fn query_and_form_parameters_are_encoded() {
 async fn bad_request_keeps_per_parameter_errors_and_is_not_retried() {
     let emu = emulator().await;
     let client = pinned(&emu);
-    let outcome = call(&client, ApiRequest::get("/nodes").param("bogus", "1")).await;
+    // A parameter the schema does not declare cannot be placed: outside an approval the
+    // client refuses it unsent; approved, Proxmox's 400 comes back whole.
+    let refused = call(&client, ApiRequest::get("/nodes").param("bogus", "1")).await;
+    assert_eq!(
+        refused.attempts, 0,
+        "an undeclared parameter left unapproved"
+    );
+    assert!(emu.requests().is_empty());
+    let approved =
+        nandi_proxmox_mcp::effects::EffectSet::of(nandi_proxmox_mcp::effects::Effect::Unplaced);
+    let outcome = nandi_proxmox_mcp::effects::with_clearance(
+        approved,
+        None,
+        call(&client, ApiRequest::get("/nodes").param("bogus", "1")),
+    )
+    .await;
     assert_eq!(outcome.attempts, 1, "a 400 is never retried");
     assert_eq!(emu.requests().len(), 1);
     let err = err_of(&outcome);

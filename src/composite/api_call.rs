@@ -28,7 +28,8 @@ use crate::schema::{ArgValue, ValidArgs};
 
 /// A generic call judged by every check that needs no approval: the structural rules, then
 /// the cluster's schema (when it can be had). What it will send, and the report of the check.
-struct Judged {
+#[derive(Debug)]
+pub struct Judged {
     method: String,
     pve_method: pve::Method,
     checked: CheckedCall,
@@ -37,7 +38,7 @@ struct Judged {
 
 /// Judges a call: structural rules, then the cluster's schema. `Err` is the refusal, with
 /// the number of attempts (always 0: the call itself was not sent).
-async fn judge(
+pub async fn judge(
     backends: &Backends<'_>,
     spec: &'static ToolSpec,
     args: &ValidArgs,
@@ -101,19 +102,8 @@ async fn judge(
 }
 
 /// What the cluster's own schema says the call does (nothing when no schema could be had):
-/// run before the gate, so a person is asked only about a call that passed every check, and
-/// about everything either schema says it does.
-pub async fn precheck(
-    backends: &Backends<'_>,
-    spec: &'static ToolSpec,
-    args: &ValidArgs,
-    cancel: &CancellationToken,
-) -> Result<Classified, ToolFailure> {
-    let judged = judge(backends, spec, args, cancel).await?;
-    Ok(by_cluster(&judged))
-}
-
-fn by_cluster(judged: &Judged) -> Classified {
+/// learned before the gate, so a person is asked about everything either schema says.
+pub fn by_cluster(judged: &Judged) -> Classified {
     match &judged.checked.cluster {
         Some(cluster) => effects::classify_rest_with(
             &judged.method,
@@ -125,16 +115,21 @@ fn by_cluster(judged: &Judged) -> Classified {
     }
 }
 
-/// Runs one generic call. Returns the outcome and the attempts of the call itself.
+/// Runs one generic call, as the checks before the gate judged it (`judged`; judged here
+/// when the call comes without). Returns the outcome and the attempts of the call itself.
 pub async fn execute(
     backends: &Backends<'_>,
     spec: &'static ToolSpec,
     args: &ValidArgs,
+    judged: Option<Judged>,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
-    let judged = match judge(backends, spec, args, cancel).await {
-        Ok(judged) => judged,
-        Err(failure) => return (Err(failure), 0),
+    let judged = match judged {
+        Some(judged) => judged,
+        None => match judge(backends, spec, args, cancel).await {
+            Ok(judged) => judged,
+            Err(failure) => return (Err(failure), 0),
+        },
     };
     let Some(client) = backends.pve else {
         return (Err(not_configured()), 0);

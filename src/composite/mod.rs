@@ -33,6 +33,15 @@ use crate::schema::ValidArgs;
 
 use calls::Calls;
 
+/// What the checks before the gate learned about a call (see [`precheck`]).
+#[derive(Debug, Default)]
+pub struct Prechecked {
+    /// What the cluster's own schema says the call does (a plain read when it says nothing).
+    pub learned: crate::effects::Classified,
+    /// The generic call as the checks judged it, sent as judged (no second lookup).
+    api_call: Option<api_call::Judged>,
+}
+
 /// The guards of a composite operation that need no approval, run before anyone is asked:
 /// the generic call's structural and schema checks (which return what the cluster's schema
 /// says the call does), the download's address guard. Other operations pass.
@@ -42,29 +51,36 @@ pub async fn precheck(
     spec: &'static ToolSpec,
     args: &ValidArgs,
     cancel: &CancellationToken,
-) -> Result<crate::effects::Classified, ToolFailure> {
+) -> Result<Prechecked, ToolFailure> {
     match op {
-        CompositeOp::ApiCall => api_call::precheck(backends, spec, args, cancel).await,
+        CompositeOp::ApiCall => {
+            let judged = api_call::judge(backends, spec, args, cancel).await?;
+            Ok(Prechecked {
+                learned: api_call::by_cluster(&judged),
+                api_call: Some(judged),
+            })
+        }
         CompositeOp::DownloadToStorage => download::guard(args, &backends.settings.download_allow)
             .await
-            .map(|_| crate::effects::Classified::read()),
-        _ => Ok(crate::effects::Classified::read()),
+            .map(|_| Prechecked::default()),
+        _ => Ok(Prechecked::default()),
     }
 }
 
-/// Runs one composite operation.
+/// Runs one composite operation (`prechecked`: what [`precheck`] found for this call).
 pub async fn execute(
     op: CompositeOp,
     backends: &Backends<'_>,
     spec: &'static ToolSpec,
     args: &ValidArgs,
+    prechecked: Prechecked,
     cancel: &CancellationToken,
 ) -> (Result<Value, ToolFailure>, u32) {
     if op == CompositeOp::WaitTask {
         return wait_task::run(backends, args, cancel).await;
     }
     if op == CompositeOp::ApiCall {
-        return api_call::execute(backends, spec, args, cancel).await;
+        return api_call::execute(backends, spec, args, prechecked.api_call, cancel).await;
     }
     if op == CompositeOp::ClustersOverview {
         return clusters_overview::run(backends, cancel).await;
