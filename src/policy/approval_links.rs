@@ -9,7 +9,7 @@
 //! start-up (one says nobody is asked, the other names who is); `PVE_APPROVERS` names exactly
 //! one rule (the caller themself, or one scope), and a scope is a valid RFC 6749 scope token.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
 use thiserror::Error;
 use url::Url;
@@ -238,7 +238,7 @@ fn parse_notify(value: &str) -> Result<NotifyTarget, LinkSettingsError> {
         return Err(LinkSettingsError::Notify { problem: "no host" });
     }
     // The notice carries the approval link: whoever reads it in transit can approve.
-    if url.scheme() == "http" && !crate::transport::http::oauth::is_loopback_host(host) {
+    if url.scheme() == "http" && !is_loopback_host(host) {
         return Err(LinkSettingsError::Notify {
             problem: "plain http to a host that is not loopback would send the approval link, which is the permission itself, readable in transit",
         });
@@ -249,6 +249,16 @@ fn parse_notify(value: &str) -> Result<NotifyTarget, LinkSettingsError> {
         });
     }
     Ok(NotifyTarget { kind, url })
+}
+
+/// Whether a URL's host (brackets allowed) is a loopback address (127.0.0.0/8, ::1) or
+/// `localhost`: where plain http may go. The same rule as the OAuth issuer's
+/// (`transport::http::oauth::is_loopback_host`, a layer above this one, so not importable
+/// here; a unit test below checks that both agree).
+fn is_loopback_host(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    bare.eq_ignore_ascii_case("localhost")
+        || bare.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// `caller`, or `scope:` and one scope token (printable ASCII without blanks, quotes or
@@ -319,6 +329,29 @@ mod tests {
             let err = read(&[(ENV_APPROVAL_NOTIFY, bad)]).unwrap_err();
             assert!(!err.to_string().contains(bad), "{err}");
         }
+    }
+
+    #[test]
+    fn the_webhook_and_the_oauth_issuer_share_one_loopback_rule() {
+        use crate::transport::http::oauth::is_loopback_host as issuer;
+        for host in [
+            "127.0.0.1",
+            "127.255.0.9",
+            "::1",
+            "[::1]",
+            "localhost",
+            "LocalHost",
+            "0.0.0.0",
+            "[::]",
+            "10.0.0.1",
+            "[::ffff:7f00:1]",
+            "localhost.example.com",
+            "hooks.example.com",
+        ] {
+            assert_eq!(is_loopback_host(host), issuer(host), "{host}");
+        }
+        assert!(is_loopback_host("127.0.0.1") && is_loopback_host("[::1]"));
+        assert!(!is_loopback_host("hooks.example.com") && !is_loopback_host("0.0.0.0"));
     }
 
     #[test]
