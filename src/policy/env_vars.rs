@@ -50,7 +50,7 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
     },
     EnvVarDoc {
         name: ENV_APPROVAL_NOTIFY,
-        description: "Webhook told when a client cannot ask a person: a gated call then waits for a person to approve or decline on the linked page (`confirm=true` no longer approves). An http(s) URL gets a JSON POST `{tool, question, link, expires_at, requested_by}`; `ntfy+https://host/topic` posts the question to an ntfy topic with the link as `Click`. Cannot be combined with `PVE_HUMAN_APPROVAL=confirm`.",
+        description: "Webhook told when a client cannot ask a person: a gated call then waits for a person to approve or decline on the linked page (`confirm=true` no longer approves). An https URL (plain http only to a loopback host; anything else stops the start) gets a JSON POST `{tool, question, link, expires_at, requested_by}`; `ntfy+https://host/topic` posts the question to an ntfy topic with the link as `Click`. Cannot be combined with `PVE_HUMAN_APPROVAL=confirm`.",
         default: "none",
         secret: true,
     },
@@ -62,7 +62,7 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
     },
     EnvVarDoc {
         name: ENV_APPROVAL_VIA,
-        description: "`form` asks clients that declare form elicitation in the client; `url` sends clients that declare URL elicitation to the approval page instead. Clients that declare only URL elicitation always get the page.",
+        description: "`form` asks clients that declare form elicitation in the client; `url` sends clients that declare URL elicitation to the approval page instead. Clients that declare only URL elicitation always get the page; where none can be reached (stdio without `PVE_APPROVAL_LISTEN`, `MCP_STATELESS=true`) their gated calls are refused, never confirmed by the model.",
         default: "form",
         secret: false,
     },
