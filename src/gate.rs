@@ -12,6 +12,7 @@
 //! if the plan ever under-states a request, the request is refused, never sent unasked.
 
 use crate::catalog::{ArgRule, Backend, CompositeOp, HttpMethod, Tier, ToolSpec};
+use crate::effects::routine::Routine;
 use crate::effects::{self, Classified, Effect, EffectSet};
 use crate::envelope::{ToolFailure, codes};
 use crate::schema::{ArgValue, ValidArgs};
@@ -25,6 +26,11 @@ pub struct Gate {
     pub fired: Vec<&'static ArgRule>,
     /// What the call's requests do.
     pub planned: Classified,
+    /// The request is a routine change (`effects::routine`): it may run without a person
+    /// once the target's facts and the operator's settings allow it (decided in the pipeline).
+    /// Never set for a `confirm` row, a call that fired a row rule, or a call that does
+    /// anything beyond a routine change.
+    pub routine: Option<Routine>,
 }
 
 impl Gate {
@@ -85,12 +91,32 @@ pub fn evaluate_with(
         })
         .collect();
     let mut planned = plan(spec, args);
+    let learned_nothing = learned.effects.is_read();
     planned.merge(learned);
+    let routine = (!spec.confirm && fired.is_empty() && learned_nothing)
+        .then(|| routine_of(spec, args, &planned))
+        .flatten();
     (spec.confirm || !fired.is_empty() || effects::needs_person(planned.effects)).then_some(Gate {
         always: spec.confirm,
         fired,
         planned,
+        routine,
     })
+}
+
+/// The routine kind of a REST row's one request (see `effects::routine`); other backends'
+/// calls are never routine.
+fn routine_of(spec: &'static ToolSpec, args: &ValidArgs, planned: &Classified) -> Option<Routine> {
+    let Backend::Rest { method, path } = spec.backend else {
+        return None;
+    };
+    let request = crate::backends::build_request(spec, method, path, args, &[]);
+    effects::routine::routine(
+        request.method.as_str(),
+        &request.path,
+        &request.params,
+        planned,
+    )
 }
 
 /// Refuses a call the tier in force does not allow at all: a tool above it (the caller's
@@ -250,9 +276,21 @@ mod tests {
     }
 
     #[test]
-    fn every_backup_is_gated_because_proxmox_prunes_by_default() {
+    fn a_backup_prunes_only_when_asked_and_then_is_not_routine() {
+        // The tool sends remove=0 unless the caller asks to prune: one guest is routine.
         let plain = gate("pve_run_backup", json!({"node": "pve01", "vmid": "101"})).expect("gated");
-        assert!(plain.planned.effects.contains(Effect::Destroy), "{plain:?}");
+        assert!(
+            !plain.planned.effects.contains(Effect::Destroy),
+            "{plain:?}"
+        );
+        assert_eq!(plain.routine, Some(Routine::Backup));
+        let prune = gate(
+            "pve_run_backup",
+            json!({"node": "pve01", "vmid": "101", "remove": true}),
+        )
+        .expect("gated");
+        assert!(prune.planned.effects.contains(Effect::Destroy), "{prune:?}");
+        assert_eq!(prune.routine, None);
         let many = gate(
             "pve_run_backup",
             json!({"node": "pve01", "vmid": "100,101,102", "remove": false}),
@@ -265,6 +303,43 @@ mod tests {
         )
         .expect("gated");
         assert!(mail.planned.effects.contains(Effect::Egress));
+        assert_eq!(mail.routine, None);
+        assert_eq!(many.routine, None);
+    }
+
+    /// The routine kinds through real rows; a `confirm` row or a fired rule never is.
+    #[test]
+    fn routine_is_derived_from_the_request_and_never_for_confirm_rows() {
+        let start =
+            gate("pve_start_qemu_vm", json!({"node": "pve01", "vmid": 101})).expect("gated");
+        assert_eq!(start.routine, Some(Routine::PowerOn));
+        let snap = gate(
+            "pve_qemu_create_snapshot",
+            json!({"node": "pve01", "vmid": 101, "snapname": "before"}),
+        )
+        .expect("gated");
+        assert_eq!(snap.routine, Some(Routine::Snapshot));
+        let clone = gate(
+            "pve_qemu_clone",
+            json!({"node": "pve01", "vmid": 9000, "newid": 150, "name": "web"}),
+        )
+        .expect("gated");
+        assert_eq!(clone.routine, Some(Routine::TemplateClone));
+        let full = gate(
+            "pve_qemu_clone",
+            json!({"node": "pve01", "vmid": 9000, "newid": 150, "full": true}),
+        )
+        .expect("gated");
+        assert_eq!(full.routine, None);
+        let notes = gate(
+            "pve_qemu_update_config",
+            json!({"node": "pve01", "vmid": 101, "tags": "web"}),
+        )
+        .expect("gated");
+        assert!(notes.always);
+        assert_eq!(notes.routine, None, "a confirm row is never routine");
+        let stop = gate("pve_stop_qemu_vm", json!({"node": "pve01", "vmid": 101})).expect("gated");
+        assert_eq!(stop.routine, None);
     }
 
     #[test]

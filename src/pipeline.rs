@@ -15,6 +15,7 @@ use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::RequestContext;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::approval::{Approver, Channel, Question, Verdict};
 use crate::backends::Backends;
@@ -24,8 +25,13 @@ use crate::envelope::ToolFailure;
 use crate::gate::{self, Gate};
 use crate::identity::{Caller, Via};
 use crate::outcome;
-use crate::preview;
+use crate::preview::{
+    self,
+    risk::{self, RoutineVerdict},
+};
 use crate::registry::Entry;
+use crate::schema::ValidArgs;
+use crate::state::AppState;
 
 /// Runs one `tools/call` of a listed tool.
 pub async fn run(
@@ -107,11 +113,19 @@ pub async fn run(
     }
 
     if args.dry_run {
+        let routine = routine_verdict(state, gate.as_ref(), &args, cancel).await;
+        let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. }));
+        let reasons = gate
+            .as_ref()
+            .map(|g| with_facts(g.reasons(), routine.as_ref()));
         let preview = preview::build(state.pve.as_ref(), spec, &args, cancel)
             .await
             .in_cluster(entry.cluster);
-        let approval_path = approver.describe(context);
-        let reasons = gate.as_ref().map(Gate::reasons);
+        let approval_path = if unasked {
+            "none: a routine change to an unprotected guest runs without a person (PVE_ROUTINE=ask asks)"
+        } else {
+            approver.describe(context)
+        };
         let data = preview.dry_run(spec, reasons.as_deref(), approval_path);
         let preview_only = outcome::Record {
             audit: None,
@@ -132,8 +146,19 @@ pub async fn run(
             .into();
     }
 
+    // Stage: a routine change (start, resume, a snapshot, a template's linked clone, one backup
+    // that prunes nothing) runs without a person unless its target's facts protect it; read
+    // once the change is known to be recordable, as the question's own reads are.
+    let routine = routine_verdict(state, gate.as_ref(), &args, cancel).await;
+    let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. }));
+    let reasons = gate
+        .as_ref()
+        .map(|g| with_facts(g.reasons(), routine.as_ref()));
     let mut approved_by = None;
-    if let Some(gate) = &gate {
+    if unasked {
+        approved_by = Some(ROUTINE);
+    } else if let Some(gate) = &gate {
+        let reasons = reasons.clone().unwrap_or_default();
         // The summary costs Proxmox reads: build it only when a person will read it.
         // The client's abilities are read only for gated calls (a copy of its capabilities).
         let message =
@@ -141,7 +166,7 @@ pub async fn run(
                 let question = preview::build(state.pve.as_ref(), spec, &args, cancel)
                     .await
                     .in_cluster(entry.cluster)
-                    .question(spec, &gate.reasons());
+                    .question(spec, &reasons);
                 requested_by(question, &caller)
             } else {
                 String::new()
@@ -158,7 +183,7 @@ pub async fn run(
             Verdict::Approved(by) => approved_by = Some(by.as_str()),
             Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
             Verdict::Refused(failure) => {
-                let failure = with_fired_rules(failure, gate);
+                let failure = with_reads(with_fired_rules(failure, gate), routine.as_ref());
                 return outcome::conclude(&record, entry, started, Err(failure), 0, None)
                     .await
                     .into();
@@ -224,6 +249,48 @@ pub async fn run(
     outcome::finish(entry, started, outcome, attempts, approved_by).into()
 }
 
+/// What a routine candidate comes to once its target is read (`None`: not a candidate, or
+/// the operator asks for every change, or there is no Proxmox to read).
+async fn routine_verdict(
+    state: &AppState,
+    gate: Option<&Gate>,
+    args: &ValidArgs,
+    cancel: &CancellationToken,
+) -> Option<RoutineVerdict> {
+    let kind = gate?.routine?;
+    let client = state.pve.as_ref()?;
+    if !state.settings.routine.unasked {
+        return None;
+    }
+    let vmid = args
+        .values
+        .get("vmid")
+        .map(|v| v.to_wire())
+        .unwrap_or_default();
+    let settings = &state.settings.routine;
+    Some(Box::pin(risk::decide(client, kind, &vmid, settings, cancel)).await)
+}
+
+/// How a routine change that ran without a person is recorded (the audit's `approval`).
+pub const ROUTINE: &str = "routine";
+
+/// The gate's reasons, and for a routine change that asks after all, why and the target's
+/// facts in one line.
+fn with_facts(mut reasons: Vec<String>, routine: Option<&RoutineVerdict>) -> Vec<String> {
+    match routine {
+        Some(RoutineVerdict::Ask { why, facts, .. }) => {
+            reasons.extend(why.iter().cloned());
+            reasons.push(format!("target facts: {facts}"));
+        }
+        Some(RoutineVerdict::Unasked { kind, facts }) => {
+            reasons.push(format!("routine ({}): {}", kind.as_str(), kind.meaning()));
+            reasons.push(format!("target facts: {facts}"));
+        }
+        None => {}
+    }
+    reasons
+}
+
 /// The person's question, naming who asked when it is not the local user: a person asked
 /// about a call from a remote agent should know whose request it is.
 fn requested_by(question: String, caller: &Caller) -> String {
@@ -231,6 +298,21 @@ fn requested_by(question: String, caller: &Caller) -> String {
         return question;
     }
     format!("{question}\n\nRequested by: {}", caller.label())
+}
+
+/// Names the target's fact reads in a refusal (`details.read`), so it never claims nothing
+/// was sent when those plain reads were.
+fn with_reads(mut failure: ToolFailure, routine: Option<&RoutineVerdict>) -> ToolFailure {
+    let Some(RoutineVerdict::Ask { reads, .. }) = routine else {
+        return failure;
+    };
+    let mut details = match failure.details.take() {
+        Some(serde_json::Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    details.insert("read".into(), json!(reads));
+    failure.details = Some(serde_json::Value::Object(details));
+    failure
 }
 
 /// Adds the argument rules that fired to a refusal, so the caller sees which arguments made

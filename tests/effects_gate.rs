@@ -81,7 +81,7 @@ async fn equivalents_of_gated_arguments_are_asked_and_send_nothing_when_declined
     );
     let person = Person::new(Answer::Decline);
     let (client, _home) = connect_stdio(person.clone(), &env).await;
-    let dodges: [(&str, Value, &str); 9] = [
+    let dodges: [(&str, Value, &str); 11] = [
         (
             "pve_qemu_create",
             json!({"node": "pve01", "vmid": 150, "onboot": true}),
@@ -124,8 +124,20 @@ async fn equivalents_of_gated_arguments_are_asked_and_send_nothing_when_declined
         ),
         (
             "pve_run_backup",
-            json!({"node": "pve01", "vmid": "101"}),
+            json!({"node": "pve01", "vmid": "101", "remove": true}),
             "destroy",
+        ),
+        // A linked clone is routine only from a template: of a running guest it is asked.
+        (
+            "pve_qemu_clone",
+            json!({"node": "pve01", "vmid": 101, "newid": 154}),
+            "not a template",
+        ),
+        // A routine start of a guest tagged prod is asked, the fact named.
+        (
+            "pve_start_qemu_vm",
+            json!({"node": "pve03", "vmid": 102}),
+            "tagged prod",
         ),
     ];
     for (tool, args, effect) in dodges {

@@ -118,7 +118,8 @@ async fn confirm_tools_refuse_without_confirm_and_send_nothing() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 23, "guest tools whose every call needs approval");
+    // Starts, resumes, snapshots and clones can be routine (issue 37): not every call asks.
+    assert_eq!(checked, 19, "guest tools whose every call needs approval");
     // The at-least-one-of guard comes first and also sends nothing.
     let (error, requests) = fails(
         &mut mcp,

@@ -175,7 +175,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Back up `vmid`, `all` or `pool` guests on a node now. Returns a task UPID.",
         category: Category::Backup,
         tier: Tier::ReadExecute,
-        // Routine for one guest in snapshot mode; `remove` prunes and `mode` may stop guests.
+        // Routine for one guest in snapshot mode (`remove=0` is sent unless the caller asks to
+        // prune); pruning, `mode` stop/suspend, several guests or mail make it consequential.
         effect: Effect::Write {
             destructive: true,
             idempotent: false,
@@ -202,8 +203,9 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             Param::body(
                 "remove",
                 ParamKind::Boolean,
-                "Prune per storage retention (default true).",
-            ),
+                "Prune per storage retention (default false: remove=0 is sent unless you ask).",
+            )
+            .default("0"),
             Param::body("mailto", ParamKind::String, MAILTO),
         ],
         at_least_one_of: &["vmid", "all", "pool"],

@@ -218,9 +218,22 @@ impl ToolSpec {
     }
 
     /// Whether every call of this tool needs a person (announced to clients as
-    /// `_meta["anthropic/requiresUserInteraction"]`).
+    /// `_meta["anthropic/requiresUserInteraction"]`). A tool whose calls can be routine
+    /// changes (`effects::routine`: start, resume, snapshot, a template's linked clone, one
+    /// unpruned backup) is not: the server asks for the calls that are not, itself.
     pub fn always_gated(&self) -> bool {
-        self.confirm || of(self).always_needs_person()
+        self.confirm || (of(self).always_needs_person() && !self.can_be_routine())
+    }
+
+    /// Whether some call of this tool can be a routine change that runs without a person:
+    /// a REST row without `confirm` whose endpoint is one of the routine routes.
+    pub fn can_be_routine(&self) -> bool {
+        match self.backend {
+            Backend::Rest { method, path } => {
+                !self.confirm && effects::routine::kind_of_route(method.as_str(), path).is_some()
+            }
+            _ => false,
+        }
     }
 }
 
@@ -263,7 +276,17 @@ mod tests {
         assert!(!api.always_gated());
         let nodes = crate::catalog::find("pve_list_nodes").expect("row");
         assert!(!nodes.can_be_gated());
+        // A start is a change on every call, but a routine one: the server asks only when the
+        // target's facts say so, so clients are not told every call needs a person.
         let start = crate::catalog::find("pve_start_qemu_vm").expect("row");
-        assert!(start.always_gated());
+        assert!(start.can_be_gated() && start.can_be_routine());
+        assert!(!start.always_gated());
+        let stop = crate::catalog::find("pve_stop_qemu_vm").expect("row");
+        assert!(stop.always_gated() && !stop.can_be_routine());
+        let update = crate::catalog::find("pve_qemu_update_config").expect("row");
+        assert!(
+            update.always_gated() && !update.can_be_routine(),
+            "a confirm row"
+        );
     }
 }

@@ -80,10 +80,13 @@ impl HardenResult {
 /// Every tool name that needs a person and that a server at `tier` lists: each tool of
 /// that tier or below whose calls can need a person (from the effects classifier — a tool
 /// gated only for some arguments gets an `ask` rule too, since a rule cannot see
-/// arguments), followed by its aliases.
+/// arguments), followed by its aliases. Tools whose calls can be routine changes (start,
+/// snapshot, a template clone, an unpruned backup) get none: the server itself asks for
+/// the calls that are not routine, with the target's facts, and a blanket rule would ask
+/// for every start.
 pub fn gated_tool_names(tier: Tier) -> Vec<&'static str> {
     catalog::all()
-        .filter(|t| t.can_be_gated() && t.tier <= tier)
+        .filter(|t| t.can_be_gated() && !t.can_be_routine() && t.tier <= tier)
         .flat_map(|t| std::iter::once(t.name).chain(t.aliases.iter().copied()))
         .collect()
 }

@@ -26,6 +26,7 @@ pub mod derive;
 pub mod freeze;
 pub mod request;
 pub mod reviewed;
+pub mod routine;
 mod table;
 
 use std::fmt;

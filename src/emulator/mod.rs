@@ -314,6 +314,24 @@ impl Emulator {
             .push((kind.to_owned(), exitstatus.to_owned()));
     }
 
+    /// Sets one configuration key of guest `vmid` as a person would in the web UI (say
+    /// `protection` = 1, or `tags`); `false` when there is no such guest.
+    pub fn set_guest_option(&self, vmid: u32, key: &str, value: serde_json::Value) -> bool {
+        let mut st = lock(&self.shared.state);
+        let Some(guest) = st.guests.iter_mut().find(|g| g.vmid == vmid) else {
+            return false;
+        };
+        guest.config.insert(key.to_owned(), value);
+        true
+    }
+
+    /// Puts guest `vmid` under HA with `state` (`started`, …), as `ha-manager add` would.
+    pub fn manage_by_ha(&self, vmid: u32, state: &str) {
+        lock(&self.shared.state)
+            .ha_managed
+            .push((vmid, state.to_owned()));
+    }
+
     /// Disarms every fault.
     pub fn clear_faults(&self) {
         lock(&self.shared.faults).clear();

@@ -86,6 +86,7 @@ pub(super) fn seed(
         last_pid: 0x0001_2340,
         infra: seed_infra(names),
         peer: super::state_peer::PeerState::default(),
+        ha_managed: Vec::new(),
     }
 }
 

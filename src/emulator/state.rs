@@ -295,6 +295,8 @@ pub(super) struct EmuState {
     pub infra: super::state_infra::InfraState,
     /// Guest-agent processes and files, PCI mappings (`state_peer.rs`).
     pub peer: super::state_peer::PeerState,
+    /// Guests HA manages, with their HA state (`/cluster/resources` shows it as `hastate`).
+    pub ha_managed: Vec<(u32, String)>,
 }
 
 impl EmuState {

@@ -109,6 +109,24 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         secret: false,
     },
     EnvVarDoc {
+        name: ENV_ROUTINE,
+        description: "`auto`: routine changes — start, resume, a snapshot, tags and description, a linked clone of a template, a backup of one guest that prunes nothing — run without a person, recorded in the audit as `routine`, unless the target is protected; `ask`: every change asks a person, as the previous release did. Anything consequential always asks.",
+        default: "auto",
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_PROTECTED_TAGS,
+        description: "Comma list of guest tags that make every change to the guest ask a person (with `protection=1` and HA-managed guests, which always do).",
+        default: DEFAULT_PROTECTED_TAGS,
+        secret: false,
+    },
+    EnvVarDoc {
+        name: ENV_PROTECTED_POOLS,
+        description: "Comma list of pools whose guests are asked about on every change.",
+        default: "none",
+        secret: false,
+    },
+    EnvVarDoc {
         name: ENV_TASK_TTL,
         description: "Seconds an MCP task id (a task-starting call that declares the tasks extension) stays readable with `tasks/get`.",
         default: "86400",

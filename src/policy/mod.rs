@@ -28,6 +28,11 @@ use crate::config::EnvVarDoc;
 mod approval_key;
 mod approval_links;
 mod env_vars;
+mod routine;
+
+pub use routine::{
+    DEFAULT_PROTECTED_TAGS, ENV_PROTECTED_POOLS, ENV_PROTECTED_TAGS, ENV_ROUTINE, RoutineSettings,
+};
 
 pub use approval_key::ApprovalKey;
 pub use approval_links::{
@@ -231,6 +236,14 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// `PVE_ROUTINE` is neither `auto` nor `ask`.
+    #[error(
+        "{ENV_ROUTINE}={value:?} is not valid; use auto (routine changes run without a person) or ask"
+    )]
+    InvalidRoutine {
+        /// The rejected value.
+        value: String,
+    },
     /// `PVE_FREEZE_FILE` (or the state folder its default lives in) is not a usable path.
     #[error("{0}")]
     InvalidFreezeFile(String),
@@ -300,6 +313,8 @@ pub struct Settings {
     /// The kill switch (`PVE_FREEZE_FILE`, else beside the audit log); `None` only when no
     /// path is known (no home or state folder).
     pub freeze: Option<crate::effects::FreezeSwitch>,
+    /// Routine changes: run without a person unless the target is protected.
+    pub routine: RoutineSettings,
 }
 
 /// The settings' lookup, as the configuration's environment source.
@@ -330,6 +345,7 @@ impl Default for Settings {
             approval_key: None,
             links: LinkSettings::default(),
             freeze: None,
+            routine: RoutineSettings::default(),
         }
     }
 }
@@ -389,6 +405,7 @@ impl Settings {
         if let Some(value) = get(ENV_DOWNLOAD_ALLOW) {
             settings.download_allow = split_list(&value).map(str::to_ascii_lowercase).collect();
         }
+        settings.routine = RoutineSettings::read(get)?;
         if let Some(value) = get(ENV_TASK_TTL) {
             let seconds = value
                 .parse::<u64>()
@@ -521,7 +538,7 @@ impl Settings {
     }
 }
 
-fn split_list(value: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn split_list(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty())
 }
 

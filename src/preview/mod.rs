@@ -11,6 +11,7 @@
 mod current;
 mod escape;
 mod render;
+pub mod risk;
 
 use regex::Regex;
 use serde_json::{Map, Value, json};

@@ -155,7 +155,9 @@ pub async fn read(client: &pve::Client, vmid: &str, cancel: &CancellationToken) 
         encode_path_segment(&kind),
         encode_path_segment(vmid)
     );
-    facts.reads.push(format!("GET /nodes/{node}/{kind}/{vmid}/config"));
+    facts
+        .reads
+        .push(format!("GET /nodes/{node}/{kind}/{vmid}/config"));
     match client
         .call(ApiRequest::get(path).retry(RetryPolicy::Reads), cancel)
         .await

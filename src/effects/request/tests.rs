@@ -492,7 +492,13 @@ fn the_clusters_schema_adds_and_never_removes() {
 fn the_questions_missing_reasons_are_named() {
     let config = "/nodes/pve01/qemu/101/config";
     /// Method, path, parameters, the effect, words its reason must hold.
-    type Case = (&'static str, &'static str, Vec<(String, String)>, Effect, &'static str);
+    type Case = (
+        &'static str,
+        &'static str,
+        Vec<(String, String)>,
+        Effect,
+        &'static str,
+    );
     let cases: [Case; 9] = [
         (
             "POST",

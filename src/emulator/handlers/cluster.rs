@@ -126,7 +126,16 @@ pub(in super::super) fn resources(call: &mut Call<'_>) -> Result<Value, ApiError
         }));
     }
     if want("vm") {
-        rows.extend(st.guests.iter().map(guest_resource));
+        rows.extend(st.guests.iter().map(|g| {
+            let mut row = guest_resource(g);
+            if let (Some(map), Some((_, state))) = (
+                row.as_object_mut(),
+                st.ha_managed.iter().find(|(vmid, _)| *vmid == g.vmid),
+            ) {
+                map.insert("hastate".into(), json!(state));
+            }
+            row
+        }));
     }
     if want("storage") {
         rows.extend(storage_resources(st));
