@@ -28,16 +28,32 @@ fn beyond_lookup(emu: &Emulator) -> Vec<String> {
 
 const MONITOR: &str = "/nodes/pve01/qemu/101/monitor";
 
+/// A client of the built binary over stdio, at `tier` in the advanced module, whose person
+/// answers `answer`, against `emu` serving `schema` (an `apidata.js` array).
+async fn connect(
+    emu: &Emulator,
+    schema: Value,
+    tier: &str,
+    answer: Answer,
+    extra: &[(&str, &str)],
+) -> (
+    Person,
+    rmcp::service::RunningService<rmcp::RoleClient, Person>,
+    tempfile::TempDir,
+) {
+    emu.serve_api_schema(schema.to_string());
+    let mut vars = vec![("PVE_ACCESS_TIER", tier), ("PVE_MODULE_MODE", "advanced")];
+    vars.extend_from_slice(extra);
+    let person = Person::new(answer);
+    let (client, home) = connect_stdio(person.clone(), &with_policy(env_for(emu), &vars)).await;
+    (person, client, home)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_commands_are_asked_as_exec_and_destroy_and_send_nothing_when_declined() {
     let emu = emulator().await;
-    emu.serve_api_schema(schemas::apidata_9_1_3().to_string());
-    let env = with_policy(
-        env_for(&emu),
-        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
-    );
-    let person = Person::new(Answer::Decline);
-    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let (person, client, _home) =
+        connect(&emu, schemas::apidata_9_1_3(), "full", Answer::Decline, &[]).await;
     for command in ["quit", "system_reset", "migrate \"exec:touch /tmp/pwned\""] {
         let args = json!({"method": "POST", "path": "/nodes/pve01/qemu/101/monitor",
             "params": [format!("command={command}")], "confirm": true});
@@ -61,13 +77,8 @@ async fn monitor_commands_are_asked_as_exec_and_destroy_and_send_nothing_when_de
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn monitor_info_is_a_sensitive_read_that_needs_full_and_a_person() {
     let emu = emulator().await;
-    emu.serve_api_schema(schemas::apidata_9_1_3().to_string());
-    let env = with_policy(
-        env_for(&emu),
-        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
-    );
-    let person = Person::new(Answer::Accept);
-    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let (person, client, _home) =
+        connect(&emu, schemas::apidata_9_1_3(), "full", Answer::Accept, &[]).await;
     let args = json!({"method": "POST", "path": "/nodes/pve01/qemu/101/monitor",
         "params": ["command=info status"], "confirm": true});
     let _ = call(&client, "pve_api_write", args).await;
@@ -83,20 +94,12 @@ async fn monitor_info_is_a_sensitive_read_that_needs_full_and_a_person() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_monitor_command_is_refused_while_frozen() {
     let emu = emulator().await;
-    emu.serve_api_schema(schemas::apidata_9_1_3().to_string());
     let dir = tempfile::tempdir().expect("temp");
     let freeze = dir.path().join("frozen");
     std::fs::write(&freeze, "incident 42").expect("freeze file");
-    let env = with_policy(
-        env_for(&emu),
-        &[
-            ("PVE_ACCESS_TIER", "full"),
-            ("PVE_MODULE_MODE", "advanced"),
-            ("PVE_FREEZE_FILE", freeze.to_str().expect("utf-8")),
-        ],
-    );
-    let person = Person::new(Answer::Accept);
-    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let frozen = [("PVE_FREEZE_FILE", freeze.to_str().expect("utf-8"))];
+    let schema = schemas::apidata_9_1_3();
+    let (person, client, _home) = connect(&emu, schema, "full", Answer::Accept, &frozen).await;
     for (tool, args) in [
         (
             "pve_api_write",
@@ -146,16 +149,8 @@ fn newer_schema() -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_schema_is_never_sent_unasked_at_read_only() {
     let emu = emulator().await;
-    emu.serve_api_schema(newer_schema().to_string());
-    let env = with_policy(
-        env_for(&emu),
-        &[
-            ("PVE_ACCESS_TIER", "read-only"),
-            ("PVE_MODULE_MODE", "advanced"),
-        ],
-    );
-    let person = Person::new(Answer::Decline);
-    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let (person, client, _home) =
+        connect(&emu, newer_schema(), "read-only", Answer::Decline, &[]).await;
     let cases = [
         json!({"path": "/nodes/pve01/qemu/101/config", "params": ["remote-url=https://x.attacker.example/"], "confirm": true}),
         json!({"path": "/version", "params": ["check-url=https://x.attacker.example/"], "confirm": true}),
@@ -185,13 +180,7 @@ async fn a_newer_schema_is_never_sent_unasked_at_read_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_newer_method_is_asked_at_full_with_its_effect_named() {
     let emu = emulator().await;
-    emu.serve_api_schema(newer_schema().to_string());
-    let env = with_policy(
-        env_for(&emu),
-        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
-    );
-    let person = Person::new(Answer::Decline);
-    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let (person, client, _home) = connect(&emu, newer_schema(), "full", Answer::Decline, &[]).await;
     let result = call(
         &client,
         "pve_api_write",
@@ -212,13 +201,8 @@ async fn a_newer_method_is_asked_at_full_with_its_effect_named() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_servers_own_checks_run_before_a_person_is_asked() {
     let emu = emulator().await;
-    emu.serve_api_schema(schemas::apidata_9_1_3().to_string());
-    let env = with_policy(
-        env_for(&emu),
-        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
-    );
-    let person = Person::new(Answer::Accept);
-    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let (person, client, _home) =
+        connect(&emu, schemas::apidata_9_1_3(), "full", Answer::Accept, &[]).await;
     let cases = [
         (
             "pve_download_to_storage",
