@@ -306,12 +306,8 @@ fn with_reads(mut failure: ToolFailure, routine: Option<&RoutineVerdict>) -> Too
     let Some(RoutineVerdict::Ask { reads, .. }) = routine else {
         return failure;
     };
-    let mut details = match failure.details.take() {
-        Some(serde_json::Value::Object(map)) => map,
-        _ => serde_json::Map::new(),
-    };
-    details.insert("read".into(), json!(reads));
-    failure.details = Some(serde_json::Value::Object(details));
+    // A routine candidate fired no row rule, so nothing else stands in its details.
+    failure.details = Some(json!({ "read": reads }));
     failure
 }
 

@@ -198,6 +198,9 @@ async fn a_protected_target_makes_a_routine_change_ask_with_the_fact_named() {
         let q = person.questions().last().cloned().unwrap_or_default();
         assert!(q.contains(fact), "{tool}: {q}");
         assert!(q.contains("target facts:"), "{tool}: {q}");
+        // The refusal owns up to the fact reads it made.
+        let text = format!("{result:?}");
+        assert!(text.contains("GET /cluster/resources"), "{tool}: {text}");
     }
     assert_eq!(changes(&emu), Vec::<String>::new());
     client.cancel().await.ok();
