@@ -502,4 +502,6 @@ pub fn classify_ssh(kind: SshKind, what: &str) -> Classified {
 }
 
 #[cfg(test)]
+mod ground_truth_tests;
+#[cfg(test)]
 mod tests;
