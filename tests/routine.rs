@@ -175,17 +175,17 @@ async fn a_protected_target_makes_a_routine_change_ask_with_the_fact_named() {
         (
             "pve_start_qemu_vm",
             json!({"node": "pve01", "vmid": 101}),
-            "tagged prod",
+            "guest 101 is tagged prod",
         ),
         (
             "pve_start_lxc_container",
             json!({"node": "pve01", "vmid": 201}),
-            "protection=1",
+            "guest 201 has protection=1",
         ),
         (
             "pve_qemu_create_snapshot",
             json!({"node": "pve03", "vmid": 102, "snapname": "s"}),
-            "HA-managed",
+            "guest 102 is HA-managed",
         ),
     ];
     for (tool, args, fact) in cases {
@@ -251,8 +251,17 @@ async fn a_routine_change_is_audited_as_routine_and_refused_while_frozen() {
     );
     let person = Person::new(Answer::Decline);
     let (client, _home) = connect_stdio(person.clone(), &env).await;
-    // 203 is a stopped container without tags: its start is routine.
+    // 203 is a stopped container without tags: its start is routine, as its dry run says.
     let start = json!({"node": "pve03", "vmid": 203});
+    let mut dry = start.clone();
+    dry["dry_run"] = json!(true);
+    let preview = call(&client, "pve_start_lxc_container", dry).await;
+    let text = format!("{preview:?}");
+    assert!(
+        text.contains("routine (power-on): starts or resumes the guest"),
+        "{text}"
+    );
+    assert!(text.contains("runs without a person"), "{text}");
     let result = call(&client, "pve_start_lxc_container", start.clone()).await;
     assert_ne!(result.is_error, Some(true), "{result:?}");
     let trail = std::fs::read_to_string(&audit).expect("audit written");

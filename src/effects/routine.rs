@@ -235,6 +235,79 @@ mod tests {
         );
     }
 
+    /// The kinds' names are wire names (the audit, the dry run): each its own.
+    #[test]
+    fn every_kind_has_its_own_name_and_meaning() {
+        let names: Vec<&str> = Routine::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(
+            names,
+            ["power-on", "snapshot", "notes", "template-clone", "backup"]
+        );
+        let meanings: std::collections::BTreeSet<&str> =
+            Routine::ALL.iter().map(|k| k.meaning()).collect();
+        assert_eq!(meanings.len(), Routine::ALL.len());
+        assert!(Routine::PowerOn.meaning().contains("starts"));
+        assert!(Routine::Backup.meaning().contains("without pruning"));
+    }
+
+    /// Only guest routes: the same shape under another collection is no routine route.
+    #[test]
+    fn only_guest_routes_are_routine_routes() {
+        for path in [
+            "/nodes/pve01/ceph/x/status/start",
+            "/nodes/pve01/storage/local/status/resume",
+            "/nodes/pve01/disks/x/snapshot",
+            "/nodes/pve01/network/x/config",
+            "/nodes/pve01/storage/x/clone",
+        ] {
+            for method in ["POST", "PUT"] {
+                assert_eq!(kind_of_route(method, path), None, "{method} {path}");
+            }
+        }
+        assert_eq!(
+            kind_of_route("POST", "/nodes/{node}/{guest_type}/{vmid}/status/start"),
+            Some(Routine::PowerOn)
+        );
+        assert_eq!(
+            kind_of_route("GET", "/nodes/pve01/qemu/101/status/start"),
+            None
+        );
+    }
+
+    /// Each condition of a kind on its own: notes need only one of tags or description; a
+    /// clone needs a new id; a backup needs one numeric guest, no pruning and snapshot mode.
+    #[test]
+    fn each_condition_of_a_kind_counts() {
+        let config = "/nodes/pve01/qemu/101/config";
+        assert_eq!(of("PUT", config, &[("tags", "web")]), Some(Routine::Notes));
+        assert_eq!(
+            of("PUT", config, &[("description", "x")]),
+            Some(Routine::Notes)
+        );
+        let clone = "/nodes/pve01/qemu/9000/clone";
+        assert_eq!(of("POST", clone, &[("name", "web")]), None, "no newid");
+        let vzdump = "/nodes/pve01/vzdump";
+        assert_eq!(of("POST", vzdump, &[("vmid", "x1"), ("remove", "0")]), None);
+        assert_eq!(of("POST", vzdump, &[("vmid", ""), ("remove", "0")]), None);
+        assert_eq!(
+            of(
+                "POST",
+                vzdump,
+                &[("vmid", "101"), ("remove", "0"), ("mode", "suspend")]
+            ),
+            None,
+            "suspend interrupts the guest"
+        );
+        assert_eq!(
+            of(
+                "POST",
+                vzdump,
+                &[("vmid", "101"), ("remove", "false"), ("mode", "snapshot")]
+            ),
+            Some(Routine::Backup)
+        );
+    }
+
     #[test]
     fn anything_more_is_consequential() {
         for (method, path, params) in [
