@@ -12,6 +12,7 @@
 //! and `tests/effects_schema.rs` fails when a non-GET is a read without a `read` row here, when
 //! a prose endpoint of a carried schema has no row, or when a 9.2 operation has no row.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::Effect;
@@ -102,11 +103,19 @@ pub fn reviewed_rows() -> &'static [Reviewed] {
     })
 }
 
-/// The reviewed row of one endpoint (method and template exactly), if any.
+/// The reviewed row of one endpoint (method and template exactly), if any. Indexed once:
+/// every request the doors classify asks this.
 pub fn reviewed(method: &str, template: &str) -> Option<&'static Reviewed> {
-    reviewed_rows()
-        .iter()
-        .find(|r| r.method.eq_ignore_ascii_case(method) && r.path == template)
+    static INDEX: OnceLock<HashMap<(String, &'static str), &'static Reviewed>> = OnceLock::new();
+    INDEX
+        .get_or_init(|| {
+            reviewed_rows()
+                .iter()
+                .map(|r| ((r.method.to_ascii_uppercase(), r.path), r))
+                .collect()
+        })
+        .get(&(method.to_ascii_uppercase(), template))
+        .copied()
 }
 
 /// Every newer operation's row.
