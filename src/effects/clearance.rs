@@ -150,6 +150,24 @@ mod tests {
         );
     }
 
+    /// A classification made elsewhere (the cluster's own schema) is held to the scope too.
+    #[tokio::test]
+    async fn a_classification_from_elsewhere_is_admitted_only_within_the_scope() {
+        let mut egress = Classified::read();
+        egress.add(Effect::Egress, "remote-url: the node fetches this URL");
+        let what = "GET /nodes/pve01/qemu/101/config".to_owned();
+        let Err(Stopped::NotApproved(refused)) = admit_classified(what.clone(), egress.clone())
+        else {
+            panic!("egress outside a scope is refused");
+        };
+        assert_eq!(refused.beyond, EffectSet::of(Effect::Egress));
+        assert!(admit_classified(what.clone(), Classified::read()).is_ok());
+        with_clearance(EffectSet::of(Effect::Egress), None, async {
+            assert_eq!(admit_classified(what, egress.clone()), Ok(egress));
+        })
+        .await;
+    }
+
     #[tokio::test]
     async fn a_scope_admits_what_it_covers_and_nothing_more() {
         let start = EffectSet::of(Effect::Change);
