@@ -169,6 +169,11 @@ pub(crate) const FILE_KEYS: &[FileKeyDoc] = &[
         false,
     ),
     doc(
+        policy_keys::POLICY,
+        "Operator rules for this cluster, {\"rules\": [{\"action\": \"allow|ask|deny\", …}]} (docs/POLICY.md); beats PVE_POLICY_FILE for it",
+        false,
+    ),
+    doc(
         policy_keys::DEFAULT,
         "`true`: with several clusters, calls without a `cluster` argument go to this one (at most one); default false",
         false,

@@ -26,6 +26,8 @@ pub(crate) const TOOL_WHITELIST: &str = "toolWhitelist";
 pub(crate) const TOOL_BLACKLIST: &str = "toolBlacklist";
 /// `default`: this cluster is the one a call without `cluster` goes to.
 pub(crate) const DEFAULT: &str = "default";
+/// `policy`: the cluster's operator rules (`{"rules": [...]}`, see docs/POLICY.md).
+pub(crate) const POLICY: &str = "policy";
 
 /// A cluster's own policy, as written in its instance file; `None` keeps the process setting.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,6 +44,8 @@ pub struct PolicyKeys {
     pub tool_blacklist: Option<String>,
     /// `default: true`: calls without a `cluster` argument go here.
     pub default: bool,
+    /// `policy`, as written (checked by `policy::PolicyRules::parse`); beats `PVE_POLICY_FILE`.
+    pub policy: Option<Value>,
 }
 
 impl PolicyKeys {
@@ -69,6 +73,7 @@ impl PolicyKeys {
         ]
         .iter()
         .any(|v| v.is_some())
+            || self.policy.is_some()
     }
 }
 
@@ -129,5 +134,6 @@ pub(crate) fn parse(path: &Path, map: &Map<String, Value>) -> Result<PolicyKeys,
         tool_whitelist: list(TOOL_WHITELIST)?,
         tool_blacklist: list(TOOL_BLACKLIST)?,
         default,
+        policy: map.get(POLICY).filter(|v| !v.is_null()).cloned(),
     })
 }

@@ -132,4 +132,10 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         default: "86400",
         secret: false,
     },
+    EnvVarDoc {
+        name: ENV_POLICY_FILE,
+        description: "JSON file of operator rules (`allow`/`ask`/`deny` by effect, class, tool, node, pool, tag, VMID; docs/POLICY.md); outside `~/.nandi-proxmox-mcp/` used only once `trust`ed.",
+        default: "none (built-in default)",
+        secret: false,
+    },
 ];

@@ -29,6 +29,8 @@ mod approval_key;
 mod approval_links;
 mod env_vars;
 mod routine;
+mod rules;
+mod rules_file;
 
 pub use routine::{
     DEFAULT_PROTECTED_TAGS, ENV_PROTECTED_POOLS, ENV_PROTECTED_TAGS, ENV_ROUTINE, RoutineSettings,
@@ -41,6 +43,8 @@ pub use approval_links::{
     NotifyKind, NotifyTarget,
 };
 pub use env_vars::ENV_VARS;
+pub use rules::{Action, Class, Decision, Guest, PolicyRules, Rule, RuleRef, RulesError, Subject};
+pub use rules_file::{ENV_POLICY_FILE, looks_like_policy, trust_policy_file};
 
 /// Environment variable names, as users already write them.
 pub const ENV_TIER: &str = "PVE_ACCESS_TIER";
@@ -244,6 +248,9 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// The operator's rules (`PVE_POLICY_FILE` or an instance file's `policy`) are not valid.
+    #[error(transparent)]
+    Rules(#[from] RulesError),
     /// `PVE_FREEZE_FILE` (or the state folder its default lives in) is not a usable path.
     #[error("{0}")]
     InvalidFreezeFile(String),
@@ -315,6 +322,8 @@ pub struct Settings {
     pub freeze: Option<crate::effects::FreezeSwitch>,
     /// Routine changes: run without a person unless the target is protected.
     pub routine: RoutineSettings,
+    /// The operator's rules (`PVE_POLICY_FILE`, or the instance file's `policy`).
+    pub rules: PolicyRules,
 }
 
 /// The settings' lookup, as the configuration's environment source.
@@ -346,6 +355,7 @@ impl Default for Settings {
             links: LinkSettings::default(),
             freeze: None,
             routine: RoutineSettings::default(),
+            rules: PolicyRules::default(),
         }
     }
 }
@@ -406,6 +416,9 @@ impl Settings {
             settings.download_allow = split_list(&value).map(str::to_ascii_lowercase).collect();
         }
         settings.routine = RoutineSettings::read(get)?;
+        if let Some(value) = get(ENV_POLICY_FILE) {
+            settings.rules = rules_file::load(&Lookup(&lookup), &value)?;
+        }
         if let Some(value) = get(ENV_TASK_TTL) {
             let seconds = value
                 .parse::<u64>()
@@ -462,6 +475,10 @@ impl Settings {
         }
         if let Some(value) = keys.value_for(ENV_WHITELIST) {
             settings.whitelist = parse_tools(ENV_WHITELIST, value).map_err(in_cluster)?;
+        }
+        if let Some(value) = &keys.policy {
+            let source = format!("`policy` of cluster `{cluster}`'s instance file");
+            settings.rules = PolicyRules::parse(value, &source)?;
         }
         Ok(settings)
     }
