@@ -43,6 +43,9 @@ pub mod codes {
     /// The named cluster's policy (tier, module mode, lists) does not allow the tool; nothing
     /// was sent to any cluster. The message names the clusters where it is allowed.
     pub const CLUSTER_NOT_ALLOWED: &str = "CLUSTER_NOT_ALLOWED";
+    /// A `deny` rule of the operator's policy (docs/POLICY.md) matched the call; nothing was
+    /// sent (but the target's plain reads a rule needed) and nobody was asked.
+    pub const POLICY_DENIED: &str = "POLICY_DENIED";
 }
 
 /// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.

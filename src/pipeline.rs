@@ -33,6 +33,8 @@ use crate::registry::Entry;
 use crate::schema::ValidArgs;
 use crate::state::AppState;
 
+pub mod policy;
+
 /// Runs one `tools/call` of a listed tool.
 pub async fn run(
     clusters: &Clusters,
@@ -112,21 +114,49 @@ pub async fn run(
             .into();
     }
 
+    // Stage: the operator's rules (docs/POLICY.md). A `deny` stops here, before a dry run or a
+    // question; `ask` and `allow` apply where a person would be asked.
+    let rules = &state.settings.rules;
+    let (client, cluster) = (state.pve.as_ref(), entry.cluster);
+    let ruled = Box::pin(policy::evaluate(
+        spec.name,
+        rules,
+        client,
+        cluster,
+        gate.as_ref(),
+        &args,
+        cancel,
+    ))
+    .await;
+    if let Some(failure) = ruled.refusal(spec.name) {
+        return outcome::conclude(&record, entry, started, Err(failure), 0, None)
+            .await
+            .into();
+    }
+
     if args.dry_run {
         let routine = routine_verdict(state, gate.as_ref(), &args, cancel).await;
-        let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. }));
+        let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. })) && !ruled.asks();
         let reasons = gate
             .as_ref()
             .map(|g| with_facts(g.reasons(), routine.as_ref()));
         let preview = preview::build(state.pve.as_ref(), spec, &args, cancel)
             .await
             .in_cluster(entry.cluster);
-        let approval_path = if unasked {
+        let allowed = ruled
+            .approval()
+            .map(|by| format!("none: the operator's policy lets it run without a person ({by})"));
+        let approval_path = if let Some(allowed) = &allowed {
+            allowed.as_str()
+        } else if unasked {
             "none: a routine change to an unprotected guest runs without a person (PVE_ROUTINE=ask asks)"
         } else {
             approver.describe(context)
         };
-        let data = preview.dry_run(spec, reasons.as_deref(), approval_path);
+        let mut data = preview.dry_run(spec, reasons.as_deref(), approval_path);
+        if let (Some(view), Some(map)) = (ruled.dry_run_view(), data.as_object_mut()) {
+            map.insert("policy".into(), view);
+        }
         let preview_only = outcome::Record {
             audit: None,
             ..record
@@ -150,12 +180,16 @@ pub async fn run(
     // that prunes nothing) runs without a person unless its target's facts protect it; read
     // once the change is known to be recordable, as the question's own reads are.
     let routine = routine_verdict(state, gate.as_ref(), &args, cancel).await;
-    let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. }));
+    let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. })) && !ruled.asks();
     let reasons = gate
         .as_ref()
         .map(|g| with_facts(g.reasons(), routine.as_ref()));
+    // An `allow` rule of the operator's policy: no person, audited as `policy:<rule id>`.
+    let policy_approval = ruled.approval();
     let mut approved_by = None;
-    if unasked {
+    if let Some(by) = policy_approval {
+        approved_by = Some(by);
+    } else if unasked {
         approved_by = Some(ROUTINE);
     } else if let Some(gate) = &gate {
         let reasons = reasons.clone().unwrap_or_default();

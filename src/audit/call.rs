@@ -31,6 +31,7 @@ pub const GATE_REFUSALS: &[&str] = &[
     codes::APPROVAL_STATE_INVALID,
     codes::FROZEN,
     codes::CLUSTER_NOT_ALLOWED,
+    codes::POLICY_DENIED,
 ];
 
 /// Error codes of calls stopped before anything was sent.
