@@ -15,6 +15,7 @@ pub mod harden;
 mod health;
 mod jsonc;
 mod list;
+mod policy;
 pub mod probe;
 pub mod report;
 mod run;
@@ -104,6 +105,11 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp trust                                 show this directory's project files\n  nandi-proxmox-mcp trust .nandi-proxmox-mcp/lab.json\n  nandi-proxmox-mcp trust --list\n  nandi-proxmox-mcp trust --revoke .nandi-proxmox-mcp/lab.json"
     )]
     Trust(trust::TrustArgs),
+    /// Explain the operator's policy: which rule decides a call, and why (docs/POLICY.md).
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp policy explain pve_start_qemu_vm node=pve01 vmid=101\n  nandi-proxmox-mcp policy explain pve_delete_qemu_vm node=pve01 vmid=101 --json\n\nThe rules come from the instance file's `policy` key, else PVE_POLICY_FILE."
+    )]
+    Policy(policy::PolicyArgs),
     /// List the configured instances.
     #[command(after_help = "Examples:\n  nandi-proxmox-mcp list")]
     List,
@@ -181,6 +187,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::Doctor(args)) => doctor::run(args).await,
         Some(Command::Bootstrap(args)) => bootstrap::run(args),
         Some(Command::Harden(args)) => harden::run(args),
+        Some(Command::Policy(args)) => policy::run(args).await,
         Some(Command::List) => list::run(),
         Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Completions(args)) => completions::run(args),

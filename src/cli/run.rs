@@ -217,7 +217,10 @@ pub(super) fn ssh_router(config: &config::SshConfig) -> ssh::Router {
 type Connected = (Option<pve::Client>, String, Option<config::SshConfig>);
 
 /// The REST client of one configured cluster (no I/O), its connection note and SSH settings.
-fn connect(config: config::Config, limits: pve::ClientLimits) -> Result<Connected, CliError> {
+pub(super) fn connect(
+    config: config::Config,
+    limits: pve::ClientLimits,
+) -> Result<Connected, CliError> {
     let Some(proxmox) = config.proxmox else {
         tracing::warn!(
             "no Proxmox connection configured: tools are listed but every call returns PROXMOX_NOT_CONFIGURED; run `nandi-proxmox-mcp setup` or try `run --demo`"

@@ -51,6 +51,18 @@ fn config_err(e: config::ConfigError) -> CliError {
 }
 
 fn trust(paths: &Paths, path: &std::path::Path) -> Result<String, CliError> {
+    // A policy file (`PVE_POLICY_FILE`, docs/POLICY.md) is trusted as itself, not as an
+    // instance file: its rules must parse, and its exact bytes are recorded.
+    let full = paths.cwd.join(path);
+    if std::fs::read(&full).is_ok_and(|b| crate::policy::looks_like_policy(&b)) {
+        let entry =
+            crate::policy::trust_policy_file(&ProcessEnv, &full).map_err(CliError::Config)?;
+        return Ok(format!(
+            "trusted the policy file {}\n  sha256 {}\nPVE_POLICY_FILE may name it now; any change to it needs `trust` again.\n",
+            entry.path.display(),
+            entry.sha256
+        ));
+    }
     let (entry, ignored) = config::trust_file(&ProcessEnv, paths, path).map_err(config_err)?;
     let store = config::trust_store(&ProcessEnv, paths).map_err(config_err)?;
     let mut out = format!(

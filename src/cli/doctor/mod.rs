@@ -8,6 +8,7 @@
 
 mod checks;
 mod clients;
+mod policy;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -138,6 +139,9 @@ pub async fn run(args: DoctorArgs) -> Result<(), CliError> {
     let mut sections = sections;
     if let Some(first) = sections.first_mut() {
         first.report.push(freeze_item());
+        for item in policy::items(&paths) {
+            first.report.push(item);
+        }
     }
     let red: Vec<&Section> = sections.iter().filter(|s| s.report.is_red()).collect();
     if args.json {
