@@ -1,9 +1,10 @@
 //! The policy file named by `PVE_POLICY_FILE`, and which such files need the user's trust.
 //!
 //! The rule (written out in `docs/POLICY.md`): a policy file is used as it is only when it
-//! lies in the user's own folder `~/.nandi-proxmox-mcp/`, owned by the user (or root) with
-//! nobody else able to write it or its folder — the rule a discovered home-folder instance
-//! file meets. Any other file — the working directory, a cloned repository, a path a
+//! lies in the user's own folder `~/.nandi-proxmox-mcp/` or below it (the suggested place is
+//! `~/.nandi-proxmox-mcp/policy/rules.json`), owned by the user (or root) with nobody else
+//! able to write it or a folder between — the rule a discovered home-folder instance file
+//! meets. Any other file — the working directory, a cloned repository, a path a
 //! project's `.mcp.json` names — is used only once `nandi-proxmox-mcp trust FILE` recorded the
 //! SHA-256 of its exact bytes in the trust store, as a project instance file is; until then it
 //! is ignored with a warning naming that command, and the built-in default decides.
@@ -54,12 +55,25 @@ pub fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<PolicyRules, RulesError>
     PolicyRules::parse(&value, &format!("{ENV_POLICY_FILE}={}", path.display()))
 }
 
-/// Whether the file lies in the user's own folder and only the user can write it.
+/// Whether the file lies in the user's own folder (or a folder below it, such as
+/// `~/.nandi-proxmox-mcp/policy/`, where it is never taken for an instance file) and only the
+/// user can write it and the folders between.
 fn in_user_folder(canonical: &Path, home: Option<&Path>) -> bool {
     let Some(home) = home else { return false };
-    let folder = std::fs::canonicalize(home.join(USER_DIR)).unwrap_or(home.join(USER_DIR));
-    canonical.parent() == Some(folder.as_path())
-        && crate::config::check_user_file(canonical).is_ok()
+    let Ok(folder) = std::fs::canonicalize(home.join(USER_DIR)) else {
+        return false;
+    };
+    let mut at = canonical;
+    while at != folder {
+        if crate::config::check_user_file(at).is_err() {
+            return false;
+        }
+        match at.parent() {
+            Some(parent) if parent.starts_with(&folder) => at = parent,
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// Reads `PVE_POLICY_FILE` (when set): its rules, or the empty policy with
