@@ -43,6 +43,13 @@ pub mod codes {
     /// The named cluster's policy (tier, module mode, lists) does not allow the tool; nothing
     /// was sent to any cluster. The message names the clusters where it is allowed.
     pub const CLUSTER_NOT_ALLOWED: &str = "CLUSTER_NOT_ALLOWED";
+    /// The recorded change's target changed since (another config digest or values, the
+    /// snapshot or clone gone, another power state): the revert was refused before anyone
+    /// was asked; only reads were sent.
+    pub const UNDO_STALE: &str = "UNDO_STALE";
+    /// The recorded change cannot be reverted (already reverted, or nothing the server can
+    /// undo); nothing was sent.
+    pub const UNDO_NOT_REVERTIBLE: &str = "UNDO_NOT_REVERTIBLE";
     /// A `deny` rule of the operator's policy (docs/POLICY.md) matched the call; nothing was
     /// sent (but the target's plain reads a rule needed) and nobody was asked.
     pub const POLICY_DENIED: &str = "POLICY_DENIED";

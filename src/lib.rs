@@ -33,6 +33,7 @@
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
 //! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
 //! - [`docs`] — `docs/TOOLS.md` rendered from the catalog (pure functions).
+//! - [`undo`] — undo records of changes (beside the audit log) and the one-call revert.
 //! - [`transport`] — Streamable HTTP (`MCP_TRANSPORT=http`): auth, Host/Origin guard, limits.
 
 pub mod approval;
@@ -66,3 +67,4 @@ pub mod ssh;
 pub mod state;
 pub mod tasks;
 pub mod transport;
+pub mod undo;

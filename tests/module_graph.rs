@@ -31,7 +31,7 @@ const LAYERS: &[&[&str]] = &[
     &["clusters"],
     &["state", "outcome", "preview", "prompts"],
     &["audit", "backends", "compact"],
-    &["approval", "lean", "redact", "registry", "ssh"],
+    &["approval", "lean", "redact", "registry", "ssh", "undo"],
     &["docs", "envelope", "identity", "policy", "schema"],
     &["catalog", "pve"],
     &["config", "effects", "emulator"],

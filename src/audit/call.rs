@@ -37,6 +37,8 @@ pub const GATE_REFUSALS: &[&str] = &[
 /// Error codes of calls stopped before anything was sent.
 const NOT_SENT: &[&str] = &[
     codes::TOOL_INPUT_REJECTED,
+    codes::UNDO_STALE,
+    codes::UNDO_NOT_REVERTIBLE,
     codes::PROXMOX_NOT_CONFIGURED,
     "SSH_DISABLED",
 ];
@@ -74,14 +76,15 @@ pub const PENDING: &str = "pending";
 /// the tool, its masked arguments and how it was approved. `Ok` means the line is on disk
 /// (or the call is not a change, or the log is `off`) and the request may go out; any
 /// error (ENOSPC, EIO, EROFS, EDQUOT, a full tmpfs, `/dev/full`, a cut last line) refuses
-/// the call with `AUDIT_LOG_UNAVAILABLE` and nothing may be sent.
+/// the call with `AUDIT_LOG_UNAVAILABLE` and nothing may be sent. The line's sequence
+/// number comes back when one was written (an undo record links to it).
 pub async fn record_intent(
     log: &AuditLog,
     call: &Call<'_>,
     is_change: bool,
-) -> Result<(), ToolFailure> {
+) -> Result<Option<u64>, ToolFailure> {
     if !is_change || !log.is_enabled() {
-        return Ok(());
+        return Ok(None);
     }
     let masked = redact::mask_arguments(call.arguments.unwrap_or(&Map::new()));
     let mut line = entry(
@@ -99,7 +102,7 @@ pub async fn record_intent(
     // The signed-in person who decided it on the approval page (approved or declined).
     line.approver = crate::approval::approver_of_this_call();
     match log.append(line).await {
-        Ok(_) => Ok(()),
+        Ok(appended) => Ok(appended.map(|a| a.seq)),
         Err(e) => {
             tracing::error!(tool = call.wire_name, error = %e, "change refused: audit line not written");
             Err(refusal(call.spec, &e))

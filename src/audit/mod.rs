@@ -143,16 +143,28 @@ pub struct AuditLog {
     lock: Arc<Mutex<()>>,
     /// Which cluster the records are about (`instance` on every line), when known.
     instance: Option<Arc<str>>,
+    /// The undo records beside the log (`<stem>.undo.jsonl`; memory when the log is off).
+    undo: crate::undo::Store,
 }
 
 impl AuditLog {
     /// A handle for `target`. No I/O: the first check or append opens the file.
     pub fn new(target: AuditTarget) -> AuditLog {
+        let undo = match &target {
+            AuditTarget::File(path) => crate::undo::Store::beside(path),
+            AuditTarget::Off | AuditTarget::Unavailable(_) => crate::undo::Store::memory(),
+        };
         AuditLog {
             target: Arc::new(target),
             lock: Arc::new(Mutex::new(())),
             instance: None,
+            undo,
         }
+    }
+
+    /// The undo records of the changes this log records (see `undo`), scoped to its cluster.
+    pub fn undo(&self) -> &crate::undo::Store {
+        &self.undo
     }
 
     /// The same log, with every record naming `instance` (the cluster the server talks to,
@@ -160,6 +172,7 @@ impl AuditLog {
     #[must_use]
     pub fn with_instance(mut self, instance: &str) -> AuditLog {
         self.instance = Some(Arc::from(instance));
+        self.undo = self.undo.with_instance(instance);
         self
     }
 
