@@ -31,6 +31,8 @@ pub struct Backends<'a> {
     /// Every configured cluster's REST client (several clusters only; empty otherwise), for
     /// the tools that read them all at once.
     pub clusters: &'a [ClusterClient],
+    /// The undo records of this cluster's changes (beside the audit log).
+    pub undo: &'a crate::undo::Store,
 }
 
 /// One configured cluster's REST client, named.

@@ -215,7 +215,10 @@ fn plan_composite(spec: &'static ToolSpec, op: CompositeOp, args: &ValidArgs) ->
         | CompositeOp::InventoryOverview
         | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
+        | CompositeOp::ListChanges
         | CompositeOp::WaitTask => Classified::read(),
+        // Planned and checked before the gate (`composite::precheck`): the learned effects.
+        CompositeOp::UndoChange => Classified::read(),
     }
 }
 

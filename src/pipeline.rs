@@ -85,6 +85,7 @@ pub async fn run(
         registry: &state.registry,
         settings: &state.settings,
         clusters: clusters.clients(),
+        undo: state.audit.undo(),
     };
     // Stage: the server's own guards (input rules, address guard, the cluster's schema) run
     // before the gate, so nobody is asked about a call that would be refused anyway, and the
@@ -237,12 +238,30 @@ pub async fn run(
     if is_change {
         tracing::info!(tool = entry.wire_name, caller = %caller_name, approval = approved_by.unwrap_or("none"), "sending a change");
     }
-    if let Err(failure) = crate::audit::call::record_intent(&state.audit, &intent, is_change).await
+    let audit_seq = match crate::audit::call::record_intent(&state.audit, &intent, is_change).await
     {
-        return outcome::conclude(&record, entry, started, Err(failure), 0, approved_by)
+        Ok(seq) => seq,
+        Err(failure) => {
+            return outcome::conclude(&record, entry, started, Err(failure), 0, approved_by)
+                .await
+                .into();
+        }
+    };
+    // Stage: undo — what reverting an approved change needs, read before it is sent (plain
+    // reads); written after it succeeded, linked to the `sending` line (`undo`).
+    let undo = match approved_by {
+        Some(_) => {
+            Box::pin(crate::composite::undo_change::capture(
+                &backends,
+                spec,
+                &args,
+                &prechecked,
+                cancel,
+            ))
             .await
-            .into();
-    }
+        }
+        None => None,
+    };
     // A guest program answers as a task (started, then followed by `tasks/get`) for clients
     // that follow tasks; otherwise the handler follows it to its end itself.
     let exec_as_task = crate::tasks::answers_exec_as_task(spec, context);
@@ -268,6 +287,10 @@ pub async fn run(
     // task-bound answer below does not come back through `conclude`.
     let mut outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));
     outcome::seal(&record, entry, started, &mut outcome, approved_by).await;
+    if let Some(undo) = undo {
+        let succeeded = outcome.is_ok();
+        Box::pin(undo.commit(state.pve.as_ref(), audit_seq, succeeded, cancel)).await;
+    }
     // Stage: long tasks — a UPID becomes an MCP task, or is followed to its end (`wait`).
     let dispatched = crate::tasks::Dispatched {
         entry,

@@ -199,11 +199,27 @@ fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
                 possible: c,
             }
         }
+        CompositeOp::UndoChange => {
+            // A revert sends the opposite of what was recorded: old config values (any
+            // key), a stop, a snapshot's or a clone's deletion, pool membership.
+            let mut possible = Classified::read();
+            possible.add(Effect::Change, "a revert changes the target back");
+            for effect in Effect::ALL {
+                if effect != Effect::Change {
+                    possible.add(effect, "the recorded change's revert: whatever it does");
+                }
+            }
+            ToolEffects {
+                always: EffectSet::of(Effect::Change),
+                possible,
+            }
+        }
         CompositeOp::QemuAgentDiagnose
         | CompositeOp::QemuBootDiagnose
         | CompositeOp::InventoryOverview
         | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
+        | CompositeOp::ListChanges
         | CompositeOp::WaitTask => ToolEffects::default(),
     }
 }

@@ -11,6 +11,7 @@ mod access;
 mod agent;
 mod api;
 mod backup;
+mod changes;
 mod cluster;
 mod downloads;
 pub mod effects;
@@ -63,6 +64,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         downloads::TOOLS,
         backup::TOOLS,
         tasks::TOOLS,
+        changes::TOOLS,
         network::TOOLS,
         firewall::TOOLS,
         pools::TOOLS,

@@ -296,6 +296,10 @@ pub enum CompositeOp {
     WaitTask,
     /// Every configured cluster's inventory, in parallel (several clusters only).
     ClustersOverview,
+    /// The undo records of recorded changes (`undo`), newest first.
+    ListChanges,
+    /// Revert one recorded change, planned and checked before the gate.
+    UndoChange,
 }
 
 impl CompositeOp {
@@ -303,7 +307,7 @@ impl CompositeOp {
     /// tables (`bootstrap`, `doctor permissions`). The generic call reaches whatever the
     /// caller names, so it lists none.
     pub const fn reaches(self) -> &'static [(HttpMethod, &'static str)] {
-        use HttpMethod::{Get, Post};
+        use HttpMethod::{Delete, Get, Post, Put};
         match self {
             CompositeOp::QemuAgentDiagnose => &[
                 (Get, "/nodes/{node}/qemu/{vmid}/config"),
@@ -335,6 +339,34 @@ impl CompositeOp {
                 (Get, "/nodes/{node}/tasks/{upid}/status"),
                 (Get, "/nodes/{node}/tasks/{upid}/log"),
             ],
+            CompositeOp::ListChanges => &[],
+            // What a revert may read and send; which ones depends on the record.
+            CompositeOp::UndoChange => &[
+                (Get, "/nodes/{node}/qemu/{vmid}/config"),
+                (Put, "/nodes/{node}/qemu/{vmid}/config"),
+                (Get, "/nodes/{node}/lxc/{vmid}/config"),
+                (Put, "/nodes/{node}/lxc/{vmid}/config"),
+                (Get, "/nodes/{node}/qemu/{vmid}/status/current"),
+                (Post, "/nodes/{node}/qemu/{vmid}/status/start"),
+                (Post, "/nodes/{node}/qemu/{vmid}/status/shutdown"),
+                (Post, "/nodes/{node}/qemu/{vmid}/status/suspend"),
+                (Post, "/nodes/{node}/qemu/{vmid}/status/resume"),
+                (Get, "/nodes/{node}/lxc/{vmid}/status/current"),
+                (Post, "/nodes/{node}/lxc/{vmid}/status/start"),
+                (Post, "/nodes/{node}/lxc/{vmid}/status/shutdown"),
+                (Post, "/nodes/{node}/lxc/{vmid}/status/suspend"),
+                (Post, "/nodes/{node}/lxc/{vmid}/status/resume"),
+                (Get, "/nodes/{node}/qemu/{vmid}/snapshot"),
+                (Delete, "/nodes/{node}/qemu/{vmid}/snapshot/{snapname}"),
+                (Get, "/nodes/{node}/lxc/{vmid}/snapshot"),
+                (Delete, "/nodes/{node}/lxc/{vmid}/snapshot/{snapname}"),
+                (Delete, "/nodes/{node}/qemu/{vmid}"),
+                (Delete, "/nodes/{node}/lxc/{vmid}"),
+                (Get, "/pools"),
+                (Put, "/pools"),
+                (Get, "/nodes/{node}/storage/{storage}/content"),
+                (Delete, "/nodes/{node}/storage/{storage}/content/{volume}"),
+            ],
         }
     }
 
@@ -352,6 +384,8 @@ impl CompositeOp {
             CompositeOp::ClustersOverview => {
                 "the inventory of every configured cluster, in parallel"
             }
+            CompositeOp::ListChanges => "the undo records beside the audit log",
+            CompositeOp::UndoChange => "record checked against Proxmox, then its revert",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Composite tools: handlers that make several requests (diagnoses, overviews), follow a
 //! task or guard a request beyond what a row can declare (download address guard, the
-//! generic API call checked against the cluster's schema).
+//! generic API call checked against the cluster's schema), and the undo tools (a revert
+//! planned and checked before the gate).
 //!
 //! Invariant: a handler receives arguments already validated (and, where gated, approved)
 //! by the pipeline, reaches Proxmox only through the shared REST client or SSH router in
@@ -21,6 +22,7 @@ mod diagnose;
 mod download;
 pub mod exec;
 mod overview;
+pub mod undo_change;
 mod wait_task;
 
 use serde_json::Value;
@@ -40,6 +42,8 @@ pub struct Prechecked {
     pub learned: crate::effects::Classified,
     /// The generic call as the checks judged it, sent as judged (no second lookup).
     api_call: Option<api_call::Judged>,
+    /// A revert as planned and checked before the gate.
+    undo: Option<crate::undo::Plan>,
 }
 
 /// The guards of a composite operation that need no approval, run before anyone is asked:
@@ -58,6 +62,15 @@ pub async fn precheck(
             Ok(Prechecked {
                 learned: api_call::by_cluster(&judged),
                 api_call: Some(judged),
+                undo: None,
+            })
+        }
+        CompositeOp::UndoChange => {
+            let plan = undo_change::judge(backends, args, cancel).await?;
+            Ok(Prechecked {
+                learned: plan.classified.clone(),
+                api_call: None,
+                undo: Some(plan),
             })
         }
         CompositeOp::DownloadToStorage => download::guard(args, &backends.settings.download_allow)
@@ -81,6 +94,12 @@ pub async fn execute(
     }
     if op == CompositeOp::ApiCall {
         return api_call::execute(backends, spec, args, prechecked.api_call, cancel).await;
+    }
+    if op == CompositeOp::UndoChange {
+        return undo_change::execute(backends, args, prechecked.undo, cancel).await;
+    }
+    if op == CompositeOp::ListChanges {
+        return (undo_change::list(backends).await, 0);
     }
     if op == CompositeOp::ClustersOverview {
         return clusters_overview::run(backends, cancel).await;
@@ -106,6 +125,8 @@ pub async fn execute(
         CompositeOp::Capabilities
         | CompositeOp::ApiCall
         | CompositeOp::WaitTask
+        | CompositeOp::ListChanges
+        | CompositeOp::UndoChange
         | CompositeOp::ClustersOverview => Err(unavailable(op, spec)),
     };
     (result, calls.attempts)
