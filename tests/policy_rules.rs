@@ -444,3 +444,43 @@ async fn a_policy_that_does_not_parse_stops_start_up() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_flags_an_allow_that_lets_exec_egress_or_access_run_unasked() {
+    let emu = emulator().await;
+    let (home, policy) = home_with_policy(json!([
+        { "name": "lab-all", "action": "allow", "pool": "lab" },
+        { "name": "lab-routine", "action": "allow", "class": "routine", "pool": "lab" },
+        { "name": "shell-ok", "action": "allow", "effect": ["change", "exec"], "node": "pve02" },
+    ]));
+    let env = env(&emu, home.path(), &policy, &[]);
+    let out = binary(&["doctor", "--check", "nodes"], &env, home.path());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(
+            "lab-all (allow pool=lab) lets exec, egress, access, unplaced run without a person"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "shell-ok (allow effect=change,exec node=pve02) lets exec run without a person"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("lab-routine ("),
+        "a routine-only allow is no risk: {stdout}"
+    );
+    // A broken policy file is never trusted.
+    let project = tempfile::tempdir().expect("project");
+    let broken = project.path().join("policy.json");
+    std::fs::write(
+        &broken,
+        r#"{"rules": [{"action": "allow", "effect": "write"}]}"#,
+    )
+    .expect("written");
+    let out = binary(&["trust", text(&broken)], &env, project.path());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not an effect"));
+}

@@ -187,6 +187,13 @@ fn policy_keys_are_read_as_the_variables_would_hold_them() {
     );
     assert_eq!(keys.value_for("PVE_TOOL_BLACKLIST"), None);
     assert!(!keys.default);
+    assert_eq!(keys.policy, None);
+    // `policy` is kept as written, for `policy::PolicyRules::parse` (docs/POLICY.md).
+    let rules = json!({"rules": [{"action": "deny", "tag": "prod"}]});
+    let body = with(rest_only("a.lan"), json!({ "policy": rules }));
+    let keys = load_with_file(&body).unwrap().policy;
+    assert_eq!(keys.policy, Some(rules));
+    assert!(keys.any_policy());
     for bad in [
         json!({"accessTier": 3}),
         json!({"categories": [1]}),
