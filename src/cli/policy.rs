@@ -163,10 +163,11 @@ impl Report<'_> {
     }
 
     fn class(&self) -> &'static str {
-        match self.gate {
-            None => "read",
-            Some(g) if g.routine.is_some() => "routine",
-            Some(_) => "consequential",
+        match (self.gate, self.ruled.class) {
+            (None, _) => "read",
+            (Some(_), Some(class)) => class.as_str(),
+            (Some(g), None) if g.routine.is_some() => "routine",
+            (Some(_), None) => "consequential",
         }
     }
 

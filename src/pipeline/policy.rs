@@ -28,6 +28,9 @@ pub struct Ruled {
     pub decision: Option<Decision>,
     /// The facts' reads made for it (for a refusal's `details.read`).
     pub reads: Vec<String>,
+    /// The class the rules saw (a template clone of a guest not known to be a template is
+    /// consequential).
+    pub class: Option<Class>,
 }
 
 impl Ruled {
@@ -101,6 +104,7 @@ pub async fn evaluate(
     Ruled {
         decision: Some(rules.decide(&subject)),
         reads,
+        class: Some(subject.class),
     }
 }
 
