@@ -354,3 +354,68 @@ async fn a_start_and_a_pool_membership_are_reverted_by_their_opposites() {
     assert!(!members.to_string().contains("qemu/150"), "{members}");
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_is_listed_as_not_revertible_and_its_revert_sends_nothing() {
+    let emu = emulator().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let audit = dir.path().join("audit.jsonl");
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu, &audit)).await;
+    ok(
+        &client,
+        "pve_qemu_clone",
+        json!({"node": "pve01", "vmid": 9000, "newid": 150, "name": "web-150"}),
+    )
+    .await;
+    settle().await;
+    ok(
+        &client,
+        "pve_run_backup",
+        json!({"node": "pve01", "vmid": "150", "storage": "local"}),
+    )
+    .await;
+    settle().await;
+    assert!(
+        person.questions().is_empty(),
+        "a routine backup runs unasked"
+    );
+    let record = newest(&client, "pve_run_backup").await;
+    assert_eq!(record["revertible"], false, "{record}");
+    assert!(
+        record["why"].as_str().unwrap().contains("pvesm free"),
+        "{record}"
+    );
+    emu.clear_requests();
+    let refused = call(&client, "pve_undo_change", json!({"id": record["id"]})).await;
+    assert_eq!(code(&refused), "UNDO_NOT_REVERTIBLE");
+    assert!(emu.requests().is_empty(), "{:?}", emu.requests());
+    assert!(person.questions().is_empty());
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generic_write_is_recorded_and_reverted_like_a_tool_row() {
+    let emu = emulator().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let audit = dir.path().join("audit.jsonl");
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person, &full_env(&emu, &audit)).await;
+    let before = config(&client, 101).await;
+    ok(
+        &client,
+        "pve_api_write",
+        json!({"method": "PUT", "path": "/nodes/pve01/qemu/101/config", "params": ["cores=7", "onboot=1"]}),
+    )
+    .await;
+    assert_eq!(config(&client, 101).await["cores"], 7);
+    let record = newest(&client, "pve_api_write").await;
+    let revert = record["revert"][0].as_str().expect("revert request");
+    assert!(
+        revert.contains("cores=2") && revert.contains("delete=onboot"),
+        "{revert}"
+    );
+    ok(&client, "pve_undo_change", json!({"id": record["id"]})).await;
+    assert_eq!(config(&client, 101).await, before);
+    client.cancel().await.ok();
+}

@@ -36,6 +36,16 @@ pub struct Judged {
     schema_report: Value,
 }
 
+impl Judged {
+    /// The request as it will be sent, for the undo capture (`undo_change::capture`).
+    pub(super) fn request(&self) -> ApiRequest {
+        ApiRequest {
+            params: self.checked.params.clone(),
+            ..ApiRequest::new(self.pve_method, self.checked.path.clone())
+        }
+    }
+}
+
 /// Judges a call: structural rules, then the cluster's schema. `Err` is the refusal, with
 /// the number of attempts (always 0: the call itself was not sent).
 pub async fn judge(

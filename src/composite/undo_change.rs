@@ -5,7 +5,8 @@
 //! the gate merges, so a person is asked about exactly what the revert sends; [`execute`]
 //! plans again and refuses if the plan moved while the person decided, then sends it.
 //! [`capture`] gives the pipeline what a change's revert needs, from the requests the call
-//! sends: the REST row's rendered request, or a revert's own requests (undo of an undo).
+//! sends: the REST row's rendered request, the generic `pve_api_write` as judged, or a
+//! revert's own requests (undo of an undo).
 //!
 //! Invariant: the revert sends exactly the requests it was approved for — the REST client's
 //! clearance refuses anything beyond the classified effects, and a re-plan that differs is
@@ -81,7 +82,8 @@ pub async fn list(backends: &Backends<'_>) -> Result<Value, ToolFailure> {
 }
 
 /// The requests a call sends that undo records are kept for, and the record it reverts:
-/// a REST row's one rendered request, or a revert's planned requests.
+/// a REST row's one rendered request, the generic write as judged, or a revert's planned
+/// requests.
 fn outgoing(
     spec: &'static ToolSpec,
     args: &ValidArgs,
@@ -91,6 +93,10 @@ fn outgoing(
         Backend::Rest { method, path } => {
             (vec![build_request(spec, method, path, args, &[])], None)
         }
+        Backend::Composite(CompositeOp::ApiCall) => match &prechecked.api_call {
+            Some(judged) => (vec![judged.request()], None),
+            None => (Vec::new(), None),
+        },
         Backend::Composite(CompositeOp::UndoChange) => match &prechecked.undo {
             Some(plan) => (plan.requests.clone(), Some(plan.record.id)),
             None => (Vec::new(), None),

@@ -5,9 +5,9 @@
 //! not from tool names: guest config updates (old values of every key set or deleted, then
 //! the digest after), start/resume and shutdown/stop/suspend (the power state before), a
 //! snapshot's creation, a clone (the new guest), pool membership updates (the members and
-//! comment before), and a backup of one guest to a named storage (the archives already
-//! there). A revert's own requests are captured the same way, so a revert can be reverted;
-//! a revert request nothing here can undo is recorded as not revertible, with why.
+//! comment before); a backup is recorded as one the server cannot undo (see [`backup`]).
+//! A revert's own requests are captured the same way, so a revert can be reverted; a revert
+//! request nothing here can undo is recorded as not revertible, with why.
 //!
 //! Invariants: capture only reads (plain `GET`s, allowed outside any clearance) and never
 //! stops a call — a read that fails makes the record say the change cannot be reverted;
@@ -211,9 +211,7 @@ async fn capture_one(
                 .or_else(|| parts.get(1).map(|s| (*s).to_owned()))?;
             Some(Pending::Ready(pool(client, &poolid, request, cancel).await))
         }
-        (Method::Post, ["nodes", node, "vzdump"]) => {
-            Some(Pending::Ready(backup(client, node, request, cancel).await))
-        }
+        (Method::Post, ["nodes", _, "vzdump"]) => ready(backup(request)),
         _ => None,
     }
 }
@@ -442,58 +440,14 @@ async fn pool(
     }
 }
 
-async fn backup(
-    client: &pve::Client,
-    node: &str,
-    request: &ApiRequest,
-    cancel: &CancellationToken,
-) -> Part {
-    let sent = describe(request);
-    let vmid = param(request, "vmid").unwrap_or_default();
-    let one = !vmid.is_empty() && vmid.bytes().all(|b| b.is_ascii_digit());
-    let (true, Some(storage)) = (one, param(request, "storage")) else {
-        return Part::NotRevertible {
-            sent,
-            why: "only a backup of one guest to a named storage can be undone".into(),
-        };
-    };
-    match backup_volumes(client, node, storage, vmid, cancel).await {
-        Ok(before) => Part::Backup {
-            node: node.to_owned(),
-            storage: storage.to_owned(),
-            vmid: vmid.to_owned(),
-            before,
-        },
-        Err(e) => Part::NotRevertible {
-            sent,
-            why: format!("the storage's backups could not be listed before: {e}"),
-        },
+/// A backup is recorded as one that cannot be undone: its archive is deleted through
+/// `…/content/{volume}`, and a backup's volume id holds a `/`, which the REST client never
+/// sends inside a path segment (Proxmox would decode it and route the request elsewhere).
+fn backup(request: &ApiRequest) -> Part {
+    Part::NotRevertible {
+        sent: describe(request),
+        why: "a backup archive's volume id holds a '/', which this server never sends inside a path; remove the archive on the node (pvesm free <volid>; pve_list_backups names it)".into(),
     }
-}
-
-/// The backup volumes of `vmid` on `storage`, as `node` lists them.
-pub(super) async fn backup_volumes(
-    client: &pve::Client,
-    node: &str,
-    storage: &str,
-    vmid: &str,
-    cancel: &CancellationToken,
-) -> Result<Vec<String>, pve::PveError> {
-    let path = format!(
-        "/nodes/{}/storage/{}/content",
-        pve::encode_path_segment(node),
-        pve::encode_path_segment(storage)
-    );
-    let read = ApiRequest::get(path)
-        .param("content", "backup")
-        .param("vmid", vmid);
-    let answer = client.call(read, cancel).await.result?;
-    Ok(answer
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|row| row.get("volid").and_then(Value::as_str).map(str::to_owned))
-        .collect())
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //!
 //! Invariant: a record holds only what the server read from Proxmox before and after the
 //! change (old config values with the digest after the change, the power state, the snapshot
-//! or guest the change created, pool members, the backup archives already there); a part the
+//! or guest the change created, pool members); a part the
 //! server cannot undo says why ([`Part::NotRevertible`]), and the revert of a record is the
 //! reverse of its parts, last part first.
 
@@ -139,18 +139,6 @@ pub enum Part {
         #[serde(default)]
         old_comment: Option<String>,
     },
-    /// A backup of one guest to a storage; the archives already there are kept, so the new
-    /// one is told apart at revert time.
-    Backup {
-        /// The node that ran it.
-        node: String,
-        /// The storage it went to.
-        storage: String,
-        /// The guest.
-        vmid: String,
-        /// Backup volumes of that guest on that storage before.
-        before: Vec<String>,
-    },
     /// A request the server cannot undo, and why.
     NotRevertible {
         /// The request, as `METHOD path`.
@@ -178,18 +166,11 @@ impl Part {
             | Part::Snapshot { guest, .. }
             | Part::Clone { guest } => guest.label(),
             Part::Pool { poolid, .. } => format!("pool {poolid}"),
-            Part::Backup {
-                node,
-                storage,
-                vmid,
-                ..
-            } => format!("backup of {vmid} on {storage} ({node})"),
             Part::NotRevertible { sent, .. } => sent.clone(),
         }
     }
 
-    /// The requests that undo this part, except what only Proxmox can say at revert time
-    /// (a backup's new archive: see `revert`). Empty for a part that cannot be undone.
+    /// The requests that undo this part; empty for a part that cannot be undone.
     pub fn revert_requests(&self) -> Vec<ApiRequest> {
         match self {
             Part::Config {
@@ -256,7 +237,7 @@ impl Part {
                 moved_from,
                 old_comment.as_deref(),
             ),
-            Part::Backup { .. } | Part::NotRevertible { .. } => Vec::new(),
+            Part::NotRevertible { .. } => Vec::new(),
         }
     }
 }

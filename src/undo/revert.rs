@@ -4,7 +4,7 @@
 //! Invariants: a revert is planned only from a record of this cluster; it is refused before
 //! anyone is asked when the record cannot be reverted (`UNDO_NOT_REVERTIBLE`) or the target
 //! changed since (`UNDO_STALE`: another config digest or values, a snapshot or clone gone, a
-//! guest in another power state); a config revert also carries the digest recorded after the
+//! guest in another power state, a pool member gone); a config revert also carries the digest recorded after the
 //! change, so Proxmox refuses it too if the config changed in between; the requests sent are
 //! exactly the planned ones, classified here with the same classifier the REST client's
 //! clearance check uses.
@@ -12,12 +12,12 @@
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::capture::{backup_volumes, power_state};
+use super::capture::power_state;
 use super::record::{Part, Record, describe, wire_text};
 use super::store::{MAX_RECORDS, Store};
 use crate::effects::{self, Classified};
 use crate::envelope::{ToolFailure, codes, failure_from};
-use crate::pve::{self, ApiRequest, Method};
+use crate::pve::{self, ApiRequest};
 
 /// A revert ready to send: the record and its requests, with what they do.
 #[derive(Debug, Clone)]
@@ -203,38 +203,6 @@ async fn check(
                 return Err(format!("{} left pool {poolid} since", gone.join(", ")));
             }
         }
-        Part::Backup {
-            node,
-            storage,
-            vmid,
-            before,
-        } => {
-            let now = backup_volumes(client, node, storage, vmid, cancel)
-                .await
-                .map_err(|e| e.to_string())?;
-            let new: Vec<&String> = now.iter().filter(|v| !before.contains(v)).collect();
-            let [volid] = new.as_slice() else {
-                return Err(if new.is_empty() {
-                    format!(
-                        "no new backup of {vmid} on {storage} (the backup has not finished, or was removed)"
-                    )
-                } else {
-                    format!(
-                        "{} new backups of {vmid} on {storage}; delete the one you mean with the storage tools",
-                        new.len()
-                    )
-                });
-            };
-            return Ok(vec![ApiRequest::new(
-                Method::Delete,
-                format!(
-                    "/nodes/{}/storage/{}/content/{}",
-                    pve::encode_path_segment(node),
-                    pve::encode_path_segment(storage),
-                    pve::encode_path_segment(volid)
-                ),
-            )]);
-        }
         Part::NotRevertible { why, .. } => return Err(why.clone()),
     }
     Ok(part.revert_requests())
@@ -311,14 +279,7 @@ pub async fn listing(store: &Store) -> Result<Value, ToolFailure> {
 }
 
 fn row(record: &Record) -> Value {
-    let mut revert: Vec<String> = record.revert_requests().iter().map(shown).collect();
-    for part in record.parts.iter().rev() {
-        if let Part::Backup { storage, vmid, .. } = part {
-            revert.push(format!(
-                "DELETE the new backup archive of {vmid} on {storage} (found when reverting)"
-            ));
-        }
-    }
+    let revert: Vec<String> = record.revert_requests().iter().map(shown).collect();
     let blocked = record.blocked();
     json!({
         "id": record.id,
