@@ -301,6 +301,7 @@ async fn explain_prints_the_effects_the_class_the_matches_and_the_deciding_rule(
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("decided by: built-in default"), "{stdout}");
     assert!(!stdout.contains("lab-starts"), "{stdout}");
+    assert!(stdout.contains("guest:      facts unknown"), "{stdout}");
     // No sent change, ever.
     assert_eq!(changes(&emu), Vec::<String>::new());
 }

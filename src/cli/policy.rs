@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::CliError;
 use crate::config::{self, Paths, ProcessEnv};
 use crate::pipeline::policy::{self as decide, Ruled};
-use crate::policy::{Action, Settings};
+use crate::policy::{Action, Guest, Settings};
 
 /// Arguments of `policy`.
 #[derive(Debug, Args)]
@@ -229,6 +229,12 @@ impl Report<'_> {
         if let Some(d) = &self.ruled.decision {
             let _ = writeln!(out, "why:        {}", d.why);
         }
+        if let Some(Guest::Unknown(why)) = &self.ruled.guest {
+            let _ = writeln!(
+                out,
+                "guest:      facts unknown ({why}): rules on pool or tag hold for ask and deny, never for allow"
+            );
+        }
         if !self.ruled.reads.is_empty() {
             let _ = writeln!(out, "read:       {}", self.ruled.reads.join(", "));
         }
@@ -269,6 +275,10 @@ impl Report<'_> {
             "action": self.ruled.action().map_or("default", Action::as_str),
             "why": self.ruled.decision.as_ref().map(|d| d.why.clone()),
             "read": self.ruled.reads,
+            "guestFactsUnknown": match &self.ruled.guest {
+                Some(Guest::Unknown(why)) => Some(why.clone()),
+                _ => None,
+            },
             "result": self.result(),
         })
     }

@@ -31,6 +31,8 @@ pub struct Ruled {
     /// The class the rules saw (a template clone of a guest not known to be a template is
     /// consequential).
     pub class: Option<Class>,
+    /// What the rules knew of the target guest.
+    pub guest: Option<Guest>,
 }
 
 impl Ruled {
@@ -105,6 +107,7 @@ pub async fn evaluate(
         decision: Some(rules.decide(&subject)),
         reads,
         class: Some(subject.class),
+        guest: Some(subject.guest),
     }
 }
 
