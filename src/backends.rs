@@ -33,6 +33,10 @@ pub struct Backends<'a> {
     pub clusters: &'a [ClusterClient],
     /// The undo records of this cluster's changes (beside the audit log).
     pub undo: &'a crate::undo::Store,
+    /// The leases people granted in this server process.
+    pub leases: &'a crate::approval::lease::Leases,
+    /// Whose call this is, as a lease holder (`None`: the caller can hold no lease).
+    pub lease_holder: Option<&'a str>,
 }
 
 /// One configured cluster's REST client, named.

@@ -216,6 +216,7 @@ fn plan_composite(spec: &'static ToolSpec, op: CompositeOp, args: &ValidArgs) ->
         | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
         | CompositeOp::ListChanges
+        | CompositeOp::ListLeases
         | CompositeOp::WaitTask => Classified::read(),
         // Planned and checked before the gate (`composite::precheck`): the learned effects.
         CompositeOp::UndoChange => Classified::read(),

@@ -17,7 +17,10 @@ use rmcp::service::RequestContext;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{Approver, Channel, Question, Verdict};
+mod leases;
+
+use crate::approval::lease::Ending;
+use crate::approval::{Approver, Channel, Question, Verdict, with_lease_line};
 use crate::backends::Backends;
 use crate::clusters::Clusters;
 use crate::dispatch;
@@ -79,6 +82,8 @@ pub async fn run(
                 .into();
         }
     };
+    // Who a lease granted on this call would belong to (also whose leases a listing shows).
+    let holder = leases::holder_of(context, &caller);
     let backends = Backends {
         pve: state.pve.as_ref(),
         ssh: state.ssh.as_deref(),
@@ -86,6 +91,8 @@ pub async fn run(
         settings: &state.settings,
         clusters: clusters.clients(),
         undo: state.audit.undo(),
+        leases: approver.leases(),
+        lease_holder: holder.as_deref(),
     };
     // Stage: the server's own guards (input rules, address guard, the cluster's schema) run
     // before the gate, so nobody is asked about a call that would be refused anyway, and the
@@ -110,6 +117,10 @@ pub async fn run(
     // before a dry run or a person's question.
     let freeze = state.settings.freeze.as_ref();
     if let Some(failure) = gate::frozen_refusal(spec, gate.as_ref(), freeze) {
+        // The kill switch ends every lease, so none outlives the freeze.
+        for lease in approver.leases().end_all() {
+            leases::record(&state.audit, &lease, Some(Ending::Frozen), &caller_name).await;
+        }
         return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();
@@ -147,10 +158,26 @@ pub async fn run(
         let allowed = ruled
             .approval()
             .map(|by| format!("none: the operator's policy lets it run without a person ({by})"));
+        let leasing = !unasked && !ruled.asks() && allowed.is_none();
+        let leased = match (&gate, holder.clone()) {
+            (Some(gate), Some(holder)) if leasing => {
+                let scope = leases::scope_of(holder, entry.cluster, spec, &args, gate);
+                approver.leases().peek(&scope).map(|lease| {
+                    format!(
+                        "none: lease {} covers it ({}), granted by a person",
+                        lease.id,
+                        lease.scope.shown()
+                    )
+                })
+            }
+            _ => None,
+        };
         let approval_path = if let Some(allowed) = &allowed {
             allowed.as_str()
         } else if unasked {
             "none: a routine change to an unprotected guest runs without a person (PVE_ROUTINE=ask asks)"
+        } else if let Some(leased) = &leased {
+            leased.as_str()
         } else {
             approver.describe(context)
         };
@@ -185,6 +212,21 @@ pub async fn run(
     let reasons = gate
         .as_ref()
         .map(|g| with_facts(g.reasons(), routine.as_ref()));
+    // A person's lease covering this call lets it run without asking again — unless the
+    // operator's policy asks for it every time (or already lets it run).
+    let leasing = !unasked && !ruled.asks() && ruled.approval().is_none();
+    let scope = match (&gate, holder.clone()) {
+        (Some(gate), Some(holder)) if leasing => {
+            Some(leases::scope_of(holder, entry.cluster, spec, &args, gate))
+        }
+        _ => None,
+    };
+    let leased = match &scope {
+        Some(scope) => {
+            leases::lookup(approver.leases(), scope, freeze, &state.audit, &caller_name).await
+        }
+        None => None,
+    };
     // An `allow` rule of the operator's policy: no person, audited as `policy:<rule id>`.
     let policy_approval = ruled.approval();
     let mut approved_by = None;
@@ -192,30 +234,47 @@ pub async fn run(
         approved_by = Some(by);
     } else if unasked {
         approved_by = Some(ROUTINE);
+    } else if let Some(lease) = &leased {
+        // Audited as `lease`, the line's approver naming which one.
+        approved_by = Some(leases::LEASED);
+        crate::approval::note_approver(leases::approval_of(lease));
     } else if let Some(gate) = &gate {
         let reasons = reasons.clone().unwrap_or_default();
         // The summary costs Proxmox reads: build it only when a person will read it.
         // The client's abilities are read only for gated calls (a copy of its capabilities).
-        let message =
-            if approver.asks_person(Channel::of(context)) && request.request_state.is_none() {
-                let question = preview::build(state.pve.as_ref(), spec, &args, cancel)
-                    .await
-                    .in_cluster(entry.cluster)
-                    .question(spec, &reasons);
-                requested_by(question, &caller)
-            } else {
-                String::new()
-            };
+        // A lease is offered only where a person answers.
+        let asks_person = approver.asks_person(Channel::of(context));
+        let offer = scope
+            .clone()
+            .filter(|_| asks_person)
+            .and_then(|scope| approver.leases().offer(scope));
+        let message = if asks_person && request.request_state.is_none() {
+            let question = preview::build(state.pve.as_ref(), spec, &args, cancel)
+                .await
+                .in_cluster(entry.cluster)
+                .question(spec, &reasons);
+            with_lease_line(requested_by(question, &caller), offer.as_ref())
+        } else {
+            String::new()
+        };
         let question = Question {
             message,
             tool: spec.name,
             destructive: spec.effect.is_destructive(),
+            lease: offer,
         };
         match approver
             .decide(context, request, &question, args.confirmed)
             .await
         {
             Verdict::Approved(by) => approved_by = Some(by.as_str()),
+            Verdict::Leased(by, minutes) => {
+                approved_by = Some(by.as_str());
+                if let Some(offer) = &question.lease {
+                    let store = approver.leases();
+                    leases::grant(store, offer, minutes, by, &state.audit, &caller_name).await;
+                }
+            }
             Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
             Verdict::Refused(failure) => {
                 let failure = with_reads(with_fired_rules(failure, gate), routine.as_ref());

@@ -122,6 +122,7 @@ fn approver(state: &AppState) -> Approver {
             None => SealedStates::random(),
         },
     )
+    .with_leases(state.settings.routine.lease_max_minutes)
 }
 
 /// The server instructions: policy in force, how to use the tools, connection state.

@@ -101,6 +101,12 @@ impl LinkApproval {
                 approvers,
             )
             .map_err(not_registered)
+            .inspect(|waiting| {
+                if let Some(offer) = &question.lease {
+                    self.pending
+                        .offer_lease(waiting, offer.scope.shown(), offer.minutes.clone());
+                }
+            })
     }
 
     /// Asks through URL-mode elicitation and waits for the page.
@@ -247,6 +253,9 @@ fn conclude(decided: Option<Decided>) -> Verdict {
             }
             match decision {
                 PageDecision::Approve => Verdict::Approved(ApprovedBy::PersonByLink),
+                PageDecision::ApproveFor(minutes) => {
+                    Verdict::Leased(ApprovedBy::PersonByLink, minutes)
+                }
                 PageDecision::Decline => Verdict::Refused(super::declined()),
             }
         }

@@ -32,6 +32,7 @@
 //! is sent to Proxmox.
 
 mod approvers;
+pub mod lease;
 mod link;
 mod notify;
 mod pending;
@@ -66,6 +67,12 @@ pub const INPUT_KEY: &str = "approval";
 /// Name of the boolean the person ticks in the approval form.
 pub const APPROVE_FIELD: &str = "approve";
 
+/// Name of the form's optional choice: approve once, or lease the class for N minutes.
+pub const LEASE_FIELD: &str = "lease";
+
+/// The lease choice that grants nothing (approve this call only).
+pub const ONCE: &str = "once";
+
 /// How a call was approved, reported in the result's `meta.approval` and the audit trail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApprovedBy {
@@ -93,6 +100,9 @@ impl ApprovedBy {
 pub enum Verdict {
     /// Run the call.
     Approved(ApprovedBy),
+    /// Run the call, and the person also granted a lease of the offered scope for this many
+    /// minutes (one of the question's offered lengths).
+    Leased(ApprovedBy, u32),
     /// Do not run it; the failure says why.
     Refused(ToolFailure),
     /// Stateless peer: return this and wait for the retry with the person's answer.
@@ -222,6 +232,8 @@ pub struct Question {
     pub tool: &'static str,
     /// Whether the call may remove or interrupt something (the refusal's `impact`).
     pub destructive: bool,
+    /// The lease a person may grant with their answer (`None`: approve once only).
+    pub lease: Option<lease::LeaseOffer>,
 }
 
 /// Asks for approval according to the mode and the client's abilities.
@@ -232,6 +244,7 @@ pub struct Approver {
     states: SealedStates,
     stateless: bool,
     links: Arc<LinkApproval>,
+    leases: Arc<lease::Leases>,
 }
 
 impl Approver {
@@ -244,7 +257,20 @@ impl Approver {
             states,
             stateless: false,
             links: Arc::new(LinkApproval::off()),
+            leases: Arc::new(lease::Leases::new(0)),
         }
+    }
+
+    /// The same approver with leases a person may grant, lasting at most `longest_minutes`
+    /// (0: none is ever offered).
+    pub fn with_leases(mut self, longest_minutes: u32) -> Approver {
+        self.leases = Arc::new(lease::Leases::new(longest_minutes));
+        self
+    }
+
+    /// The leases people granted through this approver.
+    pub fn leases(&self) -> &lease::Leases {
+        &self.leases
     }
 
     /// The same approver with approval by link (the page, URL elicitation, the webhook).
@@ -365,7 +391,7 @@ impl Approver {
             () = context.ct.cancelled() => return Verdict::Refused(cancelled("The client cancelled the call while the person was being asked.")),
         };
         match answer {
-            Ok(result) => judge(&result),
+            Ok(result) => judge(&result, question.lease.as_ref()),
             Err(ServiceError::Timeout { .. }) => Verdict::Refused(
                 ToolFailure::new(
                     codes::CONFIRMATION_TIMEOUT,
@@ -438,7 +464,7 @@ impl Approver {
                     );
                 }
                 match serde_json::from_value::<ElicitResult>(answer.clone()) {
-                    Ok(result) => judge(&result),
+                    Ok(result) => judge(&result, question.lease.as_ref()),
                     Err(_) => Verdict::Refused(ToolFailure::new(
                         codes::CONFIRMATION_CANCELLED,
                         "The answer to the approval question is not an elicitation result; nothing was sent to Proxmox.",
@@ -536,20 +562,28 @@ fn cancelled(message: &str) -> ToolFailure {
         .with_hint("Nothing was sent to Proxmox; call again to be asked afresh.")
 }
 
-/// Reads the person's answer: only an accept with the box ticked approves.
-fn judge(result: &ElicitResult) -> Verdict {
+/// Reads the person's answer: only an accept with the box ticked approves. A lease is granted
+/// only when the question offered one and the answer chose one of its lengths; any other
+/// `lease` value approves this call once.
+fn judge(result: &ElicitResult, offer: Option<&lease::LeaseOffer>) -> Verdict {
     match result.action {
         ElicitationAction::Accept => {
-            let ticked = result
-                .content
-                .as_ref()
+            let content = result.content.as_ref();
+            let ticked = content
                 .and_then(|c| c.get(APPROVE_FIELD))
                 .and_then(Value::as_bool)
                 .unwrap_or(false);
-            if ticked {
-                Verdict::Approved(ApprovedBy::Person)
-            } else {
-                Verdict::Refused(declined())
+            if !ticked {
+                return Verdict::Refused(declined());
+            }
+            let chosen = content
+                .and_then(|c| c.get(LEASE_FIELD))
+                .and_then(Value::as_str)
+                .and_then(|m| m.parse::<u32>().ok())
+                .filter(|m| offer.is_some_and(|o| o.allows(*m)));
+            match chosen {
+                Some(minutes) => Verdict::Leased(ApprovedBy::Person, minutes),
+                None => Verdict::Approved(ApprovedBy::Person),
             }
         }
         ElicitationAction::Decline => Verdict::Refused(declined()),
@@ -571,20 +605,63 @@ fn declined() -> ToolFailure {
     .with_hint("Do not retry the same call unless the user asks for it.")
 }
 
-/// The form: the summary as the message and one required box to tick.
+/// The form: the summary as the message, one required box to tick and, when the call may be
+/// leased, an optional choice of approving its class for its target for a while.
 fn form(question: &Question) -> ElicitRequestParams {
-    let schema = ElicitationSchema::builder()
+    let mut builder = ElicitationSchema::builder()
         .title("Approve this Proxmox action?")
         .required_bool_with(APPROVE_FIELD, |b| {
             b.title("Approve")
                 .description("Tick to run exactly this call; leave unticked or decline to stop it.")
-        })
+        });
+    if let Some(offer) = &question.lease {
+        builder = builder.property(LEASE_FIELD, lease_choice(offer));
+    }
+    let schema = builder
         .build()
         .unwrap_or_else(|_| ElicitationSchema::new(Default::default()));
     ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: question.message.clone(),
         requested_schema: schema,
+    }
+}
+
+/// The lease choice: `once` (the default) or one of the offered lengths in minutes.
+fn lease_choice(offer: &lease::LeaseOffer) -> rmcp::model::PrimitiveSchemaDefinition {
+    let mut values = vec![ONCE.to_owned()];
+    let mut titles = vec!["Only this call".to_owned()];
+    for minutes in &offer.minutes {
+        values.push(minutes.to_string());
+        titles.push(format!(
+            "Also allow {} for {minutes} min",
+            offer.scope.shown()
+        ));
+    }
+    let untitled = || rmcp::model::EnumSchema::builder(values.clone());
+    let builder = untitled()
+        .enum_titles(titles)
+        .unwrap_or_else(|_| untitled());
+    let built = match builder.with_default(ONCE) {
+        Ok(with_default) => with_default,
+        Err(_) => untitled(),
+    }
+    .title("Approve for")
+    .description("Once, or also later calls of this class to this target for a while (revocable).")
+    .build();
+    rmcp::model::PrimitiveSchemaDefinition::Enum(built)
+}
+
+/// The person's question with the lease offer written out, so a client that shows only the
+/// message still says what a lease would cover.
+pub fn with_lease_line(message: String, offer: Option<&lease::LeaseOffer>) -> String {
+    match offer {
+        Some(offer) => format!(
+            "{message}\n\nYou may also allow {} for up to {} min without asking again (revocable: `nandi-proxmox-mcp lease revoke`).",
+            offer.scope.shown(),
+            offer.minutes.iter().max().copied().unwrap_or(0)
+        ),
+        None => message,
     }
 }
 

@@ -46,6 +46,9 @@ const MAX_SESSIONS: usize = 8;
 pub enum PageDecision {
     /// Run exactly this call.
     Approve,
+    /// Run it, and lease its class for its target for this many minutes (one of the link's
+    /// offered lengths; see [`PendingApprovals::offer_lease`]).
+    ApproveFor(u32),
     /// Do not run it.
     Decline,
 }
@@ -97,6 +100,8 @@ pub struct PageView {
     pub approvers: Approvers,
     /// The signed-in person of the request's session, when it has a live one.
     pub signed_in: Option<String>,
+    /// The lease the page offers besides approving once: its scope in words, and the lengths.
+    pub lease: Option<(String, Vec<u32>)>,
 }
 
 /// A session a person was admitted into: the secret for the browser's cookie.
@@ -131,6 +136,8 @@ struct Slot {
     state: SlotState,
     approvers: Approvers,
     sessions: Vec<Session>,
+    /// The lease the page may grant: what it covers, in words, and the lengths offered.
+    lease: Option<(String, Vec<u32>)>,
 }
 
 /// The store; shared by the approver (registers) and the page (decides).
@@ -250,6 +257,7 @@ impl PendingApprovals {
                 state: SlotState::Waiting(send),
                 approvers,
                 sessions: Vec::new(),
+                lease: None,
             },
         );
         drop(slots);
@@ -278,6 +286,7 @@ impl PendingApprovals {
             seconds_left,
             approvers: slot.approvers.clone(),
             signed_in: signed_in(slot, session),
+            lease: slot.lease.clone(),
         })
     }
 
@@ -338,6 +347,15 @@ impl PendingApprovals {
         if hex::decode(call.trim()).ok().as_deref() != Some(slot.call.as_slice()) {
             return Err(LinkProblem::OtherCall);
         }
+        // A lease length the page did not offer is a form made for another call.
+        if let PageDecision::ApproveFor(minutes) = decision
+            && !slot
+                .lease
+                .as_ref()
+                .is_some_and(|(_, offered)| offered.contains(&minutes))
+        {
+            return Err(LinkProblem::OtherCall);
+        }
         let tool = slot.tool;
         match std::mem::replace(&mut slot.state, SlotState::Used) {
             SlotState::Waiting(sender) => match sender.send(Decided { decision, approver }) {
@@ -352,6 +370,14 @@ impl PendingApprovals {
                 slot.state = other;
                 Err(LinkProblem::Used)
             }
+        }
+    }
+
+    /// Lets the page of `waiting` offer a lease: `shown` says what it covers, `minutes` the
+    /// lengths a person may choose. Without it the page approves once only.
+    pub fn offer_lease(&self, waiting: &Waiting, shown: String, minutes: Vec<u32>) {
+        if let Some(slot) = self.lock().get_mut(&waiting.key) {
+            slot.lease = Some((shown, minutes));
         }
     }
 

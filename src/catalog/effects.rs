@@ -220,6 +220,7 @@ fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
         | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
         | CompositeOp::ListChanges
+        | CompositeOp::ListLeases
         | CompositeOp::WaitTask => ToolEffects::default(),
     }
 }

@@ -36,6 +36,14 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         ..ToolSpec::BASE
     },
     ToolSpec {
+        name: "pve_list_leases",
+        title: "List approval leases",
+        description: "Your live leases: approvals a person granted for a class of change to one target for a while (id, scope, expiry, uses). Revoke with `nandi-proxmox-mcp lease revoke ID`.",
+        category: Category::Cluster,
+        backend: Backend::Composite(CompositeOp::ListLeases),
+        ..ToolSpec::BASE
+    },
+    ToolSpec {
         name: "pve_get_ceph_status",
         title: "Ceph status",
         description: "Ceph status: health, monitors, OSD map, PGs, usage. Fails without Ceph.",

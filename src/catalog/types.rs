@@ -300,6 +300,8 @@ pub enum CompositeOp {
     ListChanges,
     /// Revert one recorded change, planned and checked before the gate.
     UndoChange,
+    /// The caller's live leases (approvals a person granted for a while).
+    ListLeases,
 }
 
 impl CompositeOp {
@@ -339,7 +341,7 @@ impl CompositeOp {
                 (Get, "/nodes/{node}/tasks/{upid}/status"),
                 (Get, "/nodes/{node}/tasks/{upid}/log"),
             ],
-            CompositeOp::ListChanges => &[],
+            CompositeOp::ListChanges | CompositeOp::ListLeases => &[],
             // What a revert may read and send; which ones depends on the record.
             CompositeOp::UndoChange => &[
                 (Get, "/nodes/{node}/qemu/{vmid}/config"),
@@ -385,6 +387,7 @@ impl CompositeOp {
                 "the inventory of every configured cluster, in parallel"
             }
             CompositeOp::ListChanges => "the undo records beside the audit log",
+            CompositeOp::ListLeases => "the leases held in this server process",
             CompositeOp::UndoChange => "record checked against Proxmox, then its revert",
         }
     }

@@ -91,8 +91,20 @@ pub fn freeze(args: FreezeArgs) -> Result<(), CliError> {
         note: note.clone(),
         unreadable: None,
     };
+    // The kill switch also ends every lease a person granted, in every process sharing the
+    // file, even if the freeze is lifted before their next call.
+    let revocations = crate::approval::lease::revocation_file(switch.path());
+    if let Err(e) = crate::approval::lease::write_revocation(
+        &revocations,
+        &crate::approval::lease::revoke_all_line(),
+    ) {
+        eprintln!(
+            "warning: changes are frozen, but the lease revocation file {} could not be written ({e}); leases end when a server sees the freeze",
+            revocations.display()
+        );
+    }
     println!(
-        "FROZEN: {}.\n  file: {switch}\n  Every server process watching this file refuses anything beyond a plain read from its next call (FROZEN); reads go on.\n  `nandi-proxmox-mcp unfreeze` lifts it.",
+        "FROZEN: {}.\n  file: {switch}\n  Every server process watching this file refuses anything beyond a plain read from its next call (FROZEN), and every lease ends; reads go on.\n  `nandi-proxmox-mcp unfreeze` lifts it.",
         frozen.summary()
     );
     if let Err(problem) =
@@ -171,7 +183,7 @@ fn status(switch: &FreezeSwitch) -> Result<(), CliError> {
 }
 
 /// The freeze file: `--file`, else `PVE_FREEZE_FILE`, else the per-user state folder.
-fn switch(file: Option<PathBuf>) -> Result<FreezeSwitch, CliError> {
+pub(super) fn switch(file: Option<PathBuf>) -> Result<FreezeSwitch, CliError> {
     let path = match file {
         Some(path) => path,
         None => config::freeze_file(&ProcessEnv)
@@ -186,7 +198,7 @@ fn switch(file: Option<PathBuf>) -> Result<FreezeSwitch, CliError> {
 }
 
 /// The audit log of the environment the command runs in.
-fn audit_log() -> Result<AuditLog, String> {
+pub(super) fn audit_log() -> Result<AuditLog, String> {
     config::audit_log(&ProcessEnv)
         .map(|setting| AuditLog::new(setting.into()))
         .map_err(|e| format!("the audit log is misconfigured: {e}"))
@@ -230,7 +242,7 @@ fn record(
 }
 
 /// `user@host` of whoever runs the command, as far as the environment tells.
-fn who() -> String {
+pub(super) fn who() -> String {
     let user = ["USER", "LOGNAME", "USERNAME"]
         .iter()
         .filter_map(|k| std::env::var(k).ok())

@@ -14,6 +14,7 @@ mod freeze;
 pub mod harden;
 mod health;
 mod jsonc;
+mod lease;
 mod list;
 mod policy;
 pub mod probe;
@@ -129,6 +130,12 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp freeze --reason \"incident 42: agent misbehaving\"\n  nandi-proxmox-mcp freeze --status\n  nandi-proxmox-mcp freeze --file /srv/nandi/frozen      replicas sharing a volume\n\nThe file is PVE_FREEZE_FILE, else ~/.local/state/nandi-proxmox-mcp/frozen ($XDG_STATE_HOME when set).\nA freeze never waits on the audit log: when its audit line cannot be written, changes are frozen all the same and a warning says so on stderr."
     )]
     Freeze(freeze::FreezeArgs),
+    /// Leases people granted while approving: list them, or revoke one (or all) in every
+    /// server sharing the freeze file.
+    #[command(
+        after_help = "Examples:\n  nandi-proxmox-mcp lease list\n  nandi-proxmox-mcp lease revoke 3f9c0a1b2d4e5f60\n  nandi-proxmox-mcp lease revoke --all\n\nA lease is granted only by a person answering an approval question (\"also allow … for N min\"); the model cannot create one. `freeze` revokes every lease too."
+    )]
+    Lease(lease::LeaseArgs),
     /// Lift the kill switch: remove the freeze file (refused when its audit line cannot be written).
     #[command(
         after_help = "Examples:\n  nandi-proxmox-mcp unfreeze\n  nandi-proxmox-mcp unfreeze --file /srv/nandi/frozen\n\nThe audit line is written and synced before the file is removed; when it cannot be (a full disk, an unwritable or misconfigured PVE_AUDIT_LOG), the unfreeze is refused with exit status 1 and the freeze file stays."
@@ -193,6 +200,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::Completions(args)) => completions::run(args),
         Some(Command::Audit(args)) => audit::run(args),
         Some(Command::Freeze(args)) => freeze::freeze(args),
+        Some(Command::Lease(args)) => lease::run(args),
         Some(Command::Unfreeze(args)) => freeze::unfreeze(args),
         Some(Command::Health(args)) => health::run(args).await,
     }

@@ -21,6 +21,7 @@ mod clusters_overview;
 mod diagnose;
 mod download;
 pub mod exec;
+mod leases;
 mod overview;
 pub mod undo_change;
 mod wait_task;
@@ -104,6 +105,9 @@ pub async fn execute(
     if op == CompositeOp::ClustersOverview {
         return clusters_overview::run(backends, cancel).await;
     }
+    if op == CompositeOp::ListLeases {
+        return (Ok(leases::list(backends)), 0);
+    }
     if op == CompositeOp::Capabilities {
         // Works without Proxmox too: it then reports what it can.
         let mut calls = Calls::new(backends.pve, cancel).ok();
@@ -127,6 +131,7 @@ pub async fn execute(
         | CompositeOp::WaitTask
         | CompositeOp::ListChanges
         | CompositeOp::UndoChange
+        | CompositeOp::ListLeases
         | CompositeOp::ClustersOverview => Err(unavailable(op, spec)),
     };
     (result, calls.attempts)

@@ -127,6 +127,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         secret: false,
     },
     EnvVarDoc {
+        name: ENV_LEASE_MAX_MINUTES,
+        description: "Longest lease a person may grant when approving (minutes, up to 480); `0` never offers one.",
+        default: "60",
+        secret: false,
+    },
+    EnvVarDoc {
         name: ENV_TASK_TTL,
         description: "Seconds an MCP task id (a task-starting call that declares the tasks extension) stays readable with `tasks/get`.",
         default: "86400",

@@ -33,7 +33,8 @@ mod rules;
 mod rules_file;
 
 pub use routine::{
-    DEFAULT_PROTECTED_TAGS, ENV_PROTECTED_POOLS, ENV_PROTECTED_TAGS, ENV_ROUTINE, RoutineSettings,
+    DEFAULT_PROTECTED_TAGS, ENV_LEASE_MAX_MINUTES, ENV_PROTECTED_POOLS, ENV_PROTECTED_TAGS,
+    ENV_ROUTINE, RoutineSettings,
 };
 
 pub use approval_key::ApprovalKey;
@@ -245,6 +246,14 @@ pub enum PolicyError {
         "{ENV_ROUTINE}={value:?} is not valid; use auto (routine changes run without a person) or ask"
     )]
     InvalidRoutine {
+        /// The rejected value.
+        value: String,
+    },
+    /// `PVE_LEASE_MAX_MINUTES` is not a whole number of minutes from 0 to 480.
+    #[error(
+        "PVE_LEASE_MAX_MINUTES must be a whole number of minutes from 0 (no leases) to 480, got {value:?}"
+    )]
+    InvalidLeaseMinutes {
         /// The rejected value.
         value: String,
     },

@@ -18,6 +18,12 @@ pub const ENV_PROTECTED_TAGS: &str = "PVE_PROTECTED_TAGS";
 pub const ENV_PROTECTED_POOLS: &str = "PVE_PROTECTED_POOLS";
 /// The default protected tags.
 pub const DEFAULT_PROTECTED_TAGS: &str = "prod,production";
+/// Longest lease a person may grant, in minutes (`0`: no lease is ever offered).
+pub const ENV_LEASE_MAX_MINUTES: &str = "PVE_LEASE_MAX_MINUTES";
+/// The default longest lease: an hour.
+pub const DEFAULT_LEASE_MAX_MINUTES: u32 = 60;
+/// The longest lease the setting accepts: a working day.
+pub const MOST_LEASE_MINUTES: u32 = 480;
 
 /// What the gate does with routine changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +34,8 @@ pub struct RoutineSettings {
     pub protected_tags: Vec<String>,
     /// Pools (lower-cased) that make a guest protected.
     pub protected_pools: Vec<String>,
+    /// Longest lease a person may grant, in minutes (0: leases are off).
+    pub lease_max_minutes: u32,
 }
 
 impl Default for RoutineSettings {
@@ -38,6 +46,7 @@ impl Default for RoutineSettings {
                 .map(str::to_owned)
                 .collect(),
             protected_pools: Vec::new(),
+            lease_max_minutes: DEFAULT_LEASE_MAX_MINUTES,
         }
     }
 }
@@ -61,6 +70,13 @@ impl RoutineSettings {
         }
         if let Some(value) = get(ENV_PROTECTED_POOLS) {
             out.protected_pools = lower(value);
+        }
+        if let Some(value) = get(ENV_LEASE_MAX_MINUTES) {
+            out.lease_max_minutes = value
+                .parse()
+                .ok()
+                .filter(|m| *m <= MOST_LEASE_MINUTES)
+                .ok_or(PolicyError::InvalidLeaseMinutes { value })?;
         }
         Ok(out)
     }
@@ -86,5 +102,14 @@ mod tests {
         assert_eq!(set.protected_tags, ["critical", "db"]);
         assert_eq!(set.protected_pools, ["prod"]);
         assert!(RoutineSettings::read(|k| (k == ENV_ROUTINE).then(|| "yes".into())).is_err());
+        assert_eq!(none.lease_max_minutes, 60);
+        let lease = |v: &str| {
+            RoutineSettings::read(|k| (k == ENV_LEASE_MAX_MINUTES).then(|| v.to_owned()))
+                .map(|s| s.lease_max_minutes)
+        };
+        assert_eq!(lease("0").ok(), Some(0));
+        assert_eq!(lease("480").ok(), Some(480));
+        assert!(lease("481").is_err());
+        assert!(lease("-1").is_err());
     }
 }

@@ -128,12 +128,15 @@ pub async fn cancel(
         ),
         tool: STOP_TOOL,
         destructive: true,
+        // A stop destroys: never leased.
+        lease: None,
     };
     let approved_by = match approver
         .decide(context, &request, &question, confirmed)
         .await
     {
-        Verdict::Approved(by) => {
+        // No lease was offered, so none can have been granted.
+        Verdict::Approved(by) | Verdict::Leased(by, _) => {
             tracing::info!(approval = by.as_str(), "tasks/cancel approved");
             by.as_str()
         }

@@ -28,6 +28,8 @@ pub enum Answer {
     Cancel,
     /// Never answer (the server's timeout decides).
     Silence,
+    /// Accept with the box ticked, and choose a lease of this many minutes.
+    Lease(u32),
 }
 
 /// A client that declares form elicitation (or not) and answers with `answer`.
@@ -38,6 +40,8 @@ pub struct Person {
     pub version: ProtocolVersion,
     /// Every question received.
     pub asked: Arc<Mutex<Vec<String>>>,
+    /// The form schema of every question received.
+    pub forms: Arc<Mutex<Vec<Value>>>,
 }
 
 impl Person {
@@ -47,6 +51,7 @@ impl Person {
             can_ask: true,
             version: ProtocolVersion::V_2025_06_18,
             asked: Arc::default(),
+            forms: Arc::default(),
         }
     }
 
@@ -79,8 +84,15 @@ impl ClientHandler for Person {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, McpError> {
-        if let ElicitRequestParams::FormElicitationParams { message, .. } = &request {
+        if let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = &request
+        {
             self.asked.lock().expect("lock").push(message.clone());
+            let schema = serde_json::to_value(requested_schema).unwrap_or_default();
+            self.forms.lock().expect("lock").push(schema);
         }
         Ok(match self.answer {
             Answer::Accept => {
@@ -89,6 +101,8 @@ impl ClientHandler for Person {
             Answer::AcceptUnticked => {
                 ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": false}))
             }
+            Answer::Lease(minutes) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(json!({"approve": true, "lease": minutes.to_string()})),
             Answer::Decline => ElicitResult::new(ElicitationAction::Decline),
             Answer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
             Answer::Silence => {

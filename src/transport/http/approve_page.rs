@@ -119,8 +119,9 @@ fn decision_page(view: &PageView, action: &str) -> Response {
              <input type=\"hidden\" name=\"token\" value=\"{token}\">\
              <input type=\"hidden\" name=\"call\" value=\"{call}\">\
              <button class=\"ok\" name=\"decision\" value=\"approve\">Approve</button> \
-             <button name=\"decision\" value=\"decline\">Decline</button>\
+             <button name=\"decision\" value=\"decline\">Decline</button>{lease}\
              </form>",
+            lease = lease_buttons(view),
             question = escape(&view.question),
             tool = escape(view.tool),
             left = view.seconds_left,
@@ -128,6 +129,24 @@ fn decision_page(view: &PageView, action: &str) -> Response {
             token = escape(&view.token),
             call = escape(&view.call),
         ),
+    )
+}
+
+/// The lease choices of a page that offers one: each approves this call and lets later calls
+/// of its class to its target run unasked for that long.
+fn lease_buttons(view: &PageView) -> String {
+    let Some((shown, minutes)) = &view.lease else {
+        return String::new();
+    };
+    let buttons: String = minutes
+        .iter()
+        .map(|m| {
+            format!(" <button name=\"decision\" value=\"approve-for-{m}\">Approve, and allow for {m} min</button>")
+        })
+        .collect();
+    format!(
+        "<p class=\"m\">Or approve and also allow {} without asking again for a while (revocable with <code>nandi-proxmox-mcp lease revoke</code>):</p><p>{buttons}</p>",
+        escape(shown)
     )
 }
 
@@ -340,9 +359,10 @@ async fn decide(
         );
     }
     let posted: Posted = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    let decision = match posted.decision.as_str() {
-        "approve" => PageDecision::Approve,
-        "decline" => PageDecision::Decline,
+    let decision = match (posted.decision.as_str(), lease_minutes(&posted.decision)) {
+        ("approve", _) => PageDecision::Approve,
+        ("decline", _) => PageDecision::Decline,
+        (_, Some(minutes)) => PageDecision::ApproveFor(minutes),
         _ => {
             return page(
                 StatusCode::BAD_REQUEST,
@@ -362,16 +382,19 @@ async fn decide(
         Ok(tool) => {
             tracing::info!(
                 tool,
-                decision = if decision == PageDecision::Approve {
-                    "approved"
-                } else {
-                    "declined"
+                decision = match decision {
+                    PageDecision::Approve => "approved",
+                    PageDecision::ApproveFor(_) => "approved with a lease",
+                    PageDecision::Decline => "declined",
                 },
                 "approval page: a person decided"
             );
             let text = match decision {
                 PageDecision::Approve => {
                     "<p>Approved. The call runs now, exactly once; you can close this page.</p>"
+                }
+                PageDecision::ApproveFor(_) => {
+                    "<p>Approved, with a lease. The call runs now; later calls of its class to its target run without asking until the lease ends (<code>nandi-proxmox-mcp lease revoke</code> ends it sooner). You can close this page.</p>"
                 }
                 PageDecision::Decline => {
                     "<p>Declined. Nothing is sent to Proxmox; you can close this page.</p>"
@@ -384,6 +407,11 @@ async fn decide(
             refusal(problem)
         }
     }
+}
+
+/// The minutes of an `approve-for-<minutes>` decision.
+fn lease_minutes(decision: &str) -> Option<u32> {
+    decision.strip_prefix("approve-for-")?.parse().ok()
 }
 
 /// The page and status for a link that decides nothing.
