@@ -75,11 +75,15 @@ pub fn render_tools(specs: &[&ToolSpec]) -> String {
     out
 }
 
-/// `always`, `arguments` or `none`: when calls of the tool need approval, from the effects
-/// classifier (`catalog::effects`) and the row's own rules.
+/// `always`, `routine`, `arguments` or `none`: when calls of the tool need approval, from the
+/// effects classifier (`catalog::effects`) and the row's own rules. `routine`: a call can be a
+/// routine change that runs without a person (unless its target is protected, the operator
+/// asks, or its arguments make it consequential).
 pub fn approval_kind(spec: &ToolSpec) -> &'static str {
     if spec.always_gated() {
         "always"
+    } else if spec.can_be_routine() {
+        "routine"
     } else if spec.can_be_gated() {
         "arguments"
     } else {
@@ -119,7 +123,10 @@ fn approval_cell(spec: &ToolSpec) -> String {
             }
         }
         "none" => "—".into(),
-        _ => {
+        "routine" if approval_when(spec).is_empty() => {
+            "routine: unasked unless the target is protected".into()
+        }
+        kind => {
             let mut conditions: Vec<String> = approval_when(spec)
                 .into_iter()
                 .map(|(c, why)| {
@@ -132,7 +139,12 @@ fn approval_cell(spec: &ToolSpec) -> String {
                 })
                 .collect();
             conditions.dedup();
-            format!("when {}", conditions.join(", "))
+            let when = format!("when {}", conditions.join(", "));
+            if kind == "routine" {
+                format!("routine unless the target is protected; {when}")
+            } else {
+                when
+            }
         }
     }
 }
@@ -276,7 +288,7 @@ pub fn sink_tables() -> String {
             }
             let gate = match approval_kind(spec) {
                 "always" => "person, every call".to_owned(),
-                "arguments" => format!("person, {}", approval_cell(spec)),
+                "arguments" | "routine" => format!("person, {}", approval_cell(spec)),
                 _ => "**none**".to_owned(),
             };
             let _ = writeln!(

@@ -59,6 +59,7 @@ fn table(registry: &Registry) -> String {
             let confirm = match crate::docs::approval_kind(spec) {
                 "always" => " approval",
                 "arguments" => " approval-when",
+                "routine" => " routine",
                 _ => "",
             };
             [
