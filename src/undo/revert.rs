@@ -294,3 +294,51 @@ fn row(record: &Record) -> Value {
         "revertedBy": record.reverted_by,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::undo::record::{Guest, GuestKind};
+    use crate::undo::store::NewRecord;
+
+    fn snapshot() -> NewRecord {
+        NewRecord {
+            audit_seq: Some(4),
+            tool: "pve_qemu_create_snapshot".into(),
+            parts: vec![Part::Snapshot {
+                guest: Guest {
+                    node: "pve01".into(),
+                    kind: GuestKind::Qemu,
+                    vmid: "101".into(),
+                },
+                snapname: "before".into(),
+            }],
+            reverts: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn the_listing_says_where_records_are_kept_and_what_a_revert_sends() {
+        let memory = Store::memory();
+        memory.add(snapshot()).await.unwrap();
+        let listed = listing(&memory).await.unwrap();
+        assert!(listed["kept"].as_str().unwrap().contains("in memory only"));
+        let row = &listed["changes"][0];
+        assert_eq!(row["auditSeq"], 4);
+        assert_eq!(row["revertible"], true);
+        assert_eq!(
+            row["revert"],
+            json!(["DELETE /nodes/pve01/qemu/101/snapshot/before"])
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = Store::beside(&dir.path().join("audit.jsonl"));
+        let listed = listing(&file).await.unwrap();
+        assert!(
+            listed["kept"]
+                .as_str()
+                .unwrap()
+                .contains("audit.undo.jsonl")
+        );
+        assert_eq!(listed["changes"], json!([]));
+    }
+}
