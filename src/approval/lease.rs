@@ -366,7 +366,7 @@ impl Revocations {
     fn ends(&self, lease: &Lease) -> bool {
         self.all_before
             .is_some_and(|t| unix_seconds(lease.granted) <= t)
-            || self.ids.iter().any(|id| *id == lease.id)
+            || self.ids.contains(&lease.id)
     }
 }
 
