@@ -342,8 +342,8 @@ mod tests {
         );
         let described = call(&full, DESCRIBE, json!({"name": "pve_qemu_clone"}));
         // A clone copies a guest's disks and identity: a person is asked unless it is a
-        // linked clone of a template (routine), so it depends on the arguments.
-        assert_eq!(described["data"]["approval"], "arguments");
+        // linked clone of a template (a routine change, named so in the description).
+        assert_eq!(described["data"]["approval"], "routine");
         let stop = call(&full, DESCRIBE, json!({"name": "stopVM"}));
         assert_eq!(stop["data"]["approval"], "always");
         assert_eq!(stop["data"]["aliasOf"], "pve_stop_qemu_vm");

@@ -81,7 +81,7 @@ async fn compact_clone_and_start_through_the_meta_tools_only() {
     let schema = &described["data"]["inputSchema"];
     assert!(schema["properties"]["newid"].is_object(), "{described}");
     // A clone is a change that asks unless it is a linked clone of a template (routine).
-    assert_eq!(described["data"]["approval"], "arguments");
+    assert_eq!(described["data"]["approval"], "routine");
 
     let cloned = call(
         &client,

@@ -126,6 +126,10 @@ async fn every_mutating_tool_previews_without_sending_a_change() {
     let mut previewed = 0;
     for spec in catalog::all().filter(|s| !s.effect.is_read() && listed.iter().any(|n| n == s.name))
     {
+        // A revert needs a recorded change to preview: its dry run is in tests/undo.rs.
+        if spec.name == "pve_undo_change" {
+            continue;
+        }
         let mut args = minimal_args(spec);
         let valid = schema::validate(spec, Some(&args))
             .unwrap_or_else(|e| panic!("{}: sample arguments invalid: {:?}", spec.name, e.errors));

@@ -131,7 +131,14 @@ async fn run_rows(rows: &[Row]) -> Vec<String> {
             fuzz_harness::call(&server.client, tool, args.clone(), Duration::from_secs(90))
                 .await
                 .unwrap_or_else(|e| panic!("{label}: {e}"));
-        let sent = server.emulator.requests().len() as u32;
+        // A write is counted by its non-GET requests: the undo record's plain reads of the
+        // config go with it, and a failed one only makes the record say it cannot revert.
+        let sent = server
+            .emulator
+            .requests()
+            .iter()
+            .filter(|r| row.op == Op::Read || r.method != "GET")
+            .count() as u32;
         server.emulator.clear_faults();
         let envelope = fuzz_harness::envelope(&result);
         let attempts = envelope["meta"]["retries"].as_u64().unwrap_or(99) as u32 + 1;

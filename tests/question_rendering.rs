@@ -35,6 +35,7 @@ const LINE_STARTS: &[&str] = &[
     "Also sent:",
     "With:",
     "Notes:",
+    "Lease: ",
 ];
 
 /// Characters that must never reach the question unescaped.

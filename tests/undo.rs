@@ -121,6 +121,17 @@ async fn a_config_revert_restores_every_old_value_and_can_itself_be_reverted() {
 
     let asked = person.questions().len();
     emu.clear_requests();
+    // A dry run of the revert previews it: nobody is asked, nothing changes.
+    let preview = ok(
+        &client,
+        "pve_undo_change",
+        json!({"id": record["id"], "dry_run": true}),
+    )
+    .await;
+    assert_eq!(preview["dryRun"], true, "{preview}");
+    assert_eq!(preview["sent"], false, "{preview}");
+    assert_eq!(person.questions().len(), asked);
+    assert!(changes(&emu).is_empty(), "a dry run sent a change");
     let reverted = ok(&client, "pve_undo_change", json!({"id": record["id"]})).await;
     assert_eq!(reverted["reverted"], record["id"], "{reverted}");
     assert_eq!(person.questions().len(), asked + 1, "a config revert asks");

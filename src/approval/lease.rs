@@ -53,13 +53,24 @@ pub enum Target {
 }
 
 impl Target {
-    /// The target in a person's words: `VM/CT 101`, `pve_create_pool on poolid=lab`.
+    /// The target in a person's words: `guest 101`, `pve_create_pool with these exact
+    /// arguments`. The arguments themselves are never shown here: they are the model's text,
+    /// shown (escaped) by the question above.
     pub fn shown(&self) -> String {
         match self {
-            Target::Guest(vmid) => format!("guest {vmid}"),
+            Target::Guest(vmid) => format!("guest {}", shown_vmid(vmid)),
             Target::Call { tool, object } if object.is_empty() => format!("{tool} calls"),
-            Target::Call { tool, object } => format!("{tool} on {object}"),
+            Target::Call { tool, .. } => format!("{tool} with these exact arguments"),
         }
+    }
+}
+
+/// A VMID as shown: digits and commas only (anything else is not a VMID and is not shown).
+fn shown_vmid(vmid: &str) -> &str {
+    if !vmid.is_empty() && vmid.bytes().all(|b| b.is_ascii_digit() || b == b',') {
+        vmid
+    } else {
+        "(as named in the call)"
     }
 }
 

@@ -13,9 +13,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_changes",
         title: "List recorded changes",
-        description: "Changes this server recorded with their undo, newest first: id, auditSeq, time, tool, target, the revert it would send, revertible.",
+        description: "Recorded changes with their undo, newest first: id, tool, target, the revert it would send.",
         category: Category::Tasks,
-        tier: Tier::ReadOnly,
+        // Nothing is changed, so nothing recorded, below read-execute.
+        tier: Tier::ReadExecute,
         effect: Effect::Read,
         params: &[],
         backend: Backend::Composite(CompositeOp::ListChanges),
@@ -24,7 +25,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_undo_change",
         title: "Revert a recorded change",
-        description: "Revert one recorded change (id from pve_list_changes); refused if its target changed since. Asks a person. Returns what was sent.",
+        description: "Revert one recorded change (id from pve_list_changes); refused if its target changed since.",
         category: Category::Tasks,
         tier: Tier::Full,
         effect: Effect::Write {

@@ -3,7 +3,7 @@
 //! Invariant: every row here only reads. The two composite rows make a fixed, small number
 //! of requests whatever the cluster's size (no per-guest request storm).
 
-use super::types::{Backend, Category, CompositeOp, Legs, Param, ParamKind, ToolSpec, get};
+use super::types::{Backend, Category, CompositeOp, Legs, Param, ParamKind, Tier, ToolSpec, get};
 
 /// Rows of the overview part of the `cluster` and `network` categories.
 pub(super) const TOOLS: &[ToolSpec] = &[
@@ -38,8 +38,10 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_list_leases",
         title: "List approval leases",
-        description: "Your live leases: approvals a person granted for a class of change to one target for a while (id, scope, expiry, uses). Revoke with `nandi-proxmox-mcp lease revoke ID`.",
+        description: "Your live approval leases a person granted (id, scope, expiry, uses).",
         category: Category::Cluster,
+        // Nothing is approved, so nothing leased, below read-execute.
+        tier: Tier::ReadExecute,
         backend: Backend::Composite(CompositeOp::ListLeases),
         ..ToolSpec::BASE
     },

@@ -80,6 +80,7 @@ const WRITES: &[&str] = &[
     "pve_node_file_write",
     "pve_put_cloudinit_snippet",
     "pve_delete_cloudinit_snippet",
+    "pve_undo_change",
 ];
 const DESTRUCTIVE: &[&str] = &[
     "pve_stop_qemu_vm",
@@ -146,6 +147,7 @@ const DESTRUCTIVE: &[&str] = &[
     "pve_node_file_write",
     "pve_put_cloudinit_snippet",
     "pve_delete_cloudinit_snippet",
+    "pve_undo_change",
 ];
 const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_update_config",
@@ -165,4 +167,5 @@ const OPEN_WORLD: &[&str] = &[
     "pve_download_to_storage",
     "pve_api_call",
     "pve_api_write",
+    "pve_undo_change",
 ];
