@@ -384,7 +384,13 @@ async fn routine_verdict(
         .map(|v| v.to_wire())
         .unwrap_or_default();
     let settings = &state.settings.routine;
-    Some(Box::pin(risk::decide(client, kind, &vmid, settings, cancel)).await)
+    // A start of a guest this server copied from a live one stays consequential.
+    let copy_of = match kind {
+        crate::effects::routine::Routine::PowerOn => state.audit.undo().copy_of(&vmid).await,
+        _ => None,
+    };
+    let decided = risk::decide(client, kind, &vmid, copy_of.as_deref(), settings, cancel);
+    Some(Box::pin(decided).await)
 }
 
 /// How a routine change that ran without a person is recorded (the audit's `approval`).

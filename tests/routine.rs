@@ -272,3 +272,53 @@ async fn a_routine_change_is_audited_as_routine_and_refused_while_frozen() {
     assert!(person.questions().is_empty());
     client.cancel().await.ok();
 }
+
+/// A chain of calls cannot launder a consequential change: starting a full copy of a live
+/// guest (a clone the person approved as cross-guest) is asked about again, with why, while a
+/// copy of a template starts unasked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn starting_a_copy_of_a_live_guest_stays_consequential() {
+    let emu = emulator().await;
+    let dir = tempfile::tempdir().expect("temp");
+    let audit = dir.path().join("audit.jsonl");
+    let env = full_env(&emu, &[("PVE_AUDIT_LOG", audit.to_str().expect("utf-8"))]);
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    // 203: a stopped container without tags, not a template. Its clone is asked (cross-guest).
+    let clone = call(
+        &client,
+        "pve_lxc_clone",
+        json!({"node": "pve03", "vmid": 203, "newid": 260}),
+    )
+    .await;
+    assert_ne!(clone.is_error, Some(true), "{clone:?}");
+    assert_eq!(person.questions().len(), 1);
+    settle().await;
+    let start = call(
+        &client,
+        "pve_start_lxc_container",
+        json!({"node": "pve03", "vmid": 260}),
+    )
+    .await;
+    assert_ne!(start.is_error, Some(true), "{start:?}");
+    assert_eq!(person.questions().len(), 2, "the copy's start ran unasked");
+    let asked = person.questions()[1].clone();
+    assert!(asked.contains("full copy of guest 203"), "{asked}");
+    // A linked clone of the template starts unasked.
+    call(
+        &client,
+        "pve_qemu_clone",
+        json!({"node": "pve01", "vmid": 9000, "newid": 161}),
+    )
+    .await;
+    settle().await;
+    let start = call(
+        &client,
+        "pve_start_qemu_vm",
+        json!({"node": "pve01", "vmid": 161}),
+    )
+    .await;
+    assert_ne!(start.is_error, Some(true), "{start:?}");
+    assert_eq!(person.questions().len(), 2, "{:#?}", person.questions());
+    client.cancel().await.ok();
+}

@@ -201,15 +201,24 @@ pub enum RoutineVerdict {
 /// Decides a routine candidate: reads the target (`vmid`: the guest the request names, the
 /// clone's source) and keeps it routine only when nothing protects it — and, for a clone, when
 /// the source really is a template.
+/// `copy_of`: the guest this one was cloned from by this server, when that source was not a
+/// template (the undo records say so); starting such a copy stays consequential.
 pub async fn decide(
     client: &pve::Client,
     kind: Routine,
     vmid: &str,
+    copy_of: Option<&str>,
     settings: &RoutineSettings,
     cancel: &CancellationToken,
 ) -> RoutineVerdict {
     let facts = read(client, vmid, cancel).await;
     let mut why = facts.protective(&settings.protected_tags, &settings.protected_pools);
+    if let (Routine::PowerOn, Some(source)) = (kind, copy_of) {
+        why.push(format!(
+            "guest {vmid} is a full copy of {} (not a template) made by this server: started, it runs a second copy of its services and addresses",
+            guest_name(source)
+        ));
+    }
     if kind == Routine::TemplateClone && !facts.template && facts.unread.is_none() {
         why.push(format!(
             "guest {vmid} is not a template: a clone of it copies a live guest's disks and identity"
@@ -224,6 +233,15 @@ pub async fn decide(
             facts: line,
             reads: facts.reads,
         }
+    }
+}
+
+/// `guest 101` for a VMID, else the text as it is (it comes from this server's own record).
+fn guest_name(source: &str) -> String {
+    if source.bytes().all(|b| b.is_ascii_digit()) && !source.is_empty() {
+        format!("guest {source}")
+    } else {
+        "another guest".to_owned()
     }
 }
 

@@ -199,10 +199,13 @@ async fn capture_one(
             guest: guest(node, kind, vmid)?,
             snapname: param(request, "snapname")?.to_owned(),
         }),
-        (Method::Post, ["nodes", node, kind, _, "clone"]) => {
+        (Method::Post, ["nodes", node, kind, source, "clone"]) => {
+            let source_template = is_template(client, node, kind, source, cancel).await;
             let node = param(request, "target").unwrap_or(node);
             ready(Part::Clone {
                 guest: guest(node, kind, param(request, "newid")?)?,
+                source: Some((*source).to_owned()),
+                source_template,
             })
         }
         (Method::Put, ["pools"]) | (Method::Put, ["pools", _]) => {
@@ -214,6 +217,29 @@ async fn capture_one(
         (Method::Post, ["nodes", _, "vzdump"]) => ready(backup(request)),
         _ => None,
     }
+}
+
+/// Whether the clone's source is a template (`None`: its config could not be read).
+async fn is_template(
+    client: &pve::Client,
+    node: &str,
+    kind: &str,
+    vmid: &str,
+    cancel: &CancellationToken,
+) -> Option<bool> {
+    let path = format!(
+        "/nodes/{}/{}/{}/config",
+        pve::encode_path_segment(node),
+        pve::encode_path_segment(kind),
+        pve::encode_path_segment(vmid)
+    );
+    let config = client
+        .call(ApiRequest::get(path), cancel)
+        .await
+        .result
+        .ok()?;
+    let flag = config.get("template").map(|v| v.to_string());
+    Some(matches!(flag.as_deref(), Some("1" | "\"1\"" | "true")))
 }
 
 async fn config_before(

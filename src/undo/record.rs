@@ -115,6 +115,14 @@ pub enum Part {
     Clone {
         /// The new guest.
         guest: Guest,
+        /// The guest it was cloned from, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+        /// Whether that source was a template (`None`: it could not be read). A copy of a
+        /// guest that is not one carries its addresses and services: starting it stays
+        /// consequential (`preview::risk`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source_template: Option<bool>,
     },
     /// Pool members were added or removed, or the comment changed.
     Pool {
@@ -164,7 +172,7 @@ impl Part {
             | Part::PowerOn { guest, .. }
             | Part::PowerOff { guest, .. }
             | Part::Snapshot { guest, .. }
-            | Part::Clone { guest } => guest.label(),
+            | Part::Clone { guest, .. } => guest.label(),
             Part::Pool { poolid, .. } => format!("pool {poolid}"),
             Part::NotRevertible { sent, .. } => sent.clone(),
         }
@@ -221,7 +229,7 @@ impl Part {
                     pve::encode_path_segment(snapname)
                 ),
             )],
-            Part::Clone { guest } => vec![ApiRequest::new(Method::Delete, guest.path())],
+            Part::Clone { guest, .. } => vec![ApiRequest::new(Method::Delete, guest.path())],
             Part::Pool {
                 poolid,
                 added_vms,
@@ -439,7 +447,11 @@ mod tests {
             describe(&snap.revert_requests()[0]),
             "DELETE /nodes/pve01/qemu/101/snapshot/before"
         );
-        let clone = Part::Clone { guest: vm() };
+        let clone = Part::Clone {
+            guest: vm(),
+            source: Some("9000".into()),
+            source_template: Some(true),
+        };
         assert_eq!(
             describe(&clone.revert_requests()[0]),
             "DELETE /nodes/pve01/qemu/101"

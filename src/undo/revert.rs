@@ -162,7 +162,7 @@ async fn check(
                 ));
             }
         }
-        Part::Clone { guest } => {
+        Part::Clone { guest, .. } => {
             get(format!("{}/config", guest.path()))
                 .await
                 .map_err(|e| format!("the clone {} cannot be read: {e}", guest.label()))?;

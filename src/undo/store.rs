@@ -124,6 +124,29 @@ impl Store {
         Ok(self.list().await?.into_iter().find(|r| r.id == id))
     }
 
+    /// The guest `vmid` was cloned from by this server when that source was not (known to be)
+    /// a template, from the newest such record not yet reverted; `None` otherwise or when the
+    /// records cannot be read.
+    pub async fn copy_of(&self, vmid: &str) -> Option<String> {
+        let records = self.list().await.ok()?;
+        records
+            .iter()
+            .rev()
+            .filter(|r| r.reverted_by.is_none())
+            .find_map(|r| {
+                r.parts.iter().find_map(|part| match part {
+                    Part::Clone {
+                        guest,
+                        source,
+                        source_template,
+                    } if guest.vmid == vmid && *source_template != Some(true) => {
+                        Some(source.clone().unwrap_or_else(|| "another guest".to_owned()))
+                    }
+                    _ => None,
+                })
+            })
+    }
+
     /// Adds a record (dropping the oldest beyond [`MAX_RECORDS`]) and returns it.
     pub async fn add(&self, new: NewRecord) -> Result<Record, UndoError> {
         let store = self.clone();
