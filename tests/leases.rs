@@ -91,7 +91,8 @@ async fn a_person_grants_a_lease_that_covers_only_its_class_and_target() {
     let form = person.forms.lock().expect("lock")[0].clone();
     assert!(form["properties"].get("lease").is_some(), "{form}");
     assert!(
-        person.questions()[0].contains("change to guest 102"),
+        person.questions()[0]
+            .contains("pve_qemu_update_config calls (change) and routine changes to guest 102"),
         "{}",
         person.questions()[0]
     );
@@ -154,14 +155,32 @@ async fn a_person_grants_a_lease_that_covers_only_its_class_and_target() {
     .await;
     assert_eq!(person.questions().len(), 4, "a destroy was leased");
 
-    // The lease is listed, and audited when granted and used.
+    // Another tool's change to the leased guest asks: a lease from a description edit does
+    // not migrate the guest.
+    let migrate = call(
+        &client,
+        "pve_qemu_migrate",
+        json!({"node": "pve03", "vmid": 102, "target": "pve01"}),
+    )
+    .await;
+    assert_ne!(migrate.is_error, Some(true), "{migrate:?}");
+    assert_eq!(person.questions().len(), 5, "a migration ran on a config lease");
+
+    // The leases are listed, and audited when granted and used.
     let listed = call(&client, "pve_list_leases", json!({})).await;
     let leases = envelope(&listed)["data"]["leases"].clone();
-    // The two leases: guest 102 (change) and guest 101 (change), both chosen by the person.
-    assert_eq!(leases.as_array().map(Vec::len), Some(2), "{leases}");
+    // Three, each chosen by the person: updates of 102 and 101, and the migration of 102.
+    assert_eq!(leases.as_array().map(Vec::len), Some(3), "{leases}");
     let lease_102 = leases
         .as_array()
-        .and_then(|l| l.iter().find(|x| x["target"] == "guest 102"))
+        .and_then(|l| {
+            l.iter().find(|x| {
+                x["target"] == "guest 102"
+                    && x["covers"]
+                        .as_str()
+                        .is_some_and(|c| c.starts_with("pve_qemu_update_config"))
+            })
+        })
         .cloned()
         .expect("lease of 102");
     assert_eq!(lease_102["uses"], 2);
@@ -437,7 +456,11 @@ async fn the_approval_page_grants_a_lease_for_this_session_only() {
         "{}",
         page.html
     );
-    assert!(page.html.contains("change to guest 102"), "{}", page.html);
+    assert!(
+        page.html.contains("pve_qemu_update_config calls (change) and routine changes to guest 102"),
+        "{}",
+        page.html
+    );
     // A length the page did not offer decides nothing.
     let (status, _) = link_common::decide(&link, "approve-for-45").await;
     assert_eq!(status, 404);

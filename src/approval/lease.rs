@@ -83,6 +83,13 @@ pub struct Scope {
     pub cluster: String,
     /// The guest or object.
     pub target: Target,
+    /// The tool of the approved call (canonical name): a lease covers calls of that tool, and
+    /// routine changes of any tool, to its target — never another tool's change (a lease from
+    /// a description edit does not migrate the guest or grow its disk).
+    pub tool: &'static str,
+    /// Whether this call is a routine change (start, resume, snapshot, template clone, one
+    /// unpruned backup) that asked only because of its target's facts.
+    pub routine: bool,
     /// The effects covered (those of the approved call).
     pub effects: EffectSet,
     /// The row rules the approved call fired (conditions); a later call may fire only these.
@@ -90,12 +97,13 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// Whether `call` falls within this scope: same holder, cluster and target, and no effect
-    /// or fired rule beyond it.
+    /// Whether `call` falls within this scope: same holder, cluster and target, the same tool
+    /// (or a routine change), and no effect or fired rule beyond it.
     pub fn covers(&self, call: &Scope) -> bool {
         self.holder == call.holder
             && self.cluster == call.cluster
             && self.target == call.target
+            && (self.tool == call.tool || call.routine)
             && self.effects.covers(call.effects)
             && call.rules.iter().all(|rule| self.rules.contains(rule))
     }
@@ -106,7 +114,8 @@ impl Scope {
         !self.effects.is_read() && self.effects.beyond(LEASABLE).is_read()
     }
 
-    /// `change to guest 150 on cluster lab`, for questions, listings and the audit.
+    /// `pve_qemu_update_config calls (change) and routine changes to guest 150 on cluster
+    /// lab`, for questions, listings and the audit.
     pub fn shown(&self) -> String {
         let effects = self.effects.names().join(" + ");
         let cluster = if self.cluster.is_empty() {
@@ -114,7 +123,14 @@ impl Scope {
         } else {
             format!(" on cluster {}", self.cluster)
         };
-        format!("{effects} to {}{cluster}", self.target.shown())
+        match &self.target {
+            Target::Guest(_) => format!(
+                "{} calls ({effects}) and routine changes to {}{cluster}",
+                self.tool,
+                self.target.shown()
+            ),
+            Target::Call { .. } => format!("{} ({effects}){cluster}", self.target.shown()),
+        }
     }
 }
 

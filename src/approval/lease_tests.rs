@@ -9,6 +9,8 @@ fn scope(vmid: &str, effects: &[Effect]) -> Scope {
         holder: "stdio".into(),
         cluster: String::new(),
         target: Target::Guest(vmid.into()),
+        tool: "pve_qemu_update_config",
+        routine: false,
         effects: effects.iter().copied().collect(),
         rules: Vec::new(),
     }
@@ -101,6 +103,11 @@ fn a_lease_covers_only_its_holder_cluster_target_effects_and_rules() {
             rules: vec!["force=1".into()],
             ..same.clone()
         },
+        // Another tool's change to the same guest (a migration, a disk resize).
+        Scope {
+            tool: "pve_qemu_migrate",
+            ..same.clone()
+        },
         Scope {
             target: Target::Call {
                 tool: "pve_create_pool",
@@ -112,6 +119,14 @@ fn a_lease_covers_only_its_holder_cluster_target_effects_and_rules() {
     for miss in misses {
         assert!(store.find(&miss, None).lease.is_none(), "{miss:?}");
     }
+    // A routine change of another tool to the same guest is covered (it asked only because
+    // of the guest's facts, which the person saw).
+    let start = Scope {
+        tool: "pve_start_qemu_vm",
+        routine: true,
+        ..same.clone()
+    };
+    assert!(store.find(&start, None).lease.is_some());
 }
 
 #[test]

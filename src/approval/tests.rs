@@ -16,6 +16,8 @@ fn offer() -> lease::LeaseOffer {
             holder: "stdio".into(),
             cluster: String::new(),
             target: lease::Target::Guest("150".into()),
+            tool: "pve_qemu_update_config",
+            routine: false,
             effects: crate::effects::EffectSet::of(crate::effects::Effect::Change),
             rules: Vec::new(),
         })

@@ -64,6 +64,8 @@ pub fn scope_of(
         holder,
         cluster: cluster.unwrap_or_default().to_owned(),
         target,
+        tool: spec.name,
+        routine: gate.routine.is_some(),
         effects: gate.clearance(),
         rules: gate.fired.iter().map(|r| r.condition()).collect(),
     }
