@@ -3,6 +3,8 @@
 
 use serde_json::json;
 
+use rmcp::model::ElicitationAction;
+
 use super::*;
 
 /// The verdict on an answer to a question that offered no lease.
