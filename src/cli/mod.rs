@@ -16,6 +16,7 @@ mod health;
 mod jsonc;
 mod lease;
 mod list;
+mod man;
 mod policy;
 pub mod probe;
 pub mod report;
@@ -119,6 +120,9 @@ pub enum Command {
         after_help = "Examples:\n  nandi-proxmox-mcp completions bash > ~/.local/share/bash-completion/completions/nandi-proxmox-mcp\n  nandi-proxmox-mcp completions zsh > ~/.zfunc/_nandi-proxmox-mcp"
     )]
     Completions(completions::CompletionsArgs),
+    /// Print the manual page (roff) generated from this command line; the `.deb` ships it.
+    #[command(hide = true)]
+    Man,
     /// Check the audit trail: `audit verify [FILE]` exits 1 at the first tampered line.
     #[command(
         after_help = "Examples:\n  nandi-proxmox-mcp audit verify\n  nandi-proxmox-mcp audit verify ~/.local/state/nandi-proxmox-mcp/audit.jsonl"
@@ -198,6 +202,7 @@ pub async fn dispatch(cli: Cli) -> Result<(), CliError> {
         Some(Command::List) => list::run(),
         Some(Command::Trust(args)) => trust::run(args),
         Some(Command::Completions(args)) => completions::run(args),
+        Some(Command::Man) => man::run(),
         Some(Command::Audit(args)) => audit::run(args),
         Some(Command::Freeze(args)) => freeze::freeze(args),
         Some(Command::Lease(args)) => lease::run(args),
