@@ -269,3 +269,77 @@ fn a_plain_http_webhook_off_loopback_is_refused_at_start_up() {
         assert!(out.stdout.is_empty(), "nothing served: {hook}");
     }
 }
+
+/// Two projects, two clients, two stdio servers with the same webhook and no
+/// `PVE_APPROVAL_LISTEN`: the default page address is taken (held here, or by the first
+/// server), so each falls back to an ephemeral loopback port; both start, both send a link that
+/// names its own port, and each link decides its own server's call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_stdio_servers_with_a_webhook_start_side_by_side_with_working_links() {
+    // Hold the default address when it is free, so both servers meet it taken.
+    let _held = std::net::TcpListener::bind("127.0.0.1:8788").ok();
+    let emu = emulator().await;
+    let receiver = Receiver::start(200).await;
+    let hook = format!("http://{}/hook", receiver.addr);
+    let defaults: Vec<(String, String)> = env(&emu, &hook, "60")
+        .into_iter()
+        .filter(|(key, _)| key != "PVE_APPROVAL_LISTEN")
+        .collect();
+    let (first, _home1) = connect_stdio(Person::unable(), &defaults).await;
+    let (second, _home2) = connect_stdio(Person::unable(), &defaults).await;
+    let first = Arc::new(first);
+    let second = Arc::new(second);
+    let mut links = Vec::new();
+    for (n, client) in [first.clone(), second.clone()].into_iter().enumerate() {
+        let calling = tokio::spawn(async move {
+            call(
+                &client,
+                "pve_stop_qemu_vm",
+                json!({"node": "pve01", "vmid": 101}),
+            )
+            .await
+        });
+        let notice = receiver.nth(n + 1).await;
+        let body: Value = serde_json::from_str(&notice.body).expect("JSON notice");
+        let link = body["link"].as_str().expect("link").to_owned();
+        assert!(link.starts_with("http://127.0.0.1:"), "{link}");
+        assert!(!link.starts_with("http://127.0.0.1:8788/"), "{link}");
+        let (status, html) = decide(&link, "approve").await;
+        assert_eq!(status, 200, "{html}");
+        let result = calling.await.expect("call task");
+        assert_ne!(result.is_error, Some(true), "{result:?}");
+        assert_eq!(envelope(&result)["meta"]["approval"], "person-link");
+        links.push(link);
+    }
+    let port = |link: &str| url::Url::parse(link).ok().and_then(|u| u.port());
+    assert_ne!(port(&links[0]), port(&links[1]), "{links:?}");
+    assert_eq!(changes(&emu).len(), 2);
+    close(first).await;
+    close(second).await;
+}
+
+/// An address the operator chose stays theirs: `PVE_APPROVAL_LISTEN` that is taken is a clear
+/// start-up error naming it, never a silent move to another port.
+#[test]
+fn an_explicit_approval_listen_address_that_is_taken_fails_at_start_up() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let home = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new(common::binary())
+        .arg("run")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home.path())
+        .env("PVE_APPROVAL_LISTEN", &addr)
+        .current_dir(home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("binary runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on {addr} (PVE_APPROVAL_LISTEN)")),
+        "{stderr}"
+    );
+    drop(taken);
+}

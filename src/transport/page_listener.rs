@@ -3,7 +3,7 @@
 //!
 //! Started when `PVE_APPROVAL_NOTIFY` or `PVE_APPROVAL_LISTEN` is set, on `PVE_APPROVAL_LISTEN`
 //! (default `127.0.0.1:8788`: a known address the link can name; port 0 picks one, and the links
-//! carry it). It serves only `/approve/{id}` (the same handler as the HTTP transport) behind the
+//! carry it; the default taken by another server falls back to an ephemeral port). It serves only `/approve/{id}` (the same handler as the HTTP transport) behind the
 //! same hardening: Host/Origin guard (loopback names, the bind address, and the host of
 //! `PVE_APPROVAL_BASE_URL`), small body limit, request and header timeouts, the HTTP
 //! transport's accept loop.
@@ -53,9 +53,7 @@ pub async fn start(server: &Server) -> Result<Option<PageListener>, String> {
             "PVE_APPROVAL_LISTEN={wanted} is not a loopback address: set PVE_APPROVAL_BASE_URL to the address a person's browser uses to reach it"
         ));
     }
-    let bound = TcpListener::bind(wanted).await.map_err(|e| {
-        format!("the approval page cannot listen on {wanted} (PVE_APPROVAL_LISTEN): {e}")
-    })?;
+    let bound = bind(wanted, links.listen.is_none() && links.base_url.is_none()).await?;
     let addr = bound
         .local_addr()
         .map_err(|e| format!("the approval page listener has no address: {e}"))?;
@@ -99,6 +97,34 @@ pub async fn start(server: &Server) -> Result<Option<PageListener>, String> {
         None => tracing::warn!("approval page listening without a known public address"),
     }
     Ok(Some(PageListener::new(addr, shutdown, task)))
+}
+
+/// Binds `wanted`. With `fall_back` (the default address, no public address to keep), a taken
+/// port gives way to an ephemeral loopback one — a second stdio server (another project's
+/// client) still serves its page, and its links name the port it got. An explicit
+/// `PVE_APPROVAL_LISTEN`, or links fixed by `PVE_APPROVAL_BASE_URL`, that cannot be bound stays
+/// a start-up error.
+async fn bind(wanted: std::net::SocketAddr, fall_back: bool) -> Result<TcpListener, String> {
+    match TcpListener::bind(wanted).await {
+        Ok(bound) => Ok(bound),
+        Err(e) if fall_back && e.kind() == std::io::ErrorKind::AddrInUse => {
+            let ephemeral = std::net::SocketAddr::new(wanted.ip(), 0);
+            let bound = TcpListener::bind(ephemeral).await.map_err(|e| {
+                format!("the approval page cannot listen on {ephemeral} ({wanted} is taken): {e}")
+            })?;
+            if let Ok(got) = bound.local_addr() {
+                tracing::info!(
+                    %wanted,
+                    %got,
+                    "approval page: the default address is taken (another server?); listening on an ephemeral port, the links name it"
+                );
+            }
+            Ok(bound)
+        }
+        Err(e) => Err(format!(
+            "the approval page cannot listen on {wanted} (PVE_APPROVAL_LISTEN): {e}"
+        )),
+    }
 }
 
 /// The Host/Origin guard in front of the page (400/403 on a foreign name).
