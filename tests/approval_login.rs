@@ -114,6 +114,13 @@ async fn under_caller_another_person_is_refused_and_nothing_is_sent() {
     let (page, session) = sign_in(&link).await;
     assert_eq!(page.status, 403, "{}", page.html);
     assert!(page.html.contains("oauth:bob"), "{}", page.html);
+    assert!(
+        page.html
+            .contains("may be decided only by the person who made the call (oauth:alice)."),
+        "{}",
+        page.html
+    );
+    assert_eq!(page.html.matches("only").count(), 1, "{}", page.html);
     assert!(!page.html.contains("VM 101"), "{}", page.html);
     assert!(session.is_none());
     // Without a session, a post decides nothing (the fields are not even known).

@@ -90,12 +90,13 @@ impl Approvers {
         }
     }
 
-    /// Who may decide, in words for the page.
+    /// Who may decide, in words for the page (a noun phrase: the page adds "only" where it
+    /// means it, so the refusal never says "only … only").
     pub fn describe(&self) -> String {
         match self {
             Approvers::LinkHolder => "whoever holds this link".to_owned(),
             Approvers::Subject(subject) => {
-                format!("only the person who made the call (oauth:{subject})")
+                format!("the person who made the call (oauth:{subject})")
             }
             Approvers::Scope(scope) => format!("a person whose sign-in grants the scope {scope}"),
         }
@@ -137,7 +138,7 @@ mod tests {
         assert_eq!(Approvers::LinkHolder.describe(), "whoever holds this link");
         assert_eq!(
             Approvers::Subject("alice".into()).describe(),
-            "only the person who made the call (oauth:alice)"
+            "the person who made the call (oauth:alice)"
         );
         assert_eq!(
             Approvers::Scope("proxmox:approve".into()).describe(),

@@ -279,7 +279,7 @@ async fn callback(
                 StatusCode::FORBIDDEN,
                 "Not yours to decide",
                 &format!(
-                    "<p>You are signed in as <code>{who}</code>, and this call may be decided by {needed} only.</p><p>Nothing was decided.</p>",
+                    "<p>You are signed in as <code>{who}</code>, and this call may be decided only by {needed}.</p><p>Nothing was decided.</p>",
                     who = escape(&person.label()),
                     needed = escape(&needed),
                 ),
