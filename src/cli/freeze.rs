@@ -241,13 +241,36 @@ fn record(
         .map_err(|e| format!("no audit line was written: {e}"))
 }
 
-/// `user@host` of whoever runs the command, as far as the environment tells.
+/// The name of this process's user id without the environment (cron, systemd, `env -i`): its
+/// line in `/etc/passwd`, else `uid N`. The id is the owner of `/proc/self`.
+fn uid_name() -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        let uid = std::fs::metadata("/proc/self").ok()?.uid();
+        let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+        let named = passwd.lines().find_map(|line| {
+            let mut fields = line.split(':');
+            let name = fields.next()?;
+            let id = fields.nth(1)?;
+            (id.parse::<u32>().ok()? == uid && !name.is_empty()).then(|| name.to_owned())
+        });
+        Some(named.unwrap_or_else(|| format!("uid {uid}")))
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// `user@host` of whoever runs the command: the login variables, else the name of the uid.
 pub(super) fn who() -> String {
     let user = ["USER", "LOGNAME", "USERNAME"]
         .iter()
         .filter_map(|k| std::env::var(k).ok())
         .map(|v| v.trim().to_owned())
         .find(|v| !v.is_empty())
+        .or_else(uid_name)
         .unwrap_or_else(|| "unknown".to_owned());
     let host = std::env::var("HOSTNAME")
         .ok()

@@ -17,17 +17,19 @@ use super::clients::{self, ClientId};
 use super::files::{self, FileError};
 use super::scope_flag::parse_scope;
 use crate::catalog::{self, Tier};
-use crate::config::instances::{self, Instance};
+use crate::config::instances;
 use crate::config::{Paths, ProcessEnv, Scope};
 use crate::policy::Settings;
 
 /// Flags of `harden`.
 #[derive(Debug, Args, Default)]
 pub struct HardenArgs {
-    /// Instance to protect (free text is sanitised); default: every configured instance.
+    /// Instance (or Claude Code entry) to protect; it must exist — an unknown name is refused
+    /// and nothing is written. Default: every configured instance.
     #[arg(long)]
     pub name: Option<String>,
-    /// Settings file scope used when the named instance is not configured: project or user.
+    /// Scope of the Claude Code entry to protect when `--name` is an entry, not an instance
+    /// file: project or user [default: project, then user].
     #[arg(long)]
     pub scope: Option<String>,
     /// Tier the instance runs with: read-only, read-execute or full [default: the tier of its
@@ -155,6 +157,20 @@ fn entry_tier(paths: &Paths, scope: Scope, server_key: &str) -> Result<Option<Ti
         .map_err(|e| format!("entry `{server_key}` in {}: {e}", path.display()))
 }
 
+/// Whether the Claude Code configuration of `scope` has an entry `key` (of any shape).
+fn entry_exists(paths: &Paths, scope: Scope, key: &str) -> bool {
+    ClientId::ClaudeCode
+        .config_path(paths, scope)
+        .ok()
+        .filter(|path| path.exists())
+        .is_some_and(|path| {
+            files::read_json_object(&path)
+                .ok()
+                .and_then(|root| root.get("mcpServers").and_then(|s| s.get(key)).cloned())
+                .is_some()
+        })
+}
+
 fn merge_rules(path: &std::path::Path, rules: &[String]) -> Result<HardenResult, FileError> {
     let mut root = files::read_json_object(path)?;
     let permissions = root
@@ -191,6 +207,92 @@ fn merge_rules(path: &std::path::Path, rules: &[String]) -> Result<HardenResult,
     })
 }
 
+/// One settings file to write rules into: the client entry's name (the `<server>` of the
+/// rules), its scope, the tier the instance file sets (with the file), and how the instance
+/// is reached when it is a cluster of another entry.
+struct Target {
+    key: String,
+    scope: Scope,
+    file_tier: Option<(Tier, PathBuf)>,
+    note: String,
+}
+
+/// The instances `harden` protects: the `--name`d one (an instance, or a Claude Code entry of
+/// that name in `scope`, then the other scope — it must exist), else every one. A cluster
+/// that `setup` added to another entry is protected under that entry's name.
+fn targets(paths: &Paths, args: &HardenArgs, scope: Scope) -> Result<Vec<Target>, CliError> {
+    let chosen = match &args.name {
+        Some(raw) => {
+            let name = instances::sanitize_name(raw);
+            match instances::resolve_instance(paths, &name) {
+                Ok(inst) => vec![inst],
+                Err(_) => {
+                    let other = match scope {
+                        Scope::Project => Scope::User,
+                        Scope::User => Scope::Project,
+                    };
+                    for scope in [scope, other] {
+                        if entry_exists(paths, scope, &name) {
+                            return Ok(vec![Target {
+                                key: name,
+                                scope,
+                                file_tier: None,
+                                note: String::new(),
+                            }]);
+                        }
+                    }
+                    let known: Vec<String> = instances::list_instances(paths)
+                        .into_iter()
+                        .map(|i| i.name)
+                        .collect();
+                    let known = if known.is_empty() {
+                        "none is configured yet (run `nandi-proxmox-mcp setup`)".to_owned()
+                    } else {
+                        format!("known: {}", known.join(", "))
+                    };
+                    return Err(CliError::Config(format!(
+                        "no instance named `{name}`; {known}. Nothing was written (`nandi-proxmox-mcp list` shows them)"
+                    )));
+                }
+            }
+        }
+        None => {
+            let all = instances::list_instances(paths);
+            if all.is_empty() {
+                return Err(CliError::Config(
+                    "no Proxmox instance is configured yet; run `nandi-proxmox-mcp setup`, or \
+                     name one with `harden --name <name>`"
+                        .into(),
+                ));
+            }
+            all
+        }
+    };
+    Ok(chosen
+        .into_iter()
+        .map(|inst| {
+            let file_tier = crate::config::clusters::policy_of(&inst.path)
+                .and_then(|p| p.access_tier)
+                .and_then(|t| Tier::parse(t.trim()))
+                .map(|t| (t, inst.path.clone()));
+            match super::served::entry_of(paths, &inst.server_key, &inst.path) {
+                Some(found) if found.key != inst.server_key => Target {
+                    note: format!(" (cluster `{}` of entry `{}`)", inst.name, found.key),
+                    key: found.key,
+                    scope: found.scope,
+                    file_tier,
+                },
+                _ => Target {
+                    key: inst.server_key,
+                    scope: inst.scope,
+                    file_tier,
+                    note: String::new(),
+                },
+            }
+        })
+        .collect())
+}
+
 /// Runs `harden`.
 pub fn run(args: HardenArgs) -> Result<(), CliError> {
     let scope = parse_scope(args.scope.as_deref())?;
@@ -203,37 +305,23 @@ pub fn run(args: HardenArgs) -> Result<(), CliError> {
         })?),
     };
     let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
-    let targets: Vec<(String, Scope)> = match &args.name {
-        Some(raw) => {
-            let name = instances::sanitize_name(raw);
-            match instances::resolve_instance(&paths, &name) {
-                Ok(Instance {
-                    server_key, scope, ..
-                }) => vec![(server_key, scope)],
-                Err(_) => vec![(name, scope)],
-            }
-        }
-        None => {
-            let all = instances::list_instances(&paths);
-            if all.is_empty() {
-                return Err(CliError::Config(
-                    "no Proxmox instance is configured yet; run `nandi-proxmox-mcp setup`, or \
-                     name one with `harden --name <name>`"
-                        .into(),
-                ));
-            }
-            all.into_iter().map(|i| (i.server_key, i.scope)).collect()
-        }
-    };
+    let targets = targets(&paths, &args, scope)?;
     println!("Requiring human approval for the confirm-gated tools each instance can list.");
     let mut failed = false;
     let mut wrote_any = false;
-    for (key, scope) in targets {
-        let tier = match tier_flag {
-            Some(tier) => Ok((tier, "--access-tier")),
-            None => match entry_tier(&paths, scope, &key) {
-                Ok(Some(tier)) => Ok((tier, "its Claude Code entry")),
-                Ok(None) => Ok((Tier::Full, "no client entry found: every tier")),
+    for target in targets {
+        let Target {
+            key,
+            scope,
+            file_tier,
+            note,
+        } = target;
+        let tier = match (tier_flag, file_tier) {
+            (Some(tier), _) => Ok((tier, "--access-tier".to_owned())),
+            (None, Some((tier, file))) => Ok((tier, format!("accessTier in {}", file.display()))),
+            (None, None) => match entry_tier(&paths, scope, &key) {
+                Ok(Some(tier)) => Ok((tier, "its Claude Code entry".to_owned())),
+                Ok(None) => Ok((Tier::Full, "no client entry found: every tier".to_owned())),
                 Err(e) => Err(e),
             },
         };
@@ -246,7 +334,7 @@ pub fn run(args: HardenArgs) -> Result<(), CliError> {
             }
         };
         println!(
-            "\n{key} ({scope}, tier {} from {source}): {} gated tool name(s)",
+            "\n{key}{note} ({scope}, tier {} from {source}): {} gated tool name(s)",
             tier.as_str(),
             gated_tool_names(tier).len()
         );

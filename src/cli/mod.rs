@@ -22,6 +22,7 @@ pub mod probe;
 pub mod report;
 mod run;
 mod scope_flag;
+mod served;
 pub mod setup;
 pub mod sshkey;
 pub mod tools;

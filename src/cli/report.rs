@@ -16,15 +16,18 @@ pub enum Status {
     Red,
     /// Not applicable or not run.
     Skip,
+    /// Works, but weaker than it should be (e.g. TLS checks off): said, the exit status stays 0.
+    Yellow,
 }
 
 impl Status {
-    /// `GREEN`, `RED`, `SKIP`.
+    /// `GREEN`, `RED`, `SKIP`, `YELLOW`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Green => "GREEN",
             Status::Red => "RED",
             Status::Skip => "SKIP",
+            Status::Yellow => "YELLOW",
         }
     }
 
@@ -32,7 +35,7 @@ impl Status {
         match self {
             Status::Green => "\x1b[32m",
             Status::Red => "\x1b[31m",
-            Status::Skip => "\x1b[33m",
+            Status::Skip | Status::Yellow => "\x1b[33m",
         }
     }
 }
@@ -59,6 +62,11 @@ impl Item {
     /// A RED item with a fix.
     pub fn red(check: &str, detail: impl Into<String>, fix: Option<String>) -> Item {
         Item::new(Status::Red, check, detail, fix)
+    }
+
+    /// A YELLOW item: it works, but the fix says what would make it right.
+    pub fn yellow(check: &str, detail: impl Into<String>, fix: Option<String>) -> Item {
+        Item::new(Status::Yellow, check, detail, fix)
     }
 
     /// A SKIP item.
@@ -101,6 +109,22 @@ impl Report {
         self.items.push(item);
     }
 
+    /// Whether any item is YELLOW.
+    pub fn is_yellow(&self) -> bool {
+        self.items.iter().any(|i| i.status == Status::Yellow)
+    }
+
+    /// `RED` when any item is RED, else `YELLOW` when any is YELLOW, else `GREEN`.
+    pub fn verdict(&self) -> &'static str {
+        if self.is_red() {
+            "RED"
+        } else if self.is_yellow() {
+            "YELLOW"
+        } else {
+            "GREEN"
+        }
+    }
+
     /// Whether any item is RED.
     pub fn is_red(&self) -> bool {
         self.items.iter().any(|i| i.status == Status::Red)
@@ -128,7 +152,7 @@ impl Report {
     /// The `--json` form.
     pub fn to_json(&self) -> Value {
         json!({
-            "status": if self.is_red() { "RED" } else { "GREEN" },
+            "status": self.verdict(),
             "items": self.items.iter().map(|i| json!({
                 "status": i.status.as_str(),
                 "check": i.check,

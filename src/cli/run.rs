@@ -132,9 +132,7 @@ fn serve_clusters(settings: Settings, limits: pve::ClientLimits) -> Result<Serve
     let several = set.clusters.len() > 1;
     let mut members = Vec::new();
     for cluster in set.clusters {
-        let settings = settings
-            .for_cluster(&cluster.config.policy, &cluster.name)
-            .map_err(|e| CliError::Config(e.to_string()))?;
+        let settings = super::served::cluster_settings(&settings, &cluster)?;
         let connected = connect(cluster.config, limits)?;
         let instance = match (&connected.0, several) {
             (_, true) => cluster.name.clone(),

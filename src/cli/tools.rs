@@ -1,7 +1,9 @@
 //! `tools`: what the server would register under the current settings, without serving.
 //!
-//! Reads the policy variables and the configuration (to know whether SSH tools exist); needs
-//! no Proxmox and does no network I/O. `--all-backends` lists SSH tools even without SSH.
+//! Loads the configuration exactly as `run` does (a folder or a comma-separated list in
+//! `NANDI_PROXMOX_CONFIG`, `NANDI_PROXMOX_CLUSTERS=all`) and lists each cluster's tools at its
+//! own tier (an instance file's `accessTier`/`moduleMode` beat the variables); needs no Proxmox
+//! and does no network I/O. `--all-backends` lists SSH tools even without SSH.
 
 use clap::Args;
 use serde_json::{Value, json};
@@ -22,26 +24,92 @@ pub struct ToolsArgs {
     pub all_backends: bool,
 }
 
-/// Prints the registered tools.
+/// Prints the registered tools: of the one configuration `run` would load, or of each cluster
+/// (each at its own tier: an instance file's `accessTier`/`moduleMode` beat the variables).
 pub fn print(args: ToolsArgs) -> Result<(), CliError> {
-    let settings = Settings::from_lookup(|key| std::env::var(key).ok())
-        .map_err(|e| CliError::Config(e.to_string()))?;
-    let capabilities = if args.all_backends {
-        Capabilities::ALL
-    } else {
-        Capabilities {
-            ssh: ssh_configured(),
+    let clusters = match super::served::load() {
+        Ok(clusters) => clusters,
+        Err(e) if several_requested() => return Err(e),
+        Err(e) => {
+            // Listing tools needs no connection: a file that does not load is said, not fatal.
+            eprintln!("nandi-proxmox-mcp: configuration not loaded ({e}); SSH tools not listed");
+            let settings = Settings::from_lookup(|key| std::env::var(key).ok())
+                .map_err(|e| CliError::Config(e.to_string()))?;
+            let registry = Registry::build_for(&settings, capabilities(&args, false));
+            return emit(&args, &[(None, registry, settings)]);
         }
     };
-    let registry = Registry::build_for(&settings, capabilities);
+    let several = clusters.len() > 1;
+    let built: Vec<Listed> = clusters
+        .into_iter()
+        .map(|c| {
+            let registry =
+                Registry::build_for(&c.settings, capabilities(&args, c.config.ssh.is_some()));
+            let cluster = several.then(|| Cluster {
+                name: c.name.clone(),
+                path: c.path.clone(),
+            });
+            (cluster, registry, c.settings)
+        })
+        .collect();
+    emit(&args, &built)
+}
+
+/// A cluster's name and file, shown when several are served.
+struct Cluster {
+    name: String,
+    path: Option<std::path::PathBuf>,
+}
+
+/// What one table lists: the cluster (when several), its registry and settings.
+type Listed = (Option<Cluster>, Registry, Settings);
+
+/// Whether the variables ask for several clusters (then a load failure is an error, as in `run`).
+fn several_requested() -> bool {
+    Paths::from_env(&ProcessEnv)
+        .map(|paths| config::clusters::several_requested(&ProcessEnv, &paths))
+        .unwrap_or(false)
+}
+
+fn capabilities(args: &ToolsArgs, ssh: bool) -> Capabilities {
+    if args.all_backends {
+        Capabilities::ALL
+    } else {
+        Capabilities { ssh }
+    }
+}
+
+/// One table (or JSON document) per cluster; a single configuration prints as before.
+fn emit(args: &ToolsArgs, built: &[Listed]) -> Result<(), CliError> {
     if args.json {
-        let doc = describe(&registry, &settings);
+        let doc = match built {
+            [(None, registry, settings)] => describe(registry, settings),
+            _ => json!({
+                "clusters": built.iter().map(|(cluster, registry, settings)| {
+                    let mut doc = describe(registry, settings);
+                    if let (Value::Object(map), Some(cluster)) = (&mut doc, cluster) {
+                        map.insert("cluster".into(), json!(cluster.name));
+                    }
+                    doc
+                }).collect::<Vec<_>>(),
+            }),
+        };
         let text =
             serde_json::to_string_pretty(&doc).map_err(|e| CliError::Runtime(e.to_string()))?;
         println!("{text}");
-    } else {
-        println!("{}", registry.exposure(&settings));
-        print!("{}", table(&registry));
+        return Ok(());
+    }
+    for (cluster, registry, settings) in built {
+        match cluster {
+            Some(Cluster {
+                name,
+                path: Some(path),
+            }) => println!("\ncluster {name} ({}):", path.display()),
+            Some(Cluster { name, path: None }) => println!("\ncluster {name}:"),
+            None => {}
+        }
+        println!("{}", registry.exposure(settings));
+        print!("{}", table(registry));
     }
     Ok(())
 }
@@ -85,19 +153,6 @@ fn table(registry: &Registry) -> String {
         ));
     }
     out
-}
-
-/// Whether the configuration `run` would load has SSH settings. A configuration that does not
-/// load is reported on stderr and treated as "no SSH" — listing tools needs no connection.
-fn ssh_configured() -> bool {
-    let loaded = Paths::from_env(&ProcessEnv).and_then(|paths| config::load(&ProcessEnv, &paths));
-    match loaded {
-        Ok(config) => config.ssh.is_some(),
-        Err(e) => {
-            eprintln!("nandi-proxmox-mcp: configuration not loaded ({e}); SSH tools not listed");
-            false
-        }
-    }
 }
 
 /// The machine-readable description used by `tools --json`.

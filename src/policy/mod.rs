@@ -333,6 +333,11 @@ pub struct Settings {
     pub routine: RoutineSettings,
     /// The operator's rules (`PVE_POLICY_FILE`, or the instance file's `policy`).
     pub rules: PolicyRules,
+    /// Where the tier limit is set when an instance file sets it (`accessTier in PATH`);
+    /// `None`: `PVE_ACCESS_TIER`.
+    pub tier_source: Option<String>,
+    /// Where the module mode is set when an instance file sets it; `None`: `PVE_MODULE_MODE`.
+    pub module_source: Option<String>,
 }
 
 /// The settings' lookup, as the configuration's environment source.
@@ -365,6 +370,8 @@ impl Default for Settings {
             freeze: None,
             routine: RoutineSettings::default(),
             rules: PolicyRules::default(),
+            tier_source: None,
+            module_source: None,
         }
     }
 }
@@ -509,6 +516,17 @@ impl Settings {
         self.whitelist.is_empty() || self.whitelist.contains(spec.name)
     }
 
+    /// Names the instance file at `path` as where the tier and module limits are set, for the
+    /// keys (`accessTier`, `moduleMode`) that file sets.
+    pub fn name_file_limits(&mut self, keys: &crate::config::PolicyKeys, path: &std::path::Path) {
+        if keys.access_tier.is_some() {
+            self.tier_source = Some(format!("accessTier in {}", path.display()));
+        }
+        if keys.module_mode.is_some() {
+            self.module_source = Some(format!("moduleMode in {}", path.display()));
+        }
+    }
+
     /// Why a canonical tool is not exposed, with the setting that would expose it; `None`
     /// when [`Settings::decide`] exposes it. Same order as `decide`.
     pub fn why_hidden(&self, spec: &ToolSpec) -> Option<String> {
@@ -516,15 +534,28 @@ impl Settings {
             return Some(format!("denied by {ENV_BLACKLIST}"));
         }
         if spec.tier > self.tier {
-            return Some(format!(
-                "tier {} is above PVE_ACCESS_TIER={}; set PVE_ACCESS_TIER={}",
-                spec.tier.as_str(),
-                self.tier.as_str(),
-                spec.tier.as_str()
-            ));
+            return Some(match &self.tier_source {
+                None => format!(
+                    "tier {} is above PVE_ACCESS_TIER={}; set PVE_ACCESS_TIER={}",
+                    spec.tier.as_str(),
+                    self.tier.as_str(),
+                    spec.tier.as_str()
+                ),
+                Some(source) => format!(
+                    "tier {} is above the tier {} set by {source}; set it to \"{}\" there (the file's key beats PVE_ACCESS_TIER)",
+                    spec.tier.as_str(),
+                    self.tier.as_str(),
+                    spec.tier.as_str()
+                ),
+            });
         }
         if self.module == Module::Core && spec.module == Module::Advanced {
-            return Some("an advanced tool; set PVE_MODULE_MODE=advanced".to_owned());
+            return Some(match &self.module_source {
+                None => "an advanced tool; set PVE_MODULE_MODE=advanced".to_owned(),
+                Some(source) => format!(
+                    "an advanced tool; the module mode is core by {source}: set it to \"advanced\" there (the file's key beats PVE_MODULE_MODE)"
+                ),
+            });
         }
         if !self.categories.is_empty() && !self.categories.contains(&spec.category) {
             return Some(format!(

@@ -16,7 +16,7 @@ use crate::catalog::privileges::TOOL_PRIVILEGES;
 use crate::config::{self, Config, TlsSetting};
 use crate::policy::Settings;
 use crate::pve;
-use crate::registry::Registry;
+use crate::registry::{Capabilities, Registry};
 use crate::ssh;
 
 /// Privileges the token holds where a check on `need_path` (a template such as `/vms/{vmid}`)
@@ -52,18 +52,17 @@ fn granted(perms: &Value, need_path: &str) -> BTreeSet<String> {
     out
 }
 
+/// `permissions`: the token's privileges against what the tools served at `settings` (the
+/// cluster's own tier and module, as `run` computes them) need; RED naming how many tools would
+/// fail with 403 and the privileges missing.
 pub(super) async fn permissions(
     client: &pve::Client,
-    policy_env: Option<&BTreeMap<String, String>>,
+    settings: Result<Settings, String>,
+    ssh: bool,
 ) -> Item {
-    let settings = Settings::from_lookup(|k| {
-        policy_env
-            .and_then(|env| env.get(k).cloned())
-            .or_else(|| std::env::var(k).ok())
-    });
     let settings = match settings {
         Ok(s) => s,
-        Err(e) => return Item::red("permissions", e.to_string(), None),
+        Err(e) => return Item::red("permissions", e, None),
     };
     let perms = match probe::get(client, "/access/permissions").await {
         Ok(v) => v,
@@ -75,42 +74,47 @@ pub(super) async fn permissions(
             );
         }
     };
-    let registry = Registry::build(&settings);
+    let registry = Registry::build_for(&settings, Capabilities { ssh });
     let table: BTreeMap<&str, &[(&str, &str)]> = TOOL_PRIVILEGES.iter().copied().collect();
     let mut failing: Vec<String> = Vec::new();
     let mut missing_all: BTreeSet<&str> = BTreeSet::new();
     for entry in registry.entries().iter().filter(|e| e.alias_for.is_none()) {
         let needs = table.get(entry.spec.name).copied().unwrap_or(&[]);
-        let missing: Vec<&str> = needs
+        let missing: BTreeSet<&str> = needs
             .iter()
             .filter(|(path, privilege)| !granted(&perms, path).contains(*privilege))
             .map(|(_, p)| *p)
             .collect();
+        let missing: Vec<&str> = missing.into_iter().collect();
         if !missing.is_empty() {
             missing_all.extend(missing.iter().copied());
             failing.push(format!("{} ({})", entry.spec.name, missing.join(", ")));
         }
     }
     let tier = settings.tier.as_str();
+    let whence = settings
+        .tier_source
+        .clone()
+        .unwrap_or_else(|| "PVE_ACCESS_TIER".to_owned());
+    let served = registry.canonical_count();
     if failing.is_empty() {
         return Item::green(
             "permissions",
             format!(
-                "the token holds every privilege the {} registered tools ({tier}) need",
-                registry.canonical_count()
+                "the token holds every privilege the {served} served tools (tier {tier} from {whence}) need"
             ),
         );
     }
+    let missing = missing_all.into_iter().collect::<Vec<_>>().join(",");
     Item::red(
         "permissions",
         format!(
-            "{} tool(s) will fail with 403: {}",
+            "{} of the {served} served tools (tier {tier} from {whence}) will fail with 403; missing {missing}: {}",
             failing.len(),
             failing.join("; ")
         ),
         Some(format!(
-            "grant {} on / (or on the --acl-path the role was given): run the commands of `nandi-proxmox-mcp bootstrap --tier {tier}` (docs/PERMISSIONS.md lists each tool's privileges)",
-            missing_all.into_iter().collect::<Vec<_>>().join(",")
+            "grant {missing} on / (or on the --acl-path the role was given): run the commands of `nandi-proxmox-mcp bootstrap --tier {tier}` (docs/PERMISSIONS.md lists each tool's privileges), or lower the tier"
         )),
     )
 }
@@ -157,10 +161,21 @@ pub(super) async fn tls(proxmox: &config::ProxmoxConfig, client: &pve::Client) -
             format!("pinned {fp} but the server presents {}", cert.fingerprint),
             Some(probe::pin_changed_fix(&cert.fingerprint)),
         ),
-        TlsSetting::Insecure => Item::green("tls", detail).with_fix(format!(
-            "pin the certificate instead of turning checks off: tlsFingerprint = {}",
-            cert.fingerprint
-        )),
+        TlsSetting::Insecure => Item::yellow(
+            "tls",
+            format!(
+                "{detail}; certificate checks are OFF, so anyone on the path can read the token{}",
+                if std::env::var_os("PROXMOX_ALLOW_INSECURE_TLS").is_some() {
+                    " (PROXMOX_ALLOW_INSECURE_TLS)"
+                } else {
+                    ""
+                }
+            ),
+            Some(format!(
+                "pin the certificate instead of turning checks off: tlsFingerprint = {} (unset PROXMOX_ALLOW_INSECURE_TLS / allowInsecureTls)",
+                cert.fingerprint
+            )),
+        ),
         TlsSetting::Verify | TlsSetting::CaFile(_) => match probe::get(client, "/version").await {
             Err(pve::PveError::Tls(msg)) => {
                 let cause = msg

@@ -109,7 +109,9 @@ pub async fn run(args: DoctorArgs) -> Result<(), CliError> {
     let paths = Paths::from_env(&ProcessEnv).map_err(|e| CliError::Runtime(e.to_string()))?;
     let wanted = wanted_clients.as_deref();
     let mut report = Report::default();
-    let sections = match load_config(&args, &paths, &mut report) {
+    // Loaded once, as `run` loads it: the configuration source is said once.
+    let set = config::clusters::load_clusters(&ProcessEnv, &paths);
+    let sections = match load_config(&args, &paths, &set, &mut report) {
         Loaded::One(config, key) => {
             check_loaded(&args, &checks, &paths, wanted, &config, key, &mut report).await;
             vec![Section {
@@ -139,7 +141,7 @@ pub async fn run(args: DoctorArgs) -> Result<(), CliError> {
     let mut sections = sections;
     if let Some(first) = sections.first_mut() {
         first.report.push(freeze_item());
-        for item in policy::items(&paths) {
+        for item in policy::items(set.as_ref().ok()) {
             first.report.push(item);
         }
     }
@@ -150,7 +152,12 @@ pub async fn run(args: DoctorArgs) -> Result<(), CliError> {
         println!("{text}");
     } else {
         print_sections(&sections);
-        if red.is_empty() {
+        let yellow = sections.iter().any(|s| s.report.is_yellow());
+        if red.is_empty() && yellow {
+            println!(
+                "\nWorks, but something is YELLOW: follow its fix line (docs/TROUBLESHOOTING.md has more)."
+            );
+        } else if red.is_empty() {
             println!("\nAll good. Restart your MCP client if you changed its configuration.");
         } else {
             println!(
@@ -236,7 +243,13 @@ fn sections_json(sections: &[Section]) -> Value {
                     v
                 })
                 .collect();
-            json!({"status": if red { "RED" } else { "GREEN" }, "instances": instances})
+            let yellow = sections.iter().any(|s| s.report.is_yellow());
+            let status = match (red, yellow) {
+                (true, _) => "RED",
+                (false, true) => "YELLOW",
+                _ => "GREEN",
+            };
+            json!({"status": status, "instances": instances})
         }
     }
 }
@@ -256,6 +269,13 @@ async fn check_loaded(
     } else {
         None
     };
+    // The tier the server runs with comes from the entry that launches it, checked or not.
+    let policy_env = policy_env.or_else(|| match (&config.source, key.as_deref()) {
+        (ConfigSource::File { path, .. }, Some(key)) => {
+            super::served::entry_of(paths, key, path).map(|found| found.entry.env)
+        }
+        _ => None,
+    });
     check_cluster(args, checks, config, policy_env, report).await;
 }
 
@@ -282,7 +302,12 @@ fn load_named(
 
 /// Loads the configuration to check: the `--name`d instance, else what `run` would load, else
 /// every discovered instance when discovery cannot choose one.
-fn load_config(args: &DoctorArgs, paths: &Paths, report: &mut Report) -> Loaded {
+fn load_config(
+    args: &DoctorArgs,
+    paths: &Paths,
+    set: &Result<config::clusters::ClusterSet, ConfigError>,
+    report: &mut Report,
+) -> Loaded {
     if let Some(raw) = &args.name {
         let name = instances::sanitize_name(raw);
         return match instances::resolve_instance(paths, &name) {
@@ -302,59 +327,58 @@ fn load_config(args: &DoctorArgs, paths: &Paths, report: &mut Report) -> Loaded 
     }
     // Several clusters served by one process (a folder, a list, NANDI_PROXMOX_CLUSTERS=all):
     // each is checked in its own section.
-    match config::clusters::load_clusters(&ProcessEnv, paths) {
+    let c = match set {
         Ok(set) if set.clusters.len() > 1 => {
             return Loaded::Several(set.clusters.iter().map(cluster_instance).collect());
         }
-        Err(e) if config::clusters::several_requested(&ProcessEnv, paths) => {
+        Ok(set) => match set.clusters.first() {
+            Some(cluster) => cluster.config.clone(),
+            None => return Loaded::Nothing,
+        },
+        Err(ConfigError::AmbiguousInstances { found })
+            if !config::clusters::several_requested(&ProcessEnv, paths) =>
+        {
+            return Loaded::Several(found.clone());
+        }
+        Err(e) => {
             report.push(Item::red("config", e.to_string(), None));
             return Loaded::Nothing;
         }
-        _ => {}
-    }
-    match config::load(&ProcessEnv, paths) {
-        Ok(c) if c.proxmox.is_none() => {
-            let untrusted = config::untrusted_project_files(&ProcessEnv, paths);
-            let (detail, fix) = match untrusted.first() {
-                None => (
-                    "no Proxmox connection is configured (no instance file, no PROXMOX_* variables)"
-                        .to_owned(),
-                    "run `nandi-proxmox-mcp setup`".to_owned(),
+    };
+    if c.proxmox.is_none() {
+        let untrusted = config::untrusted_project_files(&ProcessEnv, paths);
+        let (detail, fix) = match untrusted.first() {
+            None => (
+                "no Proxmox connection is configured (no instance file, no PROXMOX_* variables)"
+                    .to_owned(),
+                "run `nandi-proxmox-mcp setup`".to_owned(),
+            ),
+            Some((path, changed)) => (
+                format!(
+                    "no Proxmox connection is configured: the project-directory file {} is \
+                     ignored because it {}",
+                    path.display(),
+                    if *changed {
+                        "changed since you trusted it"
+                    } else {
+                        "is not trusted"
+                    }
                 ),
-                Some((path, changed)) => (
-                    format!(
-                        "no Proxmox connection is configured: the project-directory file {} is \
-                         ignored because it {}",
-                        path.display(),
-                        if *changed {
-                            "changed since you trusted it"
-                        } else {
-                            "is not trusted"
-                        }
-                    ),
-                    format!(
-                        "review it, then run `nandi-proxmox-mcp trust {}`",
-                        path.display()
-                    ),
+                format!(
+                    "review it, then run `nandi-proxmox-mcp trust {}`",
+                    path.display()
                 ),
-            };
-            report.push(Item::red("config", detail, Some(fix)));
-            Loaded::Nothing
-        }
-        Ok(c) => {
-            let key = match &c.source {
-                ConfigSource::File { instance, .. } => instance.clone(),
-                _ => None,
-            };
-            report.push(Item::green("config", source_detail(&c, paths)));
-            Loaded::One(Box::new(c), key)
-        }
-        Err(ConfigError::AmbiguousInstances { found }) => Loaded::Several(found),
-        Err(e) => {
-            report.push(Item::red("config", e.to_string(), None));
-            Loaded::Nothing
-        }
+            ),
+        };
+        report.push(Item::red("config", detail, Some(fix)));
+        return Loaded::Nothing;
     }
+    let key = match &c.source {
+        ConfigSource::File { instance, .. } => instance.clone(),
+        _ => None,
+    };
+    report.push(Item::green("config", source_detail(&c, paths)));
+    Loaded::One(Box::new(c), key)
 }
 
 /// A loaded cluster as an instance to check (its file and scope; its name is its key).
@@ -415,6 +439,31 @@ fn source_detail(config: &Config, paths: &Paths) -> String {
         "{source} (a complete PROXMOX_* environment wins over discovery; ignored: {})",
         ignored.join(", ")
     )
+}
+
+/// The settings `run` gives this cluster: the variables (a client entry's over the process's),
+/// then the instance file's policy keys (`accessTier`, `moduleMode`, …), which win.
+fn served_settings(
+    config: &Config,
+    policy_env: Option<&BTreeMap<String, String>>,
+) -> Result<crate::policy::Settings, String> {
+    let empty = BTreeMap::new();
+    let env = super::served::Overlay(policy_env.unwrap_or(&empty));
+    let base = crate::policy::Settings::from_lookup(|k| config::EnvSource::var(&env, k))
+        .map_err(|e| e.to_string())?;
+    let name = match &config.source {
+        ConfigSource::File { path, .. } => path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or(config::clusters::SINGLE_CLUSTER_NAME)
+            .to_owned(),
+        _ => config::clusters::SINGLE_CLUSTER_NAME.to_owned(),
+    };
+    let cluster = config::clusters::ClusterConfig {
+        name,
+        config: config.clone(),
+    };
+    super::served::cluster_settings(&base, &cluster).map_err(|e| e.to_string())
 }
 
 async fn check_cluster(
@@ -482,7 +531,8 @@ async fn check_cluster(
             }
         }
         if checks.contains("permissions") {
-            report.push(checks::permissions(&client, policy_env.as_ref()).await);
+            let settings = served_settings(config, policy_env.as_ref());
+            report.push(checks::permissions(&client, settings, config.ssh.is_some()).await);
         }
     } else if needs_api {
         for c in ["vms", "cts", "node-status", "permissions"] {

@@ -3,15 +3,15 @@
 //! that lets exec, egress, access or an unplaced request run without a person.
 //!
 //! Invariant: the rules are loaded exactly as `run` loads them (the variables, then each
-//! cluster's instance-file `policy`), so what doctor reports is what the server would use. A
+//! cluster's instance-file `policy`, from the one load `doctor` made), so what doctor reports is what the server would use. A
 //! risky rule is a SKIP (yellow), not RED: it is the operator's choice, made knowingly.
 
 use super::super::report::Item;
-use crate::config::{self, Paths, ProcessEnv};
+use crate::config;
 use crate::policy::Settings;
 
 /// The policy items (one per cluster with rules, or one for the built-in default).
-pub(super) fn items(paths: &Paths) -> Vec<Item> {
+pub(super) fn items(set: Option<&config::clusters::ClusterSet>) -> Vec<Item> {
     let settings = match Settings::from_lookup(|k| std::env::var(k).ok()) {
         Ok(settings) => settings,
         Err(e) => {
@@ -27,7 +27,7 @@ pub(super) fn items(paths: &Paths) -> Vec<Item> {
         out.push(Item::skip("policy", ignored.clone()));
     }
     let mut all = vec![(None, Ok(settings.clone()))];
-    if let Ok(set) = config::clusters::load_clusters(&ProcessEnv, paths) {
+    if let Some(set) = set {
         for cluster in set
             .clusters
             .iter()
