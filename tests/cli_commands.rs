@@ -362,6 +362,15 @@ async fn harden_is_idempotent_and_refuses_malformed_settings() {
         "no instance configured: {}",
         text_of(&out)
     );
+    // A name that is neither an instance nor a client entry is refused, nothing written.
+    let out = d.run(&["harden", "--name", "lab"], &[], None).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    assert!(!d.cwd.path().join(".claude").exists());
+    std::fs::write(
+        d.cwd.path().join(".mcp.json"),
+        r#"{"mcpServers":{"lab":{"command":"nandi-proxmox-mcp","args":["run"],"env":{"PVE_ACCESS_TIER":"full"}}}}"#,
+    )
+    .unwrap();
     let settings = d.cwd.path().join(".claude/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
     std::fs::write(
