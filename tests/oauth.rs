@@ -29,7 +29,8 @@ use ring::rand::SystemRandom;
 use serde_json::{Value, json};
 
 const METADATA_URL: &str = "https://mcp.example.test/.well-known/oauth-protected-resource/mcp";
-const ALL_SCOPES: &str = "proxmox:read proxmox:operate proxmox:admin";
+/// The least scope that lists tools: what every challenge asks for first.
+const LEAST_SCOPE: &str = "proxmox:read";
 
 /// The transport in OAuth mode for `issuer`, in front of `emu`, at tier `full`.
 async fn serve(issuer: &Issuer, emu: &Emulator, extra: &[(&str, &str)]) -> HttpServer {
@@ -212,22 +213,27 @@ async fn valid_tokens_are_served_and_their_scopes_narrow_the_tools() {
         admin.len()
     );
 
-    // A change tool called with the read token is refused before anything reaches Proxmox.
+    // A change tool called with the read token is refused before anything reaches Proxmox:
+    // HTTP 403 naming the scope it needs (step-up, RFC 6750 §3.1), the request's id echoed.
     let id = session(&http, &read_token).await;
     emu.clear_requests();
-    let refused = rpc(
-        &http,
-        &read_token,
-        &id,
-        3,
-        "tools/call",
-        json!({"name": "pve_start_qemu_vm", "arguments": {"node": "pve01", "vmid": 101, "confirm": true}}),
-    )
-    .await;
-    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    let start = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params":
+        {"name": "pve_start_qemu_vm", "arguments": {"node": "pve01", "vmid": 101, "confirm": true}}});
+    let refused = post(&http, Some(&read_token), &start, Some(&id)).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     assert_eq!(
-        refused["result"]["structuredContent"]["error"]["code"], "EFFECT_NOT_APPROVED",
-        "{refused}"
+        challenge(&refused),
+        format!(
+            r#"Bearer error="insufficient_scope", scope="proxmox:operate", resource_metadata="{METADATA_URL}", error_description="this call needs the scope proxmox:operate""#
+        )
+    );
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["id"], 3, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("pve_start_qemu_vm needs the scope proxmox:operate")),
+        "{body}"
     );
     assert!(emu.requests().is_empty(), "{:?}", emu.requests());
     // The same token still reads.
@@ -244,8 +250,8 @@ async fn valid_tokens_are_served_and_their_scopes_narrow_the_tools() {
     http.shutdown().await;
 }
 
-/// Every audit line names the token's subject and client: the change a token made, and the
-/// refusal of a change above its scopes (nothing sent).
+/// Every audit line names the token's subject and client: the change a token made; a change
+/// above a token's scopes is refused at the transport (403 step-up) and never runs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_audit_line_names_the_tokens_subject() {
     let issuer = Issuer::start().await;
@@ -270,8 +276,10 @@ async fn every_audit_line_names_the_tokens_subject() {
     let reader = issuer.token(&reader);
     let rid = session(&http, &reader).await;
     emu.clear_requests();
-    let refused = rpc(&http, &reader, &rid, 2, "tools/call", stop).await;
-    assert_eq!(refused["result"]["isError"], true, "{refused}");
+    // Above its scopes: a 403 step-up challenge at the transport, before the call runs.
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": stop});
+    let refused = post(&http, Some(&reader), &body, Some(&rid)).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
     assert!(emu.requests().is_empty());
     let lines: Vec<Value> = std::fs::read_to_string(&path)
         .unwrap()
@@ -292,11 +300,67 @@ async fn every_audit_line_names_the_tokens_subject() {
         [
             ("sending", "oauth:alice (client claude)"),
             ("executed", "oauth:alice (client claude)"),
-            ("refused", "oauth:bob (client ci-agent)"),
         ],
-        "{lines:?}"
+        "bob's call never ran, so it has no line: {lines:?}"
     );
-    assert_eq!(lines[2]["outcome"], "EFFECT_NOT_APPROVED");
+    http.shutdown().await;
+}
+
+/// Step-up: a client that took the least scope the challenge names steps up on the 403
+/// `insufficient_scope` challenge of each call above it, with the scope that call needs, and
+/// the same call then runs with the new token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_above_the_tokens_scope_is_403_naming_the_scope_it_needs() {
+    let issuer = Issuer::start().await;
+    let emu = common::emulator().await;
+    let http = serve(&issuer, &emu, &[]).await;
+    let call = |id: u64, name: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params":
+            {"name": name, "arguments": {"node": "pve01", "vmid": 101, "confirm": true}}})
+    };
+    let needs = |scope: &str| {
+        format!(
+            r#"Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{METADATA_URL}", error_description="this call needs the scope {scope}""#
+        )
+    };
+    let read = issuer.with_scope("proxmox:read");
+    let sid = session(&http, &read).await;
+    emu.clear_requests();
+    let refused = post(&http, Some(&read), &call(7, "pve_stop_qemu_vm"), Some(&sid)).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(challenge(&refused), needs("proxmox:operate"));
+    assert_eq!(refused.json::<Value>().await.unwrap()["id"], 7);
+    let refused = post(&http, Some(&read), &call(8, "pve_qemu_delete"), Some(&sid)).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(challenge(&refused), needs("proxmox:admin"));
+    // An unknown tool is not a scope matter: the JSON-RPC error it always was.
+    let unknown = post(&http, Some(&read), &call(9, "pve_no_such_tool"), Some(&sid)).await;
+    assert_eq!(unknown.status(), StatusCode::OK);
+    assert!(emu.requests().is_empty(), "{:?}", emu.requests());
+
+    // Stepped up to operate: the stop runs; the delete still needs admin.
+    let operate = issuer.with_scope("proxmox:operate");
+    let sid = session(&http, &operate).await;
+    let refused = post(
+        &http,
+        Some(&operate),
+        &call(10, "pve_qemu_delete"),
+        Some(&sid),
+    )
+    .await;
+    assert_eq!(challenge(&refused), needs("proxmox:admin"));
+    let stop = call(11, "pve_stop_qemu_vm");
+    let done = post(&http, Some(&operate), &stop, Some(&sid)).await;
+    assert_eq!(done.status(), StatusCode::OK);
+    let done = rpc_reply(done, 11).await;
+    assert_eq!(done["result"]["structuredContent"]["ok"], true, "{done}");
+    let sent: Vec<String> = emu
+        .requests()
+        .into_iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| r.path)
+        .collect();
+    assert_eq!(sent, ["/nodes/pve01/qemu/101/status/stop"]);
     http.shutdown().await;
 }
 
@@ -372,7 +436,7 @@ async fn bad_tokens_are_401_with_the_resource_metadata_challenge() {
         assert_eq!(
             challenge,
             format!(
-                r#"Bearer error="invalid_token", resource_metadata="{METADATA_URL}", scope="{ALL_SCOPES}""#
+                r#"Bearer error="invalid_token", resource_metadata="{METADATA_URL}", scope="{LEAST_SCOPE}""#
             ),
             "{what}"
         );
@@ -381,7 +445,7 @@ async fn bad_tokens_are_401_with_the_resource_metadata_challenge() {
     assert_eq!(missing.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(
         challenge(&missing),
-        format!(r#"Bearer resource_metadata="{METADATA_URL}", scope="{ALL_SCOPES}""#)
+        format!(r#"Bearer resource_metadata="{METADATA_URL}", scope="{LEAST_SCOPE}""#)
     );
     // The good token passes, so each refusal above was for its own reason.
     assert_eq!(
@@ -404,7 +468,7 @@ async fn a_token_without_the_servers_scopes_is_403_insufficient_scope() {
         assert_eq!(
             challenge(&response),
             format!(
-                r#"Bearer error="insufficient_scope", scope="{ALL_SCOPES}", resource_metadata="{METADATA_URL}""#
+                r#"Bearer error="insufficient_scope", scope="{LEAST_SCOPE}", resource_metadata="{METADATA_URL}""#
             )
         );
     }
@@ -422,20 +486,30 @@ async fn a_token_without_the_servers_scopes_is_403_insufficient_scope() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn protected_resource_metadata_is_served_at_both_paths_without_a_token() {
+async fn protected_resource_metadata_is_served_at_both_paths_each_naming_its_own_resource() {
     let issuer = Issuer::start().await;
     let emu = common::emulator().await;
     let http = serve(&issuer, &emu, &[]).await;
-    for path in [
-        "/.well-known/oauth-protected-resource",
-        "/.well-known/oauth-protected-resource/mcp",
+    // Each copy's `resource` is the identifier its own URL was built from (RFC 9728 §3.3):
+    // the root copy stands for the origin, the `/mcp` copy for MCP_OAUTH_RESOURCE.
+    for (path, resource) in [
+        (
+            "/.well-known/oauth-protected-resource",
+            "https://mcp.example.test",
+        ),
+        ("/.well-known/oauth-protected-resource/mcp", RESOURCE),
     ] {
         let url = format!("http://{}{path}", http.local_addr());
         let response = client().get(&url).send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{path}");
         assert_eq!(response.headers()["content-type"], "application/json");
         let doc: Value = response.json().await.unwrap();
-        assert_eq!(doc["resource"], RESOURCE);
+        assert_eq!(doc["resource"], resource, "{path}");
+        // Not signed metadata: no signing algorithms are claimed (RFC 9728 §2).
+        assert!(
+            doc.get("resource_signing_alg_values_supported").is_none(),
+            "{doc}"
+        );
         assert_eq!(doc["authorization_servers"], json!([issuer.url]));
         assert_eq!(
             doc["scopes_supported"],

@@ -10,7 +10,7 @@ use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// JSON-RPC server-error code used for transport-level refusals (as the reference).
 pub const SERVER_ERROR: i64 = -32000;
@@ -21,7 +21,22 @@ const MAX_MESSAGE: usize = 200;
 
 /// A JSON-RPC-shaped error response.
 pub fn json_error(status: StatusCode, code: i64, message: &str) -> Response {
-    let body = json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": null});
+    json_error_with_id(status, code, message, Some(&Value::Null))
+}
+
+/// A JSON-RPC-shaped error response answering the request whose `id` was read (echoed as it
+/// came); `None`: the message was no request (a notification, or the body was not read), so
+/// the reply has no `id` member.
+pub fn json_error_with_id(
+    status: StatusCode,
+    code: i64,
+    message: &str,
+    id: Option<&Value>,
+) -> Response {
+    let mut body = json!({"jsonrpc": "2.0", "error": {"code": code, "message": message}});
+    if let (Some(id), Some(object)) = (id, body.as_object_mut()) {
+        object.insert("id".to_owned(), id.clone());
+    }
     (
         status,
         [(

@@ -6,6 +6,8 @@
 //!   session bound is reached, the least recently used idle session makes room, else 503.
 //!   Requests that need no session (stateless `tools/list`, `server/discover`) are never refused
 //!   for want of one.
+//! * OAuth: a `tools/call` above the token's scopes is answered 403 `insufficient_scope` naming
+//!   the scope it needs (see [`super::step_up`]).
 //! * A successful `DELETE` is answered 200 (rmcp says 202, which official SDKs report as a
 //!   failed session termination).
 //!
@@ -25,6 +27,8 @@ use super::auth::peer_ip;
 use super::errors::{SERVER_ERROR, json_error};
 use super::refusals::RefusalLog;
 use super::sessions::BoundedSessions;
+use super::step_up::StepUp;
+use crate::identity::Caller;
 use crate::transport::dupkeys;
 
 /// What the inspection stage needs.
@@ -36,6 +40,8 @@ pub struct Inspect {
     pub stateless: bool,
     /// Bounded log of refusals.
     pub refusals: Arc<RefusalLog>,
+    /// OAuth: the step-up check of `tools/call` (403 `insufficient_scope`).
+    pub step_up: Option<Arc<StepUp>>,
 }
 
 /// Middleware: duplicate keys, session room, `DELETE` status (see the module docs).
@@ -77,6 +83,16 @@ pub async fn inspect(State(stage): State<Inspect>, request: Request, next: Next)
             duplicate.response().to_string(),
         )
             .into_response();
+    }
+    if let Some(refused) = stage
+        .step_up
+        .as_ref()
+        .and_then(|step| step.check(parts.extensions.get::<Caller>(), &bytes))
+    {
+        stage
+            .refusals
+            .note("tools/call needs a higher OAuth scope", ip, "POST", "/mcp");
+        return refused;
     }
     if !stage.stateless
         && !parts.headers.contains_key("mcp-session-id")

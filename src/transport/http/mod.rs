@@ -6,7 +6,8 @@
 //! token (401, or 403 `insufficient_scope`; see `oauth`), or none on loopback — with failures
 //! rate-limited per address (429) → rate limit of authenticated traffic (429, per token or
 //! OAuth subject) → inspection (duplicate JSON keys in
-//! `tools/call`: -32602; room for a new session: 503; `DELETE` answered 200) → rmcp
+//! `tools/call`: -32602; OAuth step-up: 403 `insufficient_scope` for a call above the token's
+//! scopes; room for a new session: 503; `DELETE` answered 200) → rmcp
 //! `StreamableHttpService` (sessions, SSE, DELETE, 404 for unknown sessions). Refusals are
 //! logged at a bounded rate. `/health`, `/ready`, in OAuth mode the Protected Resource Metadata
 //! (`/.well-known/oauth-protected-resource[/mcp]`), and a JSON 404 fallback complete the surface.
@@ -36,6 +37,7 @@ pub mod ready;
 pub mod refusals;
 pub mod sessions;
 pub mod settings;
+pub mod step_up;
 pub mod token_strength;
 
 use std::sync::Arc;
@@ -63,6 +65,7 @@ use auth::{Authenticator, BearerAuth, Gate};
 use errors::{SERVER_ERROR, json_error};
 use guard::HostGuard;
 use inspect::Inspect;
+use step_up::StepUp;
 use ratelimit::RateLimit;
 use ready::Readiness;
 use refusals::RefusalLog;
@@ -265,9 +268,16 @@ fn router(
         server.pending_approvals(),
         approval_login(&server, settings, &authenticator),
     );
-    let metadata = match &settings.auth {
-        Auth::OAuth(oauth) => oauth::metadata_routes(oauth, server.clusters().max_tier()),
-        _ => Router::new(),
+    let (metadata, step_up) = match &settings.auth {
+        Auth::OAuth(oauth) => {
+            let tier = server.clusters().max_tier();
+            let step_up = StepUp::new(oauth, server.clusters().listing(), tier);
+            (
+                oauth::metadata_routes(oauth, tier),
+                Some(Arc::new(step_up)),
+            )
+        }
+        _ => (Router::new(), None),
     };
     let mcp_service =
         StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
@@ -275,6 +285,7 @@ fn router(
         sessions,
         stateless: settings.stateless,
         refusals: refusals.clone(),
+        step_up,
     };
     let gate = Gate {
         auth: authenticator,

@@ -101,6 +101,15 @@ impl ScopeNames {
             .max()
     }
 
+    /// The scope that grants `tier`.
+    pub fn for_tier(&self, tier: Tier) -> &str {
+        match tier {
+            Tier::ReadOnly => &self.read,
+            Tier::ReadExecute => &self.operate,
+            Tier::Full => &self.admin,
+        }
+    }
+
     /// The scopes useful on a server whose tier is `tier`, lowest first.
     pub fn up_to(&self, tier: Tier) -> Vec<&str> {
         let mut scopes = vec![self.read.as_str()];
@@ -218,18 +227,24 @@ impl OAuthSettings {
         }
     }
 
-    /// The Protected Resource Metadata document for a server whose tier is `tier`.
-    pub fn metadata(&self, tier: Tier) -> serde_json::Value {
+    /// The Protected Resource Metadata document for a server whose tier is `tier`, as served
+    /// at [`METADATA_PATH`] followed by `suffix` (`""` or `"/mcp"`). Its `resource` is the
+    /// identifier that URL was built from (RFC 9728 §3.3): `MCP_OAUTH_RESOURCE` where the suffix
+    /// is that URL's path, else the resource's origin followed by the suffix. The documents are
+    /// not signed, so no `resource_signing_alg_values_supported` (that member names the
+    /// algorithms of `signed_metadata`, not of the access tokens).
+    pub fn metadata(&self, tier: Tier, suffix: &str) -> serde_json::Value {
+        let resource = match Url::parse(&self.resource) {
+            Ok(url) if url.path().trim_end_matches('/') != suffix => {
+                format!("{}{suffix}", url.origin().ascii_serialization())
+            }
+            _ => self.resource.clone(),
+        };
         json!({
-            "resource": self.resource,
+            "resource": resource,
             "authorization_servers": [self.issuer],
             "scopes_supported": self.scopes.up_to(tier),
             "bearer_methods_supported": ["header"],
-            "resource_signing_alg_values_supported": self
-                .algorithms
-                .iter()
-                .map(|alg| format!("{alg:?}"))
-                .collect::<Vec<_>>(),
             "resource_name": "nandi-proxmox-mcp (Proxmox VE)",
         })
     }
@@ -247,10 +262,13 @@ pub struct Challenges {
 }
 
 impl Challenges {
-    /// The challenges for `settings` on a server whose tier is `tier`.
-    pub fn new(settings: &OAuthSettings, tier: Tier) -> Challenges {
+    /// The challenges for `settings`. They name the least scope that lists tools
+    /// (`MCP_OAUTH_SCOPE_READ`): a client that follows the challenge asks for reads only, and
+    /// steps up when a call answers 403 with the scope it needs ([`Challenges::step_up`]).
+    /// The metadata's `scopes_supported` still lists every scope of the server's tier.
+    pub fn new(settings: &OAuthSettings, _tier: Tier) -> Challenges {
         let metadata = settings.metadata_url();
-        let scope = settings.scopes.up_to(tier).join(" ");
+        let scope = settings.scopes.read.as_str();
         let value = |text: String| {
             HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("Bearer"))
         };
@@ -266,19 +284,33 @@ impl Challenges {
             )),
         }
     }
+
+    /// The 403 challenge of a call that needs `scope`, more than the token grants (RFC 6750
+    /// §3.1; the MCP authorization spec's step-up).
+    pub fn step_up(settings: &OAuthSettings, scope: &str) -> HeaderValue {
+        let metadata = settings.metadata_url();
+        HeaderValue::from_str(&format!(
+            r#"Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{metadata}", error_description="this call needs the scope {scope}""#
+        ))
+        .unwrap_or(HeaderValue::from_static(r#"Bearer error="insufficient_scope""#))
+    }
 }
 
-/// The metadata routes: the document at [`METADATA_PATH`] and at its `/mcp`-suffixed form.
-/// They need no token; the Host/Origin guard of the whole router still applies.
+/// The metadata routes: the document at [`METADATA_PATH`] and at its `/mcp`-suffixed form,
+/// each naming the `resource` its own URL stands for. They need no token; the Host/Origin
+/// guard of the whole router still applies.
 pub fn metadata_routes(settings: &OAuthSettings, tier: Tier) -> Router {
-    let body: Arc<str> = settings.metadata(tier).to_string().into();
-    let serve = move || {
-        let body = body.clone();
-        async move { metadata_response(&body) }
+    let serve = |suffix: &str| {
+        let body: Arc<str> = settings.metadata(tier, suffix).to_string().into();
+        move || {
+            let body = body.clone();
+            async move { metadata_response(&body) }
+        }
     };
-    Router::new()
-        .route(METADATA_PATH, get(serve.clone()))
-        .route(&format!("{METADATA_PATH}{}", super::MCP_PATH), get(serve))
+    Router::new().route(METADATA_PATH, get(serve(""))).route(
+        &format!("{METADATA_PATH}{}", super::MCP_PATH),
+        get(serve(super::MCP_PATH)),
+    )
 }
 
 fn metadata_response(body: &str) -> Response {

@@ -24,11 +24,29 @@ fn defaults_and_the_metadata_url() {
         s.metadata_url(),
         "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
     );
-    let doc = s.metadata(Tier::ReadExecute);
+    let doc = s.metadata(Tier::ReadExecute, "/mcp");
     assert_eq!(doc["resource"], "https://mcp.example.com/mcp");
     assert_eq!(
         doc["scopes_supported"],
         json!(["proxmox:read", "proxmox:operate"])
+    );
+    assert!(doc.get("resource_signing_alg_values_supported").is_none());
+    // The root copy names the identifier its own URL stands for (RFC 9728 §3.3).
+    assert_eq!(
+        s.metadata(Tier::ReadExecute, "")["resource"],
+        "https://mcp.example.com"
+    );
+    // A resource at the origin: the root copy is the resource, the `/mcp` copy names `/mcp`.
+    let mut pairs = BASE.to_vec();
+    pairs[1] = ("MCP_OAUTH_RESOURCE", "https://mcp.example.com/");
+    let s = read(&pairs, "127.0.0.1", false).unwrap();
+    assert_eq!(
+        s.metadata(Tier::Full, "")["resource"],
+        "https://mcp.example.com/"
+    );
+    assert_eq!(
+        s.metadata(Tier::Full, "/mcp")["resource"],
+        "https://mcp.example.com/mcp"
     );
 }
 
