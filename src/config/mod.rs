@@ -45,6 +45,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use error::ConfigError;
+/// The host rule of `proxmoxHost`/`PROXMOX_HOST` (a bare name or IP), for `setup`'s wizard.
+pub(crate) use fields::host as check_host;
 /// The home-folder file rule (owned by the user, nobody else can write it or its folder).
 pub(crate) use file::check_trusted as check_user_file;
 pub use instances::{Instance, Scope};

@@ -233,3 +233,60 @@ fn find_entry(
     }
     Ok(None)
 }
+
+/// Each Claude Code entry that starts the built-in demo (`run --demo`): said as the demo — it
+/// talks to an emulator, not to Proxmox — and its command checked like any other entry.
+pub(super) fn demo_entries(paths: &Paths) -> Vec<Item> {
+    let mut out = Vec::new();
+    for scope in [Scope::Project, Scope::User] {
+        let Ok(path) = ClientId::ClaudeCode.config_path(paths, scope) else {
+            continue;
+        };
+        let Ok(root) = super::super::files::read_json_object(&path) else {
+            continue;
+        };
+        let Some(servers) = root.get("mcpServers").and_then(|s| s.as_object()) else {
+            continue;
+        };
+        for (key, value) in servers {
+            let Some(entry) = ServerEntry::from_json(value) else {
+                continue;
+            };
+            if !entry.args.iter().any(|a| a == "--demo") {
+                continue;
+            }
+            let check = format!("mcpConfig:demo:{key}");
+            let launch = format!("`{} {}`", entry.command, entry.args.join(" "));
+            let found = if std::path::Path::new(&entry.command).is_absolute() {
+                clients::is_executable(std::path::Path::new(&entry.command))
+            } else {
+                clients::find_on_path(&entry.command).is_some()
+            };
+            out.push(if !found {
+                Item::red(
+                    &check,
+                    format!(
+                        "{}: the demo entry `{key}` launches {launch}, which is not an executable file or not on PATH",
+                        path.display()
+                    ),
+                    Some("re-run `nandi-proxmox-mcp setup`, or point `command` at the installed binary".into()),
+                )
+            } else if entry.args.first().map(String::as_str) != Some("run") {
+                Item::red(
+                    &check,
+                    format!("{}: the demo entry `{key}` must start with `run --demo` (got {launch})", path.display()),
+                    Some("use \"args\": [\"run\", \"--demo\"]".into()),
+                )
+            } else {
+                Item::green(
+                    &check,
+                    format!(
+                        "{}: entry `{key}` is the demo — {launch} serves a built-in emulator, no Proxmox is contacted",
+                        path.display()
+                    ),
+                )
+            });
+        }
+    }
+    out
+}

@@ -16,7 +16,7 @@ use clap::Args;
 use serde_json::{Value, json};
 
 use super::clients::ClientId;
-use super::report::{Item, Report, use_colour};
+use super::report::{Item, Report, Status, use_colour};
 use super::{CliError, probe};
 use crate::config::instances;
 use crate::config::{self, Config, ConfigError, ConfigSource, Instance, Paths, ProcessEnv};
@@ -140,6 +140,26 @@ pub async fn run(args: DoctorArgs) -> Result<(), CliError> {
     };
     let mut sections = sections;
     if let Some(first) = sections.first_mut() {
+        if checks.contains("mcp-config") {
+            let demo = clients::demo_entries(&paths);
+            let demo_works = demo.iter().any(|i| i.status == Status::Green);
+            // Only the demo set up: no cluster is not a fault yet.
+            for item in first.report.items.iter_mut().filter(|i| {
+                demo_works
+                    && i.check == "config"
+                    && i.status == Status::Red
+                    && i.detail.starts_with("no Proxmox connection is configured")
+            }) {
+                item.status = Status::Skip;
+                item.detail.push_str(
+                    "; only the demo entry is set up (checked below): run `nandi-proxmox-mcp setup` for a real cluster",
+                );
+                item.fix = None;
+            }
+            for item in demo {
+                first.report.push(item);
+            }
+        }
         first.report.push(freeze_item());
         for item in policy::items(set.as_ref().ok()) {
             first.report.push(item);

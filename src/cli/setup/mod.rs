@@ -176,6 +176,7 @@ pub fn server_entry(config_path: &Path, tier: Tier, module: Option<Module>) -> S
 
 /// Runs `setup`.
 pub async fn run(args: SetupArgs) -> Result<(), CliError> {
+    check_name(args.name.as_deref())?;
     let c = common(&args)?;
     if args.print_config {
         return print_config(&args, &c);
@@ -204,6 +205,24 @@ pub async fn run(args: SetupArgs) -> Result<(), CliError> {
         }
     };
     apply::finish(&args, &c, answers, tier, tier_chosen).await
+}
+
+/// `--name` must already be an instance name: a name setup would have to change (`Bad Name`
+/// → `bad-name`) is refused with the rule and the name that would work, before anything runs.
+fn check_name(raw: Option<&str>) -> Result<(), CliError> {
+    let Some(raw) = raw else {
+        return Ok(());
+    };
+    let suggested = instances::sanitize_name(raw);
+    if suggested == raw && instances::validate_name(raw).is_ok() {
+        return Ok(());
+    }
+    Err(config_err(format!(
+        "--name {raw:?} is not an instance name: it names a file and an MCP server entry, so it \
+         must be lower-case letters, digits, `.`, `_` or `-`, starting with a letter or digit \
+         ({}); use `--name {suggested}`",
+        instances::NAME_PATTERN
+    )))
 }
 
 /// Warns when the token secret's file would show up in `git status`: setup has stored the

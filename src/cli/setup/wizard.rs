@@ -72,13 +72,33 @@ impl Prompter {
         }
     }
 
+    /// A yes/no question: Enter takes the default; an answer that is neither yes nor no is
+    /// asked again (it never counts as No).
     fn yes(&mut self, question: &str, default_yes: bool) -> Result<bool, CliError> {
-        let a = self.ask(question, Some(if default_yes { "Y/n" } else { "y/N" }))?;
-        // An empty answer comes back as the shown default, which stands for `default_yes`.
-        if a.eq_ignore_ascii_case("y/n") {
-            return Ok(default_yes);
+        loop {
+            let a = self.ask_raw(question, Some(if default_yes { "Y/n" } else { "y/N" }))?;
+            if a.is_empty() {
+                return Ok(default_yes);
+            }
+            if is_yes(&a) {
+                return Ok(true);
+            }
+            if is_no(&a) {
+                return Ok(false);
+            }
+            println!("  answer y (yes) or n (no)");
         }
-        Ok(is_yes(&a))
+    }
+
+    /// The Proxmox host, asked again until it is a bare name or IP (the rule the flag obeys).
+    fn host(&mut self, question: &str) -> Result<String, CliError> {
+        loop {
+            let a = self.required(question, None)?;
+            match crate::config::check_host(&a) {
+                Ok(()) => return Ok(a),
+                Err(e) => println!("  the host {e}"),
+            }
+        }
     }
 
     fn secret(&mut self, question: &str) -> Result<String, CliError> {
@@ -122,7 +142,8 @@ pub(crate) fn insecure_confirmed(answer: &str) -> bool {
 /// only when the person types [`INSECURE_WORD`] — no checks. Anything else stops setup
 /// before anything is written, with the way to pin or install the CA.
 async fn tls_question(p: &mut Prompter, host: &str, port: u16) -> Result<TlsChoice, CliError> {
-    if !p.yes("Does the node use its own self-signed certificate?", false)? {
+    // Self-signed is what a fresh Proxmox node has, so it is the default.
+    if !p.yes("Does the node use its own self-signed certificate?", true)? {
         return Ok(TlsChoice::Verify);
     }
     let fingerprint = match probe::certificate(host, port).await {
@@ -168,6 +189,11 @@ async fn tls_question(p: &mut Prompter, host: &str, port: u16) -> Result<TlsChoi
     Err(CliError::Runtime(
         "setup stopped: certificate checks stay on, and nothing was written".into(),
     ))
+}
+
+/// `n`, `no` (English and Spanish) mean no.
+pub(crate) fn is_no(answer: &str) -> bool {
+    matches!(answer.trim().to_lowercase().as_str(), "n" | "no" | "nope")
 }
 
 /// `y…`, `s`, `si…`, `sí…` (English and Spanish) mean yes.
@@ -221,13 +247,13 @@ pub(crate) async fn run(
             }
         }
     };
-    let host = p.required("Proxmox host (name or IP)", None)?;
+    let host = p.host("Proxmox host (name or IP)")?;
     let port = p.port("API port", 8006)?;
     let user = p.api_id("API user (without realm)", "mcp", "user")?;
     let realm = p.api_id("Realm", "pve", "realm")?;
     let token_name = p.api_id("Token name (the part after `!`)", "nandi", "token name")?;
     let mut secret = p.secret("Token secret")?;
-    let tls = tls_question(&mut p, &host, port).await?;
+    let mut tls = tls_question(&mut p, &host, port).await?;
     let ssh = if p.yes(
         "Do you need to run commands inside containers (SSH)?",
         false,
@@ -279,8 +305,34 @@ pub(crate) async fn run(
                 if let Some(fix) = &item.fix {
                     println!("  fix: {fix}");
                 }
-                println!("  1) retry  2) re-enter the secret  3) save anyway  4) abort");
-                match p.ask("Choose 1-4", Some("1"))?.as_str() {
+                // A certificate the check refused can be pinned here, after comparing it.
+                let presented = match (&e, &tls) {
+                    (pve::PveError::Tls(_), TlsChoice::Verify) => {
+                        probe::certificate(&host, port).await.ok()
+                    }
+                    _ => None,
+                };
+                match &presented {
+                    Some(cert) => {
+                        println!(
+                            "  The node presents SHA-256 fingerprint {} (compare with `pvenode cert info`).",
+                            cert.fingerprint
+                        );
+                        println!(
+                            "  1) retry  2) re-enter the secret  3) save anyway  4) abort  5) pin it"
+                        );
+                    }
+                    None => {
+                        println!("  1) retry  2) re-enter the secret  3) save anyway  4) abort")
+                    }
+                }
+                let last = if presented.is_some() { "5" } else { "4" };
+                match p.ask(&format!("Choose 1-{last}"), Some("1"))?.as_str() {
+                    "5" if presented.is_some() => {
+                        if let Some(cert) = presented {
+                            tls = TlsChoice::Fingerprint(cert.fingerprint);
+                        }
+                    }
                     "2" => secret = p.secret("Token secret")?,
                     "3" => return Ok(Some((Answers { core, ssh }, tier, tier_chosen))),
                     "4" => {
@@ -297,7 +349,7 @@ pub(crate) async fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::{insecure_confirmed, is_yes};
+    use super::{insecure_confirmed, is_no, is_yes};
 
     #[test]
     fn only_the_word_turns_certificate_checks_off() {
@@ -326,6 +378,12 @@ mod tests {
         }
         for n in ["n", "no", "", "x"] {
             assert!(!is_yes(n), "{n}");
+        }
+        for n in ["n", "No", " NO "] {
+            assert!(is_no(n), "{n}");
+        }
+        for neither in ["", "x", "yes", "maybe", "2"] {
+            assert!(!is_no(neither), "{neither}");
         }
     }
 }
