@@ -300,3 +300,128 @@ async fn doctor_says_yellow_for_tls_off_and_prints_the_source_once() {
         .await;
     assert_eq!(json_of(&out)["status"], "YELLOW");
 }
+
+/// The user name of this test process's uid, from /etc/passwd (what `freeze` should record).
+fn uid_name() -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let uid = std::fs::metadata("/proc/self").ok()?.uid();
+    std::fs::read_to_string("/etc/passwd")
+        .ok()?
+        .lines()
+        .find_map(|line| {
+            let f: Vec<&str> = line.split(':').collect();
+            (f.len() > 2 && f[2].parse::<u32>().ok()? == uid).then(|| f[0].to_owned())
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn freeze_names_the_uid_without_user_and_doctor_says_the_demo_entry() {
+    let d = CliDirs::new();
+    let state = tempfile::tempdir().unwrap();
+    let frozen = state.path().join("frozen");
+    let log = state.path().join("audit.jsonl");
+    let (frozen_s, log_s) = (frozen.display().to_string(), log.display().to_string());
+    // CliDirs clears the environment: no USER, LOGNAME or USERNAME.
+    let env = [
+        ("PVE_FREEZE_FILE", frozen_s.as_str()),
+        ("PVE_AUDIT_LOG", log_s.as_str()),
+    ];
+    let out = d.run(&["freeze"], &env, None).await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let recorded = format!(
+        "{}{}",
+        std::fs::read_to_string(&frozen).unwrap(),
+        std::fs::read_to_string(&log).unwrap()
+    );
+    assert!(!recorded.contains("unknown@"), "{recorded}");
+    if let Some(name) = uid_name() {
+        assert!(recorded.contains(&format!("cli:{name}@")), "{recorded}");
+    }
+
+    // Only the demo entry in .mcp.json: doctor checks it and says it is the demo.
+    let d = CliDirs::new();
+    let exe = common::binary().display().to_string();
+    std::fs::write(
+        d.cwd.path().join(".mcp.json"),
+        json!({"mcpServers": {"try": {"command": exe, "args": ["run", "--demo"]}}}).to_string(),
+    )
+    .unwrap();
+    let out = d.run(&["doctor", "--check", "mcp-config"], &[], None).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(text.contains("[GREEN] mcpConfig:demo:try"), "{text}");
+    assert!(text.contains("is the demo"), "{text}");
+    std::fs::write(
+        d.cwd.path().join(".mcp.json"),
+        json!({"mcpServers": {"try": {"command": "/nonexistent/nandi", "args": ["run", "--demo"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    let out = d.run(&["doctor", "--check", "mcp-config"], &[], None).await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("[RED] mcpConfig:demo:try"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wizard_checks_the_host_at_once_defaults_to_self_signed_and_offers_a_pin() {
+    let emu = common::emulator().await;
+    let (host, port) = (emu.host().to_owned(), emu.port());
+    let secret = SECRET.trim();
+    // A URL is refused at once and asked again; "maybe" is asked again, not taken as No;
+    // Enter at "self-signed?" is Yes, and Enter at "pin?" pins.
+    let d = CliDirs::new();
+    let answers = format!(
+        "y\n1\nhttps://{host}:{port}\n{host}\n{port}\nsvc_mcp\npve\nemu\n{secret}\nmaybe\n\n\nn\n"
+    );
+    let out = d
+        .run(
+            &["setup", "--name", "wiz", "--clients", "claude-code"],
+            &[],
+            Some(&answers),
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("without scheme"), "{text}");
+    assert!(text.contains("answer y (yes) or n (no)"), "{text}");
+    assert!(text.contains("self-signed certificate? [Y/n]"), "{text}");
+    let wiz: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder(&d).join("wiz.json")).unwrap())
+            .unwrap();
+    assert_eq!(wiz["proxmoxHost"], json!(host));
+    assert_eq!(
+        wiz["tlsFingerprint"],
+        json!(emu.cert_fingerprint().unwrap())
+    );
+
+    // "Not self-signed": the system CA refuses the node, and the failure menu offers the pin.
+    let d = CliDirs::new();
+    let answers = format!("y\n1\n{host}\n{port}\nsvc_mcp\npve\nemu\n{secret}\nn\nn\n5\n");
+    let out = d
+        .run(
+            &["setup", "--name", "wiz", "--clients", "claude-code"],
+            &[],
+            Some(&answers),
+        )
+        .await;
+    assert!(out.status.success(), "{}", text_of(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("5) pin it"));
+    let wiz: Value =
+        serde_json::from_str(&std::fs::read_to_string(folder(&d).join("wiz.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        wiz["tlsFingerprint"],
+        json!(emu.cert_fingerprint().unwrap())
+    );
+
+    // A --name setup would have to change is refused with the rule and a suggestion.
+    let d = CliDirs::new();
+    let flags = setup_flags(&emu);
+    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
+    args.extend(["--clients", "claude-code", "--name", "Bad Name"]);
+    let out = d.run(&args, &[], Some(SECRET)).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("use `--name bad-name`"), "{err}");
+    assert!(!folder(&d).exists(), "nothing written");
+}

@@ -58,7 +58,7 @@ async fn scripted_setup_writes_every_client_and_doctor_is_green() {
     let flags = setup_flags(&emu);
     let out = d
         .run(
-            &args(&flags, &["--clients", ALL, "--name", "Lab Cluster"]),
+            &args(&flags, &["--clients", ALL, "--name", "lab-cluster"]),
             &[],
             Some(SECRET),
         )
@@ -288,6 +288,11 @@ async fn bad_input_writes_nothing() {
     );
     let out = d
         .run(&["setup", "--print-config", "--name", "Lab"], &[], None)
+        .await;
+    assert_eq!(out.status.code(), Some(2), "a name setup would change is refused");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("use `--name lab`"));
+    let out = d
+        .run(&["setup", "--print-config", "--name", "lab"], &[], None)
         .await;
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
