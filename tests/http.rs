@@ -240,10 +240,16 @@ async fn the_rate_limit_answers_429_with_headers() {
     assert_eq!(headers["ratelimit-remaining"], "0");
     assert!(headers.contains_key("ratelimit-reset"));
     assert!(!headers.contains_key("x-ratelimit-limit"));
-    assert_eq!(
-        error_body(limited).await["error"]["message"],
-        "Too Many Requests"
-    );
+    let refused = error_body(limited).await;
+    assert_eq!(refused["error"]["message"], "Too Many Requests");
+    // The request's id is answered (initialize() has id 1), never null.
+    assert_eq!(refused["id"], 1, "{refused}");
+    // A notification (no id) is answered without an id member.
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let limited = srv.authed(&note).send().await.unwrap();
+    assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+    let refused = error_body(limited).await;
+    assert!(refused.get("id").is_none(), "{refused}");
     // Health checks are not rate-limited.
     let health = srv.client.get(srv.url("/health")).send().await.unwrap();
     assert_eq!(health.status(), StatusCode::OK);

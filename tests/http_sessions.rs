@@ -59,7 +59,24 @@ async fn wrong_methods_unknown_paths_and_sessions_get_json_errors() {
         .await
         .unwrap();
     assert_eq!(not_json.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(error_body(not_json).await["error"]["code"], -32700);
+    let parse_error = error_body(not_json).await;
+    assert_eq!(parse_error["error"]["code"], -32700);
+    // JSON-RPC 2.0 §5: no id could be read, so the reply's id member is null.
+    assert_eq!(parse_error.get("id"), Some(&Value::Null), "{parse_error}");
+
+    // JSON, but no JSON-RPC message: Invalid Request (-32600), not a parse error.
+    for body in [
+        json!({"id": 5, "method": "tools/list"}),
+        json!({"jsonrpc": "1.0", "id": 5, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 5}),
+        json!("tools/list"),
+    ] {
+        let invalid = srv.authed(&body).send().await.unwrap();
+        assert_eq!(invalid.status(), StatusCode::BAD_REQUEST, "{body}");
+        let reply = error_body(invalid).await;
+        assert_eq!(reply["error"]["code"], -32600, "{body}: {reply}");
+        assert_eq!(reply.get("id"), Some(&Value::Null), "{body}: {reply}");
+    }
     srv.http.shutdown().await;
 }
 

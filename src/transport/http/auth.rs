@@ -19,7 +19,7 @@ use axum::response::Response;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use super::errors::{SERVER_ERROR, json_error};
+use super::errors::{SERVER_ERROR, json_error, request_id};
 use super::oauth_token::{Rejection, TokenValidator};
 use super::ratelimit::{RateKey, RateLimit, Verdict};
 use super::refusals::RefusalLog;
@@ -127,7 +127,8 @@ pub async fn gate(State(gate): State<Gate>, mut request: Request, next: Next) ->
             if let Verdict::Limited { wait } = gate.rate.check_unauthenticated(ip) {
                 gate.refusals
                     .note("rate limit (unauthenticated)", ip, method.as_str(), &path);
-                return gate.rate.too_many(wait);
+                // The body of an unauthenticated request is never read: no id to answer.
+                return gate.rate.too_many(wait, None);
             }
             return refuse(&gate, rejection, ip, method.as_str(), &path);
         }
@@ -142,7 +143,12 @@ pub async fn gate(State(gate): State<Gate>, mut request: Request, next: Next) ->
         }
         Verdict::Limited { wait } => {
             gate.refusals.note("rate limit", ip, method.as_str(), &path);
-            gate.rate.too_many(wait)
+            // An authenticated caller's request is read (the body limit outside bounds it) so
+            // the 429 answers its id; a notification or unreadable body gets none.
+            let body = axum::body::to_bytes(request.into_body(), usize::MAX)
+                .await
+                .unwrap_or_default();
+            gate.rate.too_many(wait, request_id(&body).as_ref())
         }
     }
 }

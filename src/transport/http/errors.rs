@@ -1,7 +1,10 @@
 //! JSON-RPC-shaped error responses, and the layer that gives every error response that shape.
 //!
-//! Invariant: an error body is `{"jsonrpc":"2.0","error":{"code":C,"message":M},"id":null}` and
-//! never carries internals. Plain-text errors from rmcp, tower-http or axum are rewritten here:
+//! Invariant: an error body is `{"jsonrpc":"2.0","error":{"code":C,"message":M},"id":…}` and
+//! never carries internals. The `id` is the request's when it was read (a refusal of a request
+//! whose body was read, e.g. an authenticated 429), `null` for a parse error or Invalid Request
+//! (JSON-RPC 2.0 §5) and other transport refusals, and absent only where the body was never read
+//! (the unauthenticated 429: no request was seen, MCP 2026-07-28 §Error Responses). Plain-text errors from rmcp, tower-http or axum are rewritten here:
 //! client-side (4xx) texts are kept (short, about the request), server-side (5xx) texts are logged
 //! and replaced by "Internal server error".
 
@@ -46,6 +49,43 @@ pub fn json_error_with_id(
         body.to_string(),
     )
         .into_response()
+}
+
+/// The `id` of the JSON-RPC request in `body` (a string or a number), if one can be read; a
+/// notification, a batch or a body that is not JSON has none.
+pub fn request_id(body: &[u8]) -> Option<Value> {
+    #[derive(serde::Deserialize)]
+    struct Envelope {
+        id: Option<Value>,
+    }
+    serde_json::from_slice::<Envelope>(body)
+        .ok()?
+        .id
+        .filter(|id| id.is_string() || id.is_number())
+}
+
+/// The `-32600` answer to a body that is JSON but no JSON-RPC 2.0 message (no
+/// `"jsonrpc":"2.0"`, or neither a `method` nor a `result`/`error` with an `id`); `None` for a
+/// JSON-RPC message, a batch (rmcp answers it), or a body that is not JSON (rmcp's 415 becomes
+/// `-32700` below). Its `id` is `null`: JSON-RPC 2.0 §5 for an Invalid Request.
+pub fn invalid_request(body: &[u8]) -> Option<Response> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    if value.is_array() {
+        return None;
+    }
+    let valid = value.as_object().is_some_and(|object| {
+        object.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+            && (object.get("method").is_some_and(Value::is_string)
+                || (object.contains_key("id")
+                    && (object.contains_key("result") || object.contains_key("error"))))
+    });
+    (!valid).then(|| {
+        json_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: not a JSON-RPC 2.0 message (it needs \"jsonrpc\": \"2.0\" and a method)",
+        )
+    })
 }
 
 /// Middleware: rewrites non-JSON error responses into JSON-RPC-shaped ones.

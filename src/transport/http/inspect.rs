@@ -6,6 +6,8 @@
 //!   session bound is reached, the least recently used idle session makes room, else 503.
 //!   Requests that need no session (stateless `tools/list`, `server/discover`) are never refused
 //!   for want of one.
+//! * JSON that is no JSON-RPC 2.0 message (no `"jsonrpc":"2.0"`, no method) is answered 400
+//!   `-32600` Invalid Request, `id: null` (rmcp would say 415, rewritten as a parse error).
 //! * OAuth: a `tools/call` above the token's scopes is answered 403 `insufficient_scope` naming
 //!   the scope it needs (see [`super::step_up`]).
 //! * A successful `DELETE` is answered 200 (rmcp says 202, which official SDKs report as a
@@ -24,7 +26,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::auth::peer_ip;
-use super::errors::{SERVER_ERROR, json_error};
+use super::errors::{SERVER_ERROR, invalid_request, json_error};
 use super::refusals::RefusalLog;
 use super::sessions::BoundedSessions;
 use super::step_up::StepUp;
@@ -83,6 +85,9 @@ pub async fn inspect(State(stage): State<Inspect>, request: Request, next: Next)
             duplicate.response().to_string(),
         )
             .into_response();
+    }
+    if let Some(invalid) = invalid_request(&bytes) {
+        return invalid;
     }
     if let Some(refused) = stage
         .step_up

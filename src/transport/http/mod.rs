@@ -65,12 +65,12 @@ use auth::{Authenticator, BearerAuth, Gate};
 use errors::{SERVER_ERROR, json_error};
 use guard::HostGuard;
 use inspect::Inspect;
-use step_up::StepUp;
 use ratelimit::RateLimit;
 use ready::Readiness;
 use refusals::RefusalLog;
 use sessions::BoundedSessions;
 pub use settings::{Auth, HttpSettings, SettingsError, VARS};
+use step_up::StepUp;
 
 /// Path of the MCP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -272,10 +272,7 @@ fn router(
         Auth::OAuth(oauth) => {
             let tier = server.clusters().max_tier();
             let step_up = StepUp::new(oauth, server.clusters().listing(), tier);
-            (
-                oauth::metadata_routes(oauth, tier),
-                Some(Arc::new(step_up)),
-            )
+            (oauth::metadata_routes(oauth, tier), Some(Arc::new(step_up)))
         }
         _ => (Router::new(), None),
     };

@@ -23,7 +23,7 @@ use governor::{Quota, RateLimiter};
 
 use sha2::{Digest, Sha256};
 
-use super::errors::{SERVER_ERROR, json_error};
+use super::errors::{SERVER_ERROR, json_error_with_id};
 use crate::identity::Caller;
 
 /// What an allowance belongs to.
@@ -137,12 +137,14 @@ impl RateLimit {
         self.headers(remaining, reset, headers);
     }
 
-    /// The 429 answer for a refused request.
-    pub fn too_many(&self, wait: Duration) -> Response {
-        let mut response = json_error(
+    /// The 429 answer for a refused request: `id` is the request's when its body was read, else
+    /// the reply has no `id` member (no request was seen).
+    pub fn too_many(&self, wait: Duration, id: Option<&serde_json::Value>) -> Response {
+        let mut response = json_error_with_id(
             StatusCode::TOO_MANY_REQUESTS,
             SERVER_ERROR,
             "Too Many Requests",
+            id,
         );
         self.headers(0, wait, response.headers_mut());
         let retry = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
