@@ -289,7 +289,11 @@ async fn bad_input_writes_nothing() {
     let out = d
         .run(&["setup", "--print-config", "--name", "Lab"], &[], None)
         .await;
-    assert_eq!(out.status.code(), Some(2), "a name setup would change is refused");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a name setup would change is refused"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("use `--name lab`"));
     let out = d
         .run(&["setup", "--print-config", "--name", "lab"], &[], None)
