@@ -135,15 +135,27 @@ impl LinkApproval {
             url: waiting.link.to_string(),
             elicitation_id: elicitation_id.clone(),
         };
-        let asked = context
-            .peer
-            .create_elicitation_with_timeout(params, Some(timeout));
-        tokio::pin!(asked);
+        let peer = context.peer.clone();
+        let mut asked = Box::pin(async move {
+            peer.create_elicitation_with_timeout(params, Some(timeout))
+                .await
+        });
         let deadline = tokio::time::Instant::from_std(waiting.deadline);
         let mut shown = false;
         let decided = loop {
             tokio::select! {
-                decided = waiting.decision() => break decided,
+                decided = waiting.decision() => {
+                    if !shown {
+                        // The page decided before the client answered the URL question (a
+                        // client may answer once the person is back). Its answer still comes:
+                        // keep waiting for it aside, so rmcp hands it to a live receiver
+                        // instead of warning "Error sending response" on a dropped one.
+                        tokio::spawn(async move {
+                            let _ = asked.await;
+                        });
+                    }
+                    break decided;
+                }
                 answer = &mut asked, if !shown => {
                     shown = true;
                     match answer.map(|r| r.action) {
