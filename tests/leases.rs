@@ -164,7 +164,11 @@ async fn a_person_grants_a_lease_that_covers_only_its_class_and_target() {
     )
     .await;
     assert_ne!(migrate.is_error, Some(true), "{migrate:?}");
-    assert_eq!(person.questions().len(), 5, "a migration ran on a config lease");
+    assert_eq!(
+        person.questions().len(),
+        5,
+        "a migration ran on a config lease"
+    );
 
     // The leases are listed, and audited when granted and used.
     let listed = call(&client, "pve_list_leases", json!({})).await;
@@ -457,7 +461,8 @@ async fn the_approval_page_grants_a_lease_for_this_session_only() {
         page.html
     );
     assert!(
-        page.html.contains("pve_qemu_update_config calls (change) and routine changes to guest 102"),
+        page.html
+            .contains("pve_qemu_update_config calls (change) and routine changes to guest 102"),
         "{}",
         page.html
     );
