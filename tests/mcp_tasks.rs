@@ -264,6 +264,16 @@ async fn cancel_from_a_client_that_cannot_ask_needs_confirm() {
         .await
         .unwrap_err();
     assert!(err.to_string().contains("confirm"), "{err}");
+    // A refusal of a well-formed request: a server error with the envelope's code, never
+    // -32600 Invalid Request (which told ext-tasks clients their request was malformed).
+    match &err {
+        rmcp::ServiceError::McpError(error) => {
+            assert_eq!(error.code.0, -32000, "{error:?}");
+            let data = error.data.as_ref().expect("data");
+            assert_eq!(data["code"], "CONFIRMATION_REQUIRED", "{error:?}");
+        }
+        other => panic!("expected the server's refusal, got {other:?}"),
+    }
     assert_eq!(emulator_task_status(&emu, &upid).await["status"], "running");
 
     let mut meta = RequestMetaObject::default();

@@ -46,7 +46,7 @@ pub async fn cancel(
         )
         .map_err(id_error)?;
         return Err(McpError::new(
-            ErrorCode::INVALID_REQUEST,
+            NOT_CANCELLED,
             "A program started through the guest agent cannot be stopped through the Proxmox API; it runs until it exits.",
             None,
         ));
@@ -58,7 +58,7 @@ pub async fn cancel(
         .ok_or_else(|| failure_error(not_configured()))?;
     let Some(stop) = state.registry.get(STOP_TOOL) else {
         return Err(McpError::new(
-            ErrorCode::INVALID_REQUEST,
+            NOT_CANCELLED,
             format!(
                 "Cancelling Proxmox tasks needs {STOP_TOOL}, which the policy in force does not expose."
             ),
@@ -152,11 +152,15 @@ pub async fn cancel(
             ));
             audit::record_call(&state.audit, &audit_call(None), &outcome, started.elapsed()).await;
             return Err(McpError::new(
-                ErrorCode::INVALID_REQUEST,
+                NOT_CANCELLED,
                 format!(
                     "tasks/cancel cannot carry an approval round trip; call {STOP_TOOL} with this node and upid instead."
                 ),
-                Some(json!({"node": upid.node, "upid": upid.to_string()})),
+                Some(json!({
+                    "code": crate::envelope::codes::APPROVAL_UNAVAILABLE,
+                    "node": upid.node,
+                    "upid": upid.to_string(),
+                })),
             ));
         }
     };
@@ -194,12 +198,19 @@ fn in_cluster(cluster: Option<&str>) -> String {
     cluster.map_or_else(String::new, |c| format!(" in cluster **{c}**"))
 }
 
+/// The JSON-RPC code of a `tasks/cancel` this server refuses (a person did not approve the
+/// stop, or none could be asked, the freeze, the tier, a guest-agent program): a server error
+/// (JSON-RPC 2.0 reserves -32000…-32099 for them), with the envelope's code in `data.code`.
+/// Not `-32600` Invalid Request: the request is well formed, so a client must not read the
+/// refusal as its own malformed message (docs/TROUBLESHOOTING.md).
+pub const NOT_CANCELLED: ErrorCode = ErrorCode(-32000);
+
 /// The wire name `tasks/cancel` lines are recorded under.
 const CANCEL_METHOD: &str = "tasks/cancel";
 
 fn refusal(failure: ToolFailure) -> McpError {
     McpError::new(
-        ErrorCode::INVALID_REQUEST,
+        NOT_CANCELLED,
         format!("The task was not cancelled: {}", failure.message),
         Some(json!({"code": failure.code, "hint": failure.hint})),
     )
