@@ -68,7 +68,7 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
     },
     EnvVarDoc {
         name: ENV_APPROVAL_LISTEN,
-        description: "Under the stdio transport, `ip:port` where the approval page listens (started when this or `PVE_APPROVAL_NOTIFY` is set); a non-loopback address needs `PVE_APPROVAL_BASE_URL`.",
+        description: "Under the stdio transport, `ip:port` where the approval page listens (started when this or `PVE_APPROVAL_NOTIFY` is set); a non-loopback address needs `PVE_APPROVAL_BASE_URL`. Unset, with the default taken (another project's server), the page takes an ephemeral loopback port and the links name it; a set address that is taken stops the start.",
         default: DEFAULT_APPROVAL_LISTEN,
         secret: false,
     },
