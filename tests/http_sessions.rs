@@ -64,12 +64,13 @@ async fn wrong_methods_unknown_paths_and_sessions_get_json_errors() {
     // JSON-RPC 2.0 §5: no id could be read, so the reply's id member is null.
     assert_eq!(parse_error.get("id"), Some(&Value::Null), "{parse_error}");
 
-    // JSON, but no JSON-RPC message: Invalid Request (-32600), not a parse error.
+    // JSON, but no JSON-RPC message (or a batch): Invalid Request (-32600), not a parse error.
     for body in [
         json!({"id": 5, "method": "tools/list"}),
         json!({"jsonrpc": "1.0", "id": 5, "method": "tools/list"}),
         json!({"jsonrpc": "2.0", "id": 5}),
         json!("tools/list"),
+        json!([{"jsonrpc": "2.0", "id": 5, "method": "tools/list"}]),
     ] {
         let invalid = srv.authed(&body).send().await.unwrap();
         assert_eq!(invalid.status(), StatusCode::BAD_REQUEST, "{body}");

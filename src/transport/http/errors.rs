@@ -65,13 +65,18 @@ pub fn request_id(body: &[u8]) -> Option<Value> {
 }
 
 /// The `-32600` answer to a body that is JSON but no JSON-RPC 2.0 message (no
-/// `"jsonrpc":"2.0"`, or neither a `method` nor a `result`/`error` with an `id`); `None` for a
-/// JSON-RPC message, a batch (rmcp answers it), or a body that is not JSON (rmcp's 415 becomes
-/// `-32700` below). Its `id` is `null`: JSON-RPC 2.0 §5 for an Invalid Request.
+/// `"jsonrpc":"2.0"`, or neither a `method` nor a `result`/`error` with an `id`) or a batch
+/// (MCP has no batches since 2025-06-18, and rmcp takes none); `None` for a JSON-RPC message or
+/// a body that is not JSON (rmcp's 415 becomes `-32700` below). Its `id` is `null`: JSON-RPC
+/// 2.0 §5 for an Invalid Request.
 pub fn invalid_request(body: &[u8]) -> Option<Response> {
     let value: Value = serde_json::from_slice(body).ok()?;
     if value.is_array() {
-        return None;
+        return Some(json_error(
+            StatusCode::BAD_REQUEST,
+            -32600,
+            "Invalid Request: JSON-RPC batches are not supported; send one message per request",
+        ));
     }
     let valid = value.as_object().is_some_and(|object| {
         object.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
