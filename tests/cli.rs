@@ -100,6 +100,45 @@ fn invalid_policy_is_a_clear_startup_error() {
     }
 }
 
+/// Issue 38: an entry of `PVE_DOWNLOAD_ALLOW` that is neither a host name, an address nor a CIDR
+/// stops start-up (exit 2) naming the entry, instead of being kept as a host nobody can match;
+/// a valid list still starts.
+#[test]
+fn invalid_download_allow_entries_are_refused_by_name() {
+    for bad in [
+        "10.0.0.0/33",
+        "https://mirror.lan/iso",
+        "mirror.lan:8080",
+        "*.example.com",
+        "fd00::/129",
+        "not/a-cidr",
+    ] {
+        let value = format!("mirror.lan, {bad}");
+        for args in [&["run"][..], &["tools"][..]] {
+            let out = run(args, &[("PVE_DOWNLOAD_ALLOW", &value)]);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{bad}: {stderr}");
+            assert!(
+                stderr.contains(&format!("PVE_DOWNLOAD_ALLOW entry {bad:?} is not valid")),
+                "{bad}: {stderr}"
+            );
+            assert!(out.stdout.is_empty(), "nothing on stdout");
+        }
+    }
+    let out = run(
+        &["tools"],
+        &[(
+            "PVE_DOWNLOAD_ALLOW",
+            "mirror.lan, Mirror.Example.com., 10.0.0.5, 192.168.0.0/16, fd00::/8, [fd00::5]",
+        )],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn broken_config_file_is_reported_not_ignored() {
     let dir = tempfile::tempdir().unwrap();

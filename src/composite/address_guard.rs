@@ -71,7 +71,7 @@ pub struct AllowList {
 
 impl AllowList {
     /// Reads comma-separated entries: a host name, an address, or `address/prefix`.
-    /// Entries that are neither are ignored (the setting is checked at start-up).
+    /// Start-up (`policy::Settings`) has already refused any entry that is neither.
     pub fn parse<'a>(entries: impl IntoIterator<Item = &'a str>) -> AllowList {
         let mut list = AllowList::default();
         for entry in entries {

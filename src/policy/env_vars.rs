@@ -104,7 +104,7 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
     },
     EnvVarDoc {
         name: ENV_DOWNLOAD_ALLOW,
-        description: "Comma list of hosts, addresses or CIDRs `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses.",
+        description: "Comma list of host names (`mirror.lan`), addresses (`10.0.0.5`, `[fd00::5]`) or CIDRs (`10.0.0.0/8`, `fd00::/8`) `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses. Any other entry (a URL, a port, a wildcard, a prefix out of range) stops start-up with exit 2, naming it.",
         default: "none",
         secret: false,
     },

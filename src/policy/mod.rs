@@ -218,6 +218,16 @@ pub enum PolicyError {
         /// The rejected value.
         value: String,
     },
+    /// A `PVE_DOWNLOAD_ALLOW` entry is neither a host name, an address nor a CIDR.
+    #[error(
+        "{ENV_DOWNLOAD_ALLOW} entry {entry:?} is not valid ({why}); use a comma list of host names (`mirror.lan`), addresses (`10.0.0.5`, `fd00::5`) or CIDRs (`10.0.0.0/8`, `fd00::/8`)"
+    )]
+    InvalidDownloadAllow {
+        /// The rejected entry.
+        entry: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
     /// `PVE_OUTPUT_CAP_BYTES` is not a whole number in range.
     #[error("{ENV_OUTPUT_CAP}={value:?} is not valid; use whole bytes from 1024 to 16777216")]
     InvalidOutputCap {
@@ -429,7 +439,7 @@ impl Settings {
                 .ok_or(PolicyError::InvalidOutputCap { value })?;
         }
         if let Some(value) = get(ENV_DOWNLOAD_ALLOW) {
-            settings.download_allow = split_list(&value).map(str::to_ascii_lowercase).collect();
+            settings.download_allow = parse_download_allow(&value)?;
         }
         settings.routine = RoutineSettings::read(get)?;
         if let Some(value) = get(ENV_POLICY_FILE) {
@@ -597,6 +607,62 @@ impl Settings {
 
 pub(crate) fn split_list(value: &str) -> impl Iterator<Item = &str> {
     value.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+/// `PVE_DOWNLOAD_ALLOW`: every entry a host name (letters, digits and `-` in dot-separated
+/// labels of up to 63 characters, one trailing dot allowed), an IPv4 or IPv6 address (brackets
+/// allowed around IPv6) or a CIDR (`address/prefix`, the prefix at most 32 or 128); anything
+/// else — a URL, a port, a wildcard, a space — is refused by name, never silently dropped.
+fn parse_download_allow(value: &str) -> Result<Vec<String>, PolicyError> {
+    split_list(value)
+        .map(|entry| {
+            download_allow_entry(entry)
+                .map(|()| entry.to_ascii_lowercase())
+                .map_err(|why| PolicyError::InvalidDownloadAllow {
+                    entry: entry.to_owned(),
+                    why,
+                })
+        })
+        .collect()
+}
+
+fn download_allow_entry(entry: &str) -> Result<(), &'static str> {
+    let address = |text: &str| text.trim_matches(['[', ']']).parse::<std::net::IpAddr>();
+    if let Some((addr, prefix)) = entry.split_once('/') {
+        let addr = address(addr).map_err(|_| "the part before `/` is not an IP address")?;
+        let most = if addr.is_ipv4() { 32 } else { 128 };
+        return match prefix.parse::<u8>() {
+            Ok(p) if p <= most => Ok(()),
+            _ => Err(if addr.is_ipv4() {
+                "an IPv4 prefix is a number from 0 to 32"
+            } else {
+                "an IPv6 prefix is a number from 0 to 128"
+            }),
+        };
+    }
+    if address(entry).is_ok() {
+        return Ok(());
+    }
+    if entry.contains("://") {
+        return Err("a URL; give only its host");
+    }
+    let host = entry.strip_suffix('.').unwrap_or(entry);
+    if host.is_empty() || host.len() > 253 {
+        return Err("a host name is 1 to 253 characters");
+    }
+    for label in host.split('.') {
+        let valid = !label.is_empty()
+            && label.len() <= 63
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !valid {
+            return Err(
+                "not a host name: labels of letters, digits and `-`, no port, wildcard or space",
+            );
+        }
+    }
+    Ok(())
 }
 
 fn parse_categories(value: &str) -> Result<BTreeSet<Category>, PolicyError> {
