@@ -240,3 +240,43 @@ async fn secrets_in_arguments_reach_proxmox_but_never_the_log() {
         assert!(!log.contains(secret), "secret in the log:\n{log}");
     }
 }
+
+/// Proxmox's 512 KiB body limit is on form-encoded bytes: 50 000 four-byte characters are
+/// under both character caps (61 440 and 65 536) but 600 000 bytes as sent, so the call is
+/// refused before anything leaves; the same count of ASCII letters goes out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn multi_byte_text_over_the_body_limit_in_bytes_is_refused_before_sending() {
+    let (emu, mut mcp) = start().await;
+    let wide = "\u{1F600}".repeat(50_000);
+    assert!(wide.chars().count() < 61_440);
+    for (tool, args) in [
+        (
+            "pve_exec_qemu_guest_command",
+            json!({"node": "pve01", "vmid": 101, "command": ["cat"], "input-data": wide,
+                   "confirm": true}),
+        ),
+        (
+            "pve_qemu_agent_file_write",
+            json!({"node": "pve01", "vmid": 101, "file": "/tmp/x", "content": wide,
+                   "confirm": true}),
+        ),
+    ] {
+        let (error, requests) = fails(&mut mcp, &emu, tool, args, "TOOL_INPUT_REJECTED").await;
+        assert!(requests.is_empty(), "{tool} sent {requests:?}");
+        let message = error.to_string();
+        assert!(
+            message.contains("600000 bytes") && message.contains("512 KiB"),
+            "{tool}: {error}"
+        );
+    }
+    let narrow = "a".repeat(50_000);
+    let (_, req) = ok(
+        &mut mcp,
+        &emu,
+        "pve_qemu_agent_file_write",
+        json!({"node": "pve01", "vmid": 101, "file": "/tmp/x", "content": narrow, "confirm": true}),
+    )
+    .await;
+    assert!(pairs(&req.form).contains(&("content", narrow.as_str())));
+    assert!(mcp.shutdown().await.success());
+}

@@ -444,6 +444,25 @@ fn check_value(param: &Param, value: &Value) -> Result<ArgValue, String> {
     Ok(parsed)
 }
 
+/// The largest request body pveproxy reads (`$limit_max_post`, 512 KiB since
+/// libpve-http-server-perl 5.2.1): a larger one is refused before Proxmox looks at it.
+pub const PVE_MAX_POST_BYTES: usize = 512 * 1024;
+
+/// Bytes `value` takes in an `application/x-www-form-urlencoded` body, as the REST client
+/// sends it: alphanumerics, `*-._` and space one byte each, every other byte `%XX`.
+pub fn form_encoded_len(value: &str) -> usize {
+    value
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || matches!(b, b'*' | b'-' | b'.' | b'_' | b' ') {
+                1
+            } else {
+                3
+            }
+        })
+        .sum()
+}
+
 fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
     let numeric = match value {
         ArgValue::Int(i) => Some(*i as f64),
@@ -468,6 +487,16 @@ fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
             .filter(|max| s.chars().count() > *max as usize)
         {
             return Err(format!("must be at most {max} characters"));
+        }
+        // Proxmox's own limit is on the request body as it arrives (form-encoded bytes, a
+        // multi-byte character three bytes per UTF-8 byte), not on characters.
+        let sent = form_encoded_len(s);
+        if sent > PVE_MAX_POST_BYTES {
+            return Err(format!(
+                "is {sent} bytes form-encoded as sent to Proxmox, over its {} KiB request \
+                 body limit (multi-byte characters count 3 bytes per UTF-8 byte)",
+                PVE_MAX_POST_BYTES / 1024
+            ));
         }
         if !param.one_of.is_empty() && !param.one_of.contains(&s.as_str()) {
             return Err(format!("must be one of: {}", param.one_of.join(", ")));
