@@ -325,14 +325,15 @@ fn masked_text(text: &str) -> Option<String> {
 }
 
 /// Env-style assignments whose name says secret (ACME plugin data, scripts): `CF_Token=…`,
-/// `AWS_SECRET_ACCESS_KEY=…`, `DB_PASSWORD=…`; `None` when there is none. The token headers
+/// `AWS_SECRET_ACCESS_KEY=…`, `DB_PASSWORD=…`, quoted (`API_TOKEN="…"`, `SECRET_KEY='…'`) or
+/// not; the name and the quotes are kept; `None` when there is none. The token headers
 /// (`PVEAPIToken=id=secret`) have their own rule above, which keeps the token id.
 fn mask_env_assignments(text: &str) -> Option<String> {
     static ENV: OnceLock<Option<Regex>> = OnceLock::new();
     let Some(re) = ENV
         .get_or_init(|| {
             Regex::new(
-                r"(?i)\b([A-Z0-9_]*(?:password|passwd|pass|secret|token|api_?key|_key)[A-Z0-9_]*)([ \t]*=[ \t]*)([^\s'\x22;,]+)",
+                r#"(?i)\b([A-Z0-9_]*(?:password|passwd|pass|secret|token|api_?key|_key)[A-Z0-9_]*)([ \t]*=[ \t]*)(?:"((?:[^"\\\r\n]|\\.)*)"|'([^'\r\n]*)'|([^\s'";,]+))"#,
             )
             .ok()
         })
@@ -342,10 +343,18 @@ fn mask_env_assignments(text: &str) -> Option<String> {
     };
     let masked = re.replace_all(text, |caps: &regex::Captures<'_>| {
         let name = &caps[1];
-        if name.to_ascii_lowercase().ends_with("apitoken") {
-            caps[0].to_owned()
-        } else {
-            format!("{name}{}{REDACTED}", &caps[2])
+        // A quoted value keeps its quotes; an empty one has nothing to hide.
+        let quote = match (caps.get(3), caps.get(4)) {
+            (Some(inner), _) | (_, Some(inner)) if inner.as_str().is_empty() => None,
+            (Some(_), _) => Some("\""),
+            (_, Some(_)) => Some("'"),
+            _ => Some(""),
+        };
+        match quote {
+            Some(quote) if !name.to_ascii_lowercase().ends_with("apitoken") => {
+                format!("{name}{}{quote}{REDACTED}{quote}", &caps[2])
+            }
+            _ => caps[0].to_owned(),
         }
     });
     match masked {

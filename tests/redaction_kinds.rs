@@ -41,6 +41,31 @@ fn kinds() -> Vec<(&'static str, String, &'static str)> {
             "CANARYenv77c2",
         ),
         (
+            "double-quoted env value (guest file)",
+            "# /etc/app.env\nAPI_TOKEN=\"CANARYdq5a1c\"\nLOG_LEVEL=info\n".into(),
+            "CANARYdq5a1c",
+        ),
+        (
+            "double-quoted password with spaces (exec input-data)",
+            "DB_PASSWORD=\"CANARY sp4ce 9d\" ./migrate".into(),
+            "CANARY sp4ce 9d",
+        ),
+        (
+            "single-quoted exported secret (syslog)",
+            "Dec 03 05:00:01 pve01 bash[811]: export SECRET_KEY='CANARYsq0e7f'".into(),
+            "CANARYsq0e7f",
+        ),
+        (
+            "unquoted env password",
+            "PASSWORD=CANARYuq3b2d make install".into(),
+            "CANARYuq3b2d",
+        ),
+        (
+            "PBS API token header",
+            "Authorization: PBSAPIToken=backup@pbs!nandi:CANARYpbs61c0".into(),
+            "CANARYpbs61c0",
+        ),
+        (
             "credentials in a URL",
             "fetching https://ops:CANARYurl31f8@mirror.example/x.iso".into(),
             "CANARYurl31f8",
@@ -104,7 +129,34 @@ fn ordinary_text_is_left_alone() {
         // Indented `name:value` lines are only masked in text that speaks of passwords
         // (a cloud-init `chpasswd` list); in any other YAML they are ordinary settings.
         "net:\n  bridge:vmbr0\n  - tag:20",
+        // Quoted assignments whose name says nothing secret, and prose about passwords.
+        "HOSTNAME=\"web01\"\nexport PATH='/usr/local/bin:/usr/bin'",
+        "echo \"the password was changed\"; KEY_COUNT is 3",
+        "API_TOKEN=\"\"",
     ] {
         assert_eq!(mask_text(text), text);
+    }
+}
+
+/// A masked assignment or header keeps what names it: the variable, its quotes, the PBS
+/// token id.
+#[test]
+fn masking_keeps_names_quotes_and_token_ids() {
+    for (text, shown) in [
+        (
+            "API_TOKEN=\"abc123def\" run",
+            "API_TOKEN=\"[redacted]\" run",
+        ),
+        (
+            "export SECRET_KEY='s3cr3t v@lue'",
+            "export SECRET_KEY='[redacted]'",
+        ),
+        ("DB_PASSWORD = \"x\"", "DB_PASSWORD = \"[redacted]\""),
+        (
+            "PBSAPIToken=backup@pbs!nandi:0b3c-55aa",
+            "PBSAPIToken=backup@pbs!nandi:[redacted]",
+        ),
+    ] {
+        assert_eq!(mask_text(text), shown, "{text}");
     }
 }
