@@ -456,3 +456,29 @@ fn descriptions_stay_within_the_listing_budget() {
         "parameter descriptions total {param_total} characters (cap {PARAM_TOTAL_CAP})"
     );
 }
+
+/// The cluster log's `max` cap is in the listed schema, and the refusal of a larger value
+/// names the same number: a model sees the cap before it is refused by it.
+#[test]
+fn cluster_log_max_cap_is_listed_and_matches_the_refusal() {
+    let registry = nandi_proxmox_mcp::registry::Registry::from_specs(catalog::all());
+    let tools = registry.tools();
+    let tool = tools
+        .iter()
+        .find(|t| t.name == "pve_get_cluster_log")
+        .expect("listed");
+    let listed = serde_json::to_value(tool).expect("json");
+    let max = &listed["inputSchema"]["properties"]["max"];
+    assert_eq!(max["maximum"], 10_000, "{max}");
+    let spec = catalog::find("pve_get_cluster_log").expect("row");
+    let refused = nandi_proxmox_mcp::schema::validate(
+        spec,
+        serde_json::json!({"max": 20_000}).as_object(),
+    )
+    .expect_err("over the cap");
+    assert_eq!(refused.errors["max"], "must be at most 10000");
+    assert!(
+        nandi_proxmox_mcp::schema::validate(spec, serde_json::json!({"max": 10_000}).as_object())
+            .is_ok()
+    );
+}

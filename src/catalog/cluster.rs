@@ -49,7 +49,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ParamKind::Integer,
             "Entries to return (Proxmox default 50).",
         )
-        .range(1, 10_000)],
+        .capped(1, 10_000)],
         backend: get("/cluster/log"),
         ..ToolSpec::BASE
     },

@@ -81,6 +81,10 @@ pub struct Param {
     /// Proxmox declares the value `format: urlencoded` (cloud-init `sshkeys`): it is
     /// percent-encoded before it goes into the form body, which encodes it once more.
     pub urlencoded: bool,
+    /// The upper bound is listed in the model's schema (`maximum`), not only enforced: a
+    /// count whose cap a model could not guess and would otherwise learn by being refused
+    /// (the cluster log's `max`). Other value rules stay out of the listing (its budget).
+    pub lists_maximum: bool,
 }
 
 impl Param {
@@ -106,6 +110,7 @@ impl Param {
             fixed: false,
             wire_name: None,
             urlencoded: false,
+            lists_maximum: false,
         }
     }
 
@@ -212,6 +217,14 @@ impl Param {
             minimum: Some(minimum),
             maximum: Some(maximum),
             ..self
+        }
+    }
+
+    /// [`Param::range`] whose upper bound the model's schema lists as `maximum` too.
+    pub const fn capped(self, minimum: i64, maximum: i64) -> Param {
+        Param {
+            lists_maximum: true,
+            ..self.range(minimum, maximum)
         }
     }
 
