@@ -65,7 +65,7 @@ pub fn render_tools(specs: &[&ToolSpec]) -> String {
             spec.module.as_str(),
             yes_no(spec.effect.is_destructive()),
             escape(&approval_cell(spec)),
-            yes_no(spec.open_world),
+            yes_no(spec.opens_world()),
             yes_no(spec.effect.is_idempotent()),
             yes_no(spec.deprecated),
             aliases_cell(spec),

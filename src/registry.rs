@@ -324,12 +324,13 @@ impl Registry {
 /// MCP hints, all read from the row. `destructiveHint` and `idempotentHint` only mean
 /// something for tools that write (MCP spec), so reads carry `readOnlyHint` alone;
 /// `openWorldHint` is true where the cluster reaches outside itself (mail, remote storage,
-/// downloads); the title lives on the tool itself.
+/// downloads) and where the call runs a program of the caller's choosing
+/// (`ToolSpec::opens_world`); the title lives on the tool itself.
 pub fn annotations(spec: &ToolSpec) -> ToolAnnotations {
     // The row may say more than the effects classifier (a config overwrite is a destructive
     // update to MCP), never less: egress or destruction the classifier finds is announced.
     let possible = crate::catalog::effects::of(spec).possible.effects;
-    let open_world = spec.open_world || possible.contains(crate::effects::Effect::Egress);
+    let open_world = spec.opens_world();
     let destructive =
         spec.effect.is_destructive() || possible.contains(crate::effects::Effect::Destroy);
     let annotations = ToolAnnotations::new()

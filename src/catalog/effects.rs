@@ -234,6 +234,15 @@ impl ToolSpec {
         self.confirm || !self.gated_when.is_empty() || of(self).can_need_person()
     }
 
+    /// MCP `openWorldHint`: the row says the cluster reaches outside itself (mail, remote
+    /// storage), the classifier finds egress, or the tool runs a program the caller chooses
+    /// (a shell command, an argv in a guest), which reaches whatever that program can.
+    pub fn opens_world(&self) -> bool {
+        self.open_world
+            || self.backend.runs_callers_program()
+            || of(self).possible.effects.contains(Effect::Egress)
+    }
+
     /// Whether every call of this tool needs a person (announced to clients as
     /// `_meta["anthropic/requiresUserInteraction"]`). A tool whose calls can be routine
     /// changes (`effects::routine`: start, resume, snapshot, a template's linked clone, one

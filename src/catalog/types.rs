@@ -442,6 +442,16 @@ impl SshOp {
         }
     }
 
+    /// Whether the operation runs a program the caller chooses (a shell command, an argv),
+    /// which reaches whatever that program can: MCP `openWorldHint`. A fixed or
+    /// allow-listed command (`docker ps`, the diagnostics) does not.
+    pub const fn runs_callers_program(self) -> bool {
+        matches!(
+            self,
+            SshOp::ExecInContainer | SshOp::NodeShellRun | SshOp::CliRun
+        )
+    }
+
     /// Short description of the remote command, for docs and `tools` listings.
     pub const fn describe(self) -> &'static str {
         match self {
@@ -464,6 +474,16 @@ impl SshOp {
 }
 
 impl Backend {
+    /// Whether this backend runs a program the caller chooses: the SSH command tools
+    /// ([`SshOp::runs_callers_program`]) and the guest-agent exec.
+    pub const fn runs_callers_program(self) -> bool {
+        match self {
+            Backend::Ssh(op) => op.runs_callers_program(),
+            Backend::Composite(op) => matches!(op, CompositeOp::QemuGuestExec),
+            _ => false,
+        }
+    }
+
     /// The REST method and path template this backend requests (for docs and checks);
     /// `None` for SSH-backed tools.
     pub const fn method_and_path(self) -> Option<(HttpMethod, &'static str)> {
@@ -513,7 +533,8 @@ pub struct ToolSpec {
     /// Argument values that make an otherwise routine call need approval (see `gate.rs`).
     pub gated_when: &'static [ArgRule],
     /// The cluster may reach outside itself because of this tool (mail, remote storage,
-    /// downloads): MCP `openWorldHint`.
+    /// downloads): MCP `openWorldHint`, with what the row implies besides
+    /// (`ToolSpec::opens_world`: egress the classifier finds, a program the caller chooses).
     pub open_world: bool,
     /// Which legs of the toxic flow the tool's output or action is (threat-model table).
     pub legs: Legs,

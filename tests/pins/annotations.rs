@@ -168,4 +168,9 @@ const OPEN_WORLD: &[&str] = &[
     "pve_api_call",
     "pve_api_write",
     "pve_undo_change",
+    // They run a program the caller chooses, which reaches whatever that program can.
+    "pve_exec_qemu_guest_command",
+    "pve_exec_in_container",
+    "pve_node_shell_run",
+    "pve_cli_run",
 ];
