@@ -194,3 +194,100 @@ fn nothing_releasable_ends_green_and_lists_what_it_skipped() {
         assert!(status.stdout.is_empty(), "the dry run changed the tree");
     }
 }
+
+/// Issue 38: scripts/set-version needs nothing but bash and python3 — no cargo-edit: on a copy
+/// of the tree, with a `cargo` on PATH that knows no `set-version` (a fresh machine), it writes
+/// the new version into Cargo.toml's [package] table and our own entry of Cargo.lock, and
+/// changes no other line of either file.
+#[test]
+fn set_version_writes_cargo_toml_and_lock_without_cargo_edit() {
+    let src = root();
+    let listed = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(&src)
+        .output()
+        .expect("git runs");
+    assert!(listed.status.success(), "git ls-files");
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("tree");
+    for file in listed.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let file = String::from_utf8_lossy(file).into_owned();
+        let from = src.join(&file);
+        if !from.is_file() {
+            continue;
+        }
+        let to = d.join(&file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &to).unwrap();
+    }
+    // A cargo without cargo-edit, which cannot resolve anything either.
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("cargo");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho \"error: no such command: \\`$1\\`\" >&2\nexit 101\n",
+    )
+    .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let toml_before = std::fs::read_to_string(d.join("Cargo.toml")).unwrap();
+    let lock_before = std::fs::read_to_string(d.join("Cargo.lock")).unwrap();
+    let old = toml_before
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap()
+        .to_owned();
+    let new = ver(9, 8, 7);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("bash")
+        .arg(d.join("scripts/set-version"))
+        .arg(&new)
+        .arg("--date")
+        .arg("2026-01-02")
+        .env("PATH", path)
+        .current_dir(&d)
+        .output()
+        .expect("bash runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "set-version failed:\n{text}");
+    let toml_after = std::fs::read_to_string(d.join("Cargo.toml")).unwrap();
+    let lock_after = std::fs::read_to_string(d.join("Cargo.lock")).unwrap();
+    let changed = |before: &str, after: &str| -> Vec<(String, String)> {
+        assert_eq!(before.lines().count(), after.lines().count());
+        before
+            .lines()
+            .zip(after.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
+            .collect()
+    };
+    let line = |v: &str| format!("version = \"{v}\"");
+    assert_eq!(
+        changed(&toml_before, &toml_after),
+        vec![(line(&old), line(&new))],
+        "Cargo.toml"
+    );
+    assert_eq!(
+        changed(&lock_before, &lock_after),
+        vec![(line(&old), line(&new))],
+        "Cargo.lock"
+    );
+    assert!(
+        lock_after.contains(&format!("name = \"nandi-proxmox-mcp\"\n{}", line(&new))),
+        "Cargo.lock: our own entry"
+    );
+    assert!(!text.contains("cargo set-version"), "{text}");
+}

@@ -422,7 +422,6 @@ fn lock_files_tell_our_crate_from_others() {
 /// `scripts/set-version` on a copy of the tree writes every place: afterwards the check passes
 /// for the new version, and no place holds the old one.
 #[test]
-#[ignore = "needs `cargo set-version` (cargo-edit 0.13.13) and git; scripts/release-dry-run runs it with --ignored"]
 fn set_version_writes_every_place() {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().unwrap();
