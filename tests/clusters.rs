@@ -216,7 +216,9 @@ async fn the_same_vmid_on_both_clusters_is_kept_apart() {
     let questions = handler.questions.lock().unwrap().clone();
     assert_eq!(questions.len(), 1, "{questions:?}");
     assert!(
-        questions[0].contains("VM 101") && questions[0].contains("in cluster **lab**"),
+        questions[0].contains("VM 101")
+            && questions[0].contains("in cluster lab")
+            && !questions[0].contains("**"),
         "{}",
         questions[0]
     );

@@ -345,11 +345,12 @@ async fn the_question_tells_the_real_node_the_right_before_values_and_what_is_cr
     )
     .await;
     let lines: Vec<&str> = q.lines().collect();
+    // One line for the endpoint, naming both of its effects.
     assert!(
-        lines[2].starts_with("  - access: POST /access/users"),
+        lines[2].starts_with("  - access, change: POST /access/users needs "),
         "{q}"
     );
-    assert_eq!(lines[3], "  - change: POST /access/users", "{q}");
+    assert!(!lines[3].starts_with("  - "), "{q}");
     assert!(q.contains("Request: POST /access/users"), "{q}");
     assert!(q.contains("userid=eve@pve"), "{q}");
     assert!(!q.contains("remove or interrupt"), "{q}");
@@ -410,4 +411,111 @@ async fn tag_characters_variation_selectors_and_hangul_fillers_are_shown_escaped
         assert!(!q.contains(chars), "{class}: {q:?}");
     }
     client.cancel().await.ok();
+}
+
+/// The reasons block of a question: its `  - ` lines right after "Why you are asked:".
+fn reason_lines(q: &str) -> Vec<&str> {
+    q.lines()
+        .skip(2)
+        .take_while(|line| line.starts_with("  - "))
+        .collect()
+}
+
+/// A delete both destroys and changes through one endpoint: the question lists that endpoint
+/// once, on one line naming both effects, not a "destroy" line and a "change" line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_reason_line_per_endpoint_naming_all_its_effects() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Decline);
+    let (client, _home) = connect_stdio(person.clone(), &env(&emu, ADVANCED)).await;
+    for (tool, args, endpoint, effects) in [
+        (
+            "pve_qemu_delete",
+            json!({"node": "pve01", "vmid": 101}),
+            "DELETE /nodes/{node}/qemu/{vmid}",
+            &["destroy", "change"][..],
+        ),
+        (
+            "pve_lxc_delete",
+            json!({"node": "pve01", "vmid": 201}),
+            "DELETE /nodes/{node}/lxc/{vmid}",
+            &["destroy", "change"][..],
+        ),
+    ] {
+        let q = asked(&client, &person, &emu, tool, args).await;
+        let reasons = reason_lines(&q);
+        let naming: Vec<&&str> = reasons.iter().filter(|l| l.contains(endpoint)).collect();
+        assert_eq!(naming.len(), 1, "{tool}: {endpoint} once\n{q}");
+        let head = naming[0].split(": ").next().unwrap_or_default();
+        for effect in effects {
+            assert!(head.contains(effect), "{tool}: {effect} named\n{q}");
+        }
+        // No other line repeats a cause either.
+        let mut causes: Vec<&str> = reasons
+            .iter()
+            .filter_map(|l| l.split_once(": ").map(|(_, cause)| cause))
+            .collect();
+        let all = causes.len();
+        causes.sort_unstable();
+        causes.dedup();
+        assert_eq!(causes.len(), all, "{tool}: a cause listed twice\n{q}");
+    }
+    client.cancel().await.ok();
+}
+
+/// The question is plain text for a client that shows it as is (no form rendering, and the
+/// text the confirm flag answers): a cluster name and the lease offer carry no markdown
+/// markers (`**`, backticks).
+#[test]
+fn plain_text_questions_carry_no_markdown_markers() {
+    use nandi_proxmox_mcp::approval::with_lease_line;
+    use nandi_proxmox_mcp::approval::lease::{LeaseOffer, Scope, Target as LeaseTarget};
+    use nandi_proxmox_mcp::effects::{Effect, EffectSet};
+    use nandi_proxmox_mcp::preview::{Preview, Target};
+    let spec = nandi_proxmox_mcp::catalog::find("pve_qemu_update_config").expect("row");
+    let preview = |target: Option<Target>| Preview {
+        request: json!({"method": "PUT", "path": "/nodes/pve01/qemu/101/config",
+                        "params": [["cores", "4"]]}),
+        target,
+        changes: Vec::new(),
+        unchanged: Vec::new(),
+        update: false,
+        digest: None,
+        task: None,
+        notes: Vec::new(),
+        cluster: Some("prod"),
+    };
+    let with_target = preview(Some(Target {
+        node: "pve01".into(),
+        kind: "qemu".into(),
+        vmid: "101".into(),
+        name: Some("vm-web".into()),
+        requested_node: None,
+    }))
+    .question(spec, &[]);
+    assert!(
+        with_target.contains("Target: VM 101 \"vm-web\" on node pve01 in cluster prod"),
+        "{with_target}"
+    );
+    let without = preview(None).question(spec, &[]);
+    assert!(without.lines().any(|l| l == "Cluster: prod"), "{without}");
+    let offer = LeaseOffer {
+        scope: Scope {
+            holder: "stdio".into(),
+            cluster: "prod".into(),
+            target: LeaseTarget::Guest("101".into()),
+            tool: "pve_qemu_update_config",
+            routine: false,
+            effects: EffectSet::of(Effect::Change),
+            rules: Vec::new(),
+        },
+        minutes: vec![15, 60],
+    };
+    let leased = with_lease_line(without.clone(), Some(&offer));
+    assert!(leased.contains("\nLease: you may also allow "), "{leased}");
+    for q in [&with_target, &without, &leased] {
+        for marker in ["**", "`", "__"] {
+            assert!(!q.contains(marker), "markdown {marker:?} in: {q}");
+        }
+    }
 }

@@ -106,7 +106,7 @@ fn lease_choice(offer: &lease::LeaseOffer) -> rmcp::model::PrimitiveSchemaDefini
 pub fn with_lease_line(message: String, offer: Option<&lease::LeaseOffer>) -> String {
     match offer {
         Some(offer) => format!(
-            "{message}\nLease: you may also allow {} for up to {} min without asking again (revocable: `nandi-proxmox-mcp lease revoke`).",
+            "{message}\nLease: you may also allow {} for up to {} min without asking again (revocable: nandi-proxmox-mcp lease revoke).",
             offer.scope.shown(),
             offer.minutes.iter().max().copied().unwrap_or(0)
         ),

@@ -237,11 +237,59 @@ impl Classified {
         self.effects = self.effects.union(other.effects);
     }
 
-    /// Reasons as lines for people, ordered by effect (most serious first).
+    /// Reasons as lines for people, ordered by effect (most serious first), one line per
+    /// cause naming all its effects (`destroy, change: DELETE /nodes/{node}/qemu/{vmid}`): a
+    /// bare endpoint (`POST /access/users`) joins the line that says more about the same one
+    /// (`POST /access/users needs User.Modify`), so no endpoint is listed twice.
     pub fn reason_lines(&self) -> Vec<String> {
         let mut reasons: Vec<&Reason> = self.reasons.iter().collect();
         reasons.sort_by_key(|r| Effect::ALL.iter().position(|e| *e == r.effect));
-        reasons.iter().map(|r| r.to_string()).collect()
+        let mut lines: Vec<(Vec<Effect>, &str)> = Vec::new();
+        for reason in reasons {
+            match lines.iter_mut().find(|(_, because)| *because == reason.because) {
+                Some((effects, _)) if !effects.contains(&reason.effect) => {
+                    effects.push(reason.effect)
+                }
+                Some(_) => {}
+                None => lines.push((vec![reason.effect], &reason.because)),
+            }
+        }
+        // A bare cause that opens a longer one (followed by ' ' or ':') is the same endpoint.
+        let opens = |short: &str, long: &str| {
+            long.len() > short.len()
+                && long.starts_with(short)
+                && matches!(long.as_bytes()[short.len()], b' ' | b':')
+        };
+        let join = |into: &mut Vec<Effect>, more: &[Effect]| {
+            for effect in more {
+                if !into.contains(effect) {
+                    into.push(*effect);
+                }
+            }
+        };
+        let mut merged: Vec<(Vec<Effect>, &str)> = Vec::new();
+        for (effects, because) in &lines {
+            let (home, start) = match lines.iter().find(|(_, long)| opens(because, long)) {
+                Some((theirs, long)) => (*long, theirs.as_slice()),
+                None => (*because, &[][..]),
+            };
+            match merged.iter_mut().find(|(_, b)| *b == home) {
+                Some((into, _)) => join(into, effects),
+                None => {
+                    let mut into = start.to_vec();
+                    join(&mut into, effects);
+                    merged.push((into, home));
+                }
+            }
+        }
+        merged
+            .into_iter()
+            .map(|(mut effects, because)| {
+                effects.sort_by_key(|e| Effect::ALL.iter().position(|x| x == e));
+                let names: Vec<String> = effects.iter().map(ToString::to_string).collect();
+                format!("{}: {because}", names.join(", "))
+            })
+            .collect()
     }
 }
 

@@ -132,7 +132,7 @@ impl Preview {
                 whole(&target.node)
             );
             if let Some(cluster) = self.cluster {
-                line.push_str(&format!(" in cluster **{}**", escape(cluster)));
+                line.push_str(&format!(" in cluster {}", escape(cluster)));
             }
             if let Some(asked) = &target.requested_node {
                 line.push_str(&format!(
@@ -143,7 +143,7 @@ impl Preview {
             }
             lines.push(line);
         } else if let Some(cluster) = self.cluster {
-            lines.push(format!("Cluster: **{}**", escape(cluster)));
+            lines.push(format!("Cluster: {}", escape(cluster)));
         }
         if let Some(task) = &self.task {
             let mut line = format!("Task: {}", whole(task));
@@ -456,7 +456,7 @@ mod tests {
                 "Approve \"Update VM configuration\" (pve_qemu_update_config)?",
                 "Why you are asked:",
                 "  - this tool may remove or interrupt something.",
-                "Target: VM 101 \"vm-web\" on node pve02 in cluster **lab** (the request names \
+                "Target: VM 101 \"vm-web\" on node pve02 in cluster lab (the request names \
                  node pve01; /cluster/resources says the guest lives on pve02)",
                 "Task: UPID:pve01:00001234:00005678:6561A1B2:qmstart:101:root@pam: (qmstart of \
                  101 by root@pam on node pve01)",
@@ -486,7 +486,7 @@ mod tests {
         p.cluster = Some("lab");
         p.task = Some("UPID:pve01:00001234:00005678:6561A1B2:vzdump::root@pam:".into());
         let q = p.question(spec, &[]);
-        assert!(q.contains("\nCluster: **lab**\n"), "{q}");
+        assert!(q.contains("\nCluster: lab\n"), "{q}");
         assert!(q.contains("(vzdump of - by root@pam on node pve01)"), "{q}");
         assert!(
             q.contains("Changes: none (every value given is already set)"),

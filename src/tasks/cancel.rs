@@ -193,9 +193,10 @@ pub async fn cancel(
     outcome.map(|_| ()).map_err(failure_error)
 }
 
-/// ` in cluster **name**` when the server serves several clusters; else nothing.
+/// ` in cluster 'name'` when the server serves several clusters; else nothing. Plain text,
+/// like the rest of the question (no markdown: a client without forms shows it as is).
 fn in_cluster(cluster: Option<&str>) -> String {
-    cluster.map_or_else(String::new, |c| format!(" in cluster **{c}**"))
+    cluster.map_or_else(String::new, |c| format!(" in cluster '{c}'"))
 }
 
 /// The JSON-RPC code of a `tasks/cancel` this server refuses (a person did not approve the
