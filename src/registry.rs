@@ -321,6 +321,39 @@ impl Registry {
     }
 }
 
+/// Every tool figure the docs, `tools` and `doctor` state (definitions on
+/// [`crate::docs::ToolCounts`], written at the top of `docs/TOOLS.md`), from registries built
+/// the way a server builds them.
+pub fn tool_counts() -> crate::docs::ToolCounts {
+    use crate::catalog::{Module, Tier};
+    let rows = catalog::all().count();
+    let superseded = catalog::all()
+        .filter(|spec| spec.superseded_by.is_some())
+        .count();
+    let multi_cluster_only = catalog::all()
+        .filter(|spec| spec.superseded_by.is_none() && spec.spans_clusters())
+        .count();
+    let full = Settings {
+        tier: Tier::Full,
+        module: Module::Advanced,
+        ..Settings::default()
+    };
+    let max = Registry::build_for(&full, Capabilities { ssh: true });
+    let without_ssh = Registry::build_for(&full, Capabilities { ssh: false });
+    let default = Registry::build_for(&Settings::default(), Capabilities { ssh: false });
+    crate::docs::ToolCounts {
+        rows,
+        superseded,
+        tools: rows - superseded,
+        multi_cluster_only,
+        one_cluster_max: max.canonical_count(),
+        full_without_ssh: without_ssh.canonical_count(),
+        ssh: max.canonical_count() - without_ssh.canonical_count(),
+        default: default.canonical_count(),
+        alias_names: max.alias_count(),
+    }
+}
+
 /// MCP hints, all read from the row. `destructiveHint` and `idempotentHint` only mean
 /// something for tools that write (MCP spec), so reads carry `readOnlyHint` alone;
 /// `openWorldHint` is true where the cluster reaches outside itself (mail, remote storage,
@@ -329,7 +362,7 @@ impl Registry {
 pub fn annotations(spec: &ToolSpec) -> ToolAnnotations {
     // The row may say more than the effects classifier (a config overwrite is a destructive
     // update to MCP), never less: egress or destruction the classifier finds is announced.
-    let possible = crate::catalog::effects::of(spec).possible.effects;
+    let possible = crate::catalog::effects::summary(spec).possible;
     let open_world = spec.opens_world();
     let destructive =
         spec.effect.is_destructive() || possible.contains(crate::effects::Effect::Destroy);

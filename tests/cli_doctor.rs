@@ -52,6 +52,42 @@ async fn environment_configuration_is_checked_and_green() {
     assert!(!text.contains('\x1b'), "no colour when piped");
 }
 
+/// Issue 38: doctor says how many tools this configuration serves (its tier and module, SSH
+/// or not), in the registry's one sentence, not the catalog's size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_says_how_many_tools_this_configuration_serves() {
+    let emu = common::emulator().await;
+    let d = CliDirs::new();
+    let counts = nandi_proxmox_mcp::registry::tool_counts();
+    for (tier, module, served) in [
+        ("read-only", "core", counts.default),
+        ("full", "advanced", counts.full_without_ssh),
+    ] {
+        let mut env = common::env_for(&emu);
+        env.push(("PVE_ACCESS_TIER".into(), tier.into()));
+        env.push(("PVE_MODULE_MODE".into(), module.into()));
+        let out = d
+            .run(
+                &["doctor", "--json", "--check", "nodes"],
+                &env_of(&env),
+                None,
+            )
+            .await;
+        assert!(out.status.success(), "{}", text_of(&out));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let tools = item(&report, "tools");
+        assert_eq!(tools["status"], "GREEN");
+        let detail = tools["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!(
+                "{served} of {} tools exposed",
+                counts.one_cluster_max
+            )),
+            "{tier}: {detail}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_token_is_red_and_exits_nonzero() {
     let emu = common::emulator().await;

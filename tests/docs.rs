@@ -486,24 +486,39 @@ fn guide_commands_run() {
 const COUNT_BEGIN: &str = "<!-- tool-count -->";
 const COUNT_END: &str = "<!-- /tool-count -->";
 
-/// The README's claim about how many tools there are, from the catalog and the default
-/// registry (what a server with no policy variables exposes).
+/// The README's claim about how many tools there are, from the registry (the definitions are
+/// `docs::ToolCounts`, written at the top of docs/TOOLS.md).
 fn tool_count_claim() -> String {
-    use nandi_proxmox_mcp::policy::Settings;
-    use nandi_proxmox_mcp::registry::{Capabilities, Registry};
-    // Superseded reference tools are legacy names (served like aliases), not tools.
-    let total = nandi_proxmox_mcp::catalog::all()
-        .filter(|spec| spec.superseded_by.is_none())
-        .count();
-    let defaults = Registry::build_for(&Settings::default(), Capabilities { ssh: false });
+    let counts = nandi_proxmox_mcp::registry::tool_counts();
     format!(
-        "up to {total} Proxmox tools ({} with the defaults: read-only tier, core module)",
-        defaults.canonical_count()
+        "up to {} Proxmox tools ({} with the defaults: read-only tier, core module)",
+        counts.tools, counts.default
     )
 }
 
-/// Issue 12.9: the README's tool counts come from the registry (`UPDATE_DOCS=1` rewrites them
-/// when tools are added), and no guide states another number of tools.
+const FIGURE_BEGIN: &str = "<!-- count:";
+const FIGURE_END: &str = "<!-- /count -->";
+
+/// Rewrites (UPDATE_DOCS=1) or checks every `<!-- count:NAME -->N<!-- /count -->` of `text`
+/// against the registry's figure NAME; returns the text with the markers' figures current.
+fn current_figures(guide: &str, text: &str) -> String {
+    let counts = nandi_proxmox_mcp::registry::tool_counts();
+    let marker = regex::Regex::new(r"<!-- count:([a-z-]+) -->([0-9]*)<!-- /count -->").unwrap();
+    marker
+        .replace_all(text, |c: &regex::Captures| {
+            let name = &c[1];
+            let Some((_, value)) = counts.named().into_iter().find(|(n, _)| *n == name) else {
+                panic!("{guide}: no tool figure named {name:?} (docs::ToolCounts::named)");
+            };
+            format!("{FIGURE_BEGIN}{name} -->{value}{FIGURE_END}")
+        })
+        .into_owned()
+}
+
+/// Issue 12.9 and 38: the README's tool counts come from the registry (`UPDATE_DOCS=1`
+/// rewrites them when tools are added), every generated figure in the docs is current, and no
+/// README or docs/ page states another number of tools outside a generated marker, except in a
+/// dated measurement (a paragraph saying "Measured" or naming a date, and the table after it).
 #[test]
 fn tool_counts_in_the_docs_come_from_the_registry() {
     let path = root().join("README.md");
@@ -526,22 +541,82 @@ fn tool_counts_in_the_docs_come_from_the_registry() {
             "README.md's tool count (UPDATE_DOCS=1 to rewrite)"
         );
     }
-    let stated = regex::Regex::new(r"\b\d+ (?:[A-Za-z]+ )?(?:tools|herramientas)\b").unwrap();
-    for guide in ["README.md", "docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
-        let text = std::fs::read_to_string(root().join(guide)).unwrap();
-        let outside_claim = match (text.find(COUNT_BEGIN), text.find(COUNT_END)) {
-            (Some(a), Some(b)) => format!("{}{}", &text[..a], &text[b..]),
-            _ => text,
-        };
-        let found: Vec<&str> = stated
-            .find_iter(&outside_claim)
-            .map(|m| m.as_str())
-            .collect();
-        assert!(
-            found.is_empty(),
-            "{guide} states a number of tools outside the generated claim: {found:?}"
-        );
+    let mut guides = vec!["README.md".to_owned(), "CONTRIBUTING.md".to_owned()];
+    for entry in std::fs::read_dir(root().join("docs")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        // docs/TOOLS.md is generated whole (tests/docs_tools.rs).
+        if name.ends_with(".md") && name != "TOOLS.md" {
+            guides.push(format!("docs/{name}"));
+        }
     }
+    let stated = regex::Regex::new(
+        r"\b\d[\d,]* (?:(?:Proxmox|registered|served|default|catalog) )?(?:tools|herramientas)\b|\b\d+ legacy alias(?:es| names)?\b",
+    )
+    .unwrap();
+    let figure = regex::Regex::new(r"<!-- count:[a-z-]+ -->[0-9]*<!-- /count -->").unwrap();
+    let dated = regex::Regex::new(r"(?i)\bmeasured\b|\bmedido\b|\b20\d\d-\d\d-\d\d\b").unwrap();
+    let mut wrong = Vec::new();
+    for guide in &guides {
+        let file = root().join(guide);
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let current = current_figures(guide, &text);
+        if current != text {
+            if updating() {
+                std::fs::write(&file, &current).unwrap();
+            } else {
+                wrong.push(format!(
+                    "{guide}: a generated tool figure is stale (UPDATE_DOCS=1 cargo test --test docs)"
+                ));
+            }
+        }
+        let outside_claim = match (current.find(COUNT_BEGIN), current.find(COUNT_END)) {
+            (Some(a), Some(b)) => format!("{}{}", &current[..a], &current[b..]),
+            _ => current.clone(),
+        };
+        let outside = figure.replace_all(&outside_claim, "");
+        let mut previous_dated = false;
+        for block in outside.split("\n\n") {
+            let is_dated =
+                dated.is_match(block) || (block.trim_start().starts_with('|') && previous_dated);
+            previous_dated = is_dated;
+            if is_dated {
+                continue;
+            }
+            for m in stated.find_iter(block) {
+                wrong.push(format!(
+                    "{guide}: states {:?} outside a generated figure (use <!-- count:NAME -->…<!-- /count -->, names in docs::ToolCounts::named)",
+                    m.as_str()
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    // `tools` and the registry's sentence use the same one-cluster figure.
+    let counts = nandi_proxmox_mcp::registry::tool_counts();
+    let full = nandi_proxmox_mcp::policy::Settings {
+        tier: nandi_proxmox_mcp::catalog::Tier::Full,
+        module: nandi_proxmox_mcp::catalog::Module::Advanced,
+        ..Default::default()
+    };
+    let registry = nandi_proxmox_mcp::registry::Registry::build_for(
+        &full,
+        nandi_proxmox_mcp::registry::Capabilities { ssh: true },
+    );
+    assert!(
+        registry.exposure(&full).starts_with(&format!(
+            "{max} of {max} tools exposed, plus {} legacy alias names",
+            counts.alias_names,
+            max = counts.one_cluster_max
+        )),
+        "{}",
+        registry.exposure(&full)
+    );
+    assert_eq!(
+        counts.tools,
+        counts.one_cluster_max + counts.multi_cluster_only
+    );
 }
 
 /// Issue 12.6: the guides never tell people to keep the token secret in a file of their

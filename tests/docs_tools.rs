@@ -12,7 +12,7 @@ use nandi_proxmox_mcp::docs;
 #[test]
 fn tools_md_is_current() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(docs::TOOLS_MD);
-    let expected = docs::tools_markdown();
+    let expected = docs::tools_markdown(&nandi_proxmox_mcp::registry::tool_counts());
     let update = std::env::var("UPDATE_DOCS").is_ok_and(|v| v == "1");
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     if current == expected {

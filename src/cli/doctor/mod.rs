@@ -493,6 +493,19 @@ async fn check_cluster(
     policy_env: Option<BTreeMap<String, String>>,
     report: &mut Report,
 ) {
+    // How many tools this configuration serves (its tier, module, lists, SSH), not the catalog.
+    match served_settings(config, policy_env.as_ref()) {
+        Ok(settings) => {
+            let registry = crate::registry::Registry::build_for(
+                &settings,
+                crate::registry::Capabilities {
+                    ssh: config.ssh.is_some(),
+                },
+            );
+            report.push(Item::green("tools", registry.exposure(&settings)));
+        }
+        Err(e) => report.push(Item::red("tools", e, None)),
+    }
     let Some(proxmox) = &config.proxmox else {
         return;
     };
