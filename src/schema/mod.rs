@@ -188,15 +188,13 @@ fn property_schema(param: &Param, rules: bool) -> Value {
     // cost ~16 KB of the full listing (regular expressions, the VMID range on 65 tools) and
     // told the model nothing its description does not. A row's `lists_maximum` is the
     // exception: a cap the model could only learn by being refused.
-    if rules {
-        if let Some(min) = param.minimum {
-            prop.insert("minimum".into(), min.into());
-        }
+    if rules && let Some(min) = param.minimum {
+        prop.insert("minimum".into(), min.into());
     }
-    if rules || param.lists_maximum {
-        if let Some(max) = param.maximum {
-            prop.insert("maximum".into(), max.into());
-        }
+    if (rules || param.lists_maximum)
+        && let Some(max) = param.maximum
+    {
+        prop.insert("maximum".into(), max.into());
     }
     if rules {
         if let Some(max_len) = param.max_length {
