@@ -841,3 +841,96 @@ fn maintainer_guides_name_real_scripts_flags_and_tests() {
     assert!(problems.is_empty(), "{problems:#?}");
     assert!(checked >= 2, "the guides name scripts: {checked}");
 }
+
+/// Issue 38: the one-line CI descriptions of README.md and CONTRIBUTING.md name every step
+/// `.ci/run` announces (`echo "== …"`): each step's header holds one of these words, and each
+/// word is in both descriptions. A new step with none of them fails here until it is named.
+#[test]
+fn ci_descriptions_name_every_step_of_ci_run() {
+    // (word in a step's header, what the descriptions must say for it)
+    const STEPS: &[(&str, &str)] = &[
+        ("toolchain", ""),
+        ("fmt", "fmt"),
+        ("clippy", "clippy"),
+        ("cargo deny", "cargo deny"),
+        ("advisories", "cargo deny"),
+        ("sshd", "apt"),
+        ("objdump", "apt"),
+        ("MCPB", "npm"),
+        ("Kubernetes", "Kubernetes"),
+        ("workflows", "workflows"),
+        ("tests", "tests"),
+        ("root-only", "root-only"),
+        ("fuzz", "fuzz"),
+        ("cargo-auditable", "cargo auditable"),
+        ("release build", "cargo auditable"),
+        ("smoke", "smoke"),
+        ("conformance", "conformance"),
+        ("SBOM", "SBOM"),
+        ("Debian package", ".deb"),
+        ("static binary", "static binary"),
+    ];
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let contributing = std::fs::read_to_string(root().join("CONTRIBUTING.md")).unwrap();
+    let readme_line = readme
+        .lines()
+        .find(|l| l.starts_with("bash .ci/run"))
+        .expect("README.md: the `bash .ci/run` line");
+    let start = contributing
+        .find("bash .ci/run")
+        .expect("CONTRIBUTING.md: the `bash .ci/run` line");
+    let contributing_text =
+        &contributing[start..start + contributing[start..].find("```").unwrap()];
+    let mut missing = Vec::new();
+    for header in ci
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("echo \"== "))
+    {
+        let Some((_, say)) = STEPS.iter().find(|(word, _)| header.contains(word)) else {
+            missing.push(format!(
+                ".ci/run step {header:?} is not in STEPS: name it in both descriptions"
+            ));
+            continue;
+        };
+        for (file, text) in [
+            ("README.md", readme_line),
+            ("CONTRIBUTING.md", contributing_text),
+        ] {
+            if !text.contains(say) {
+                missing.push(format!(
+                    "{file}'s CI description does not say {say:?} (step {header:?})"
+                ));
+            }
+        }
+    }
+    missing.dedup();
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// Issue 38: README.md says how to point `setup` and `doctor` at the demo: the banner it quotes
+/// is the one `run --demo` prints, and the token is the emulator's own.
+#[test]
+fn readme_says_how_to_point_setup_and_doctor_at_the_demo() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let run = std::fs::read_to_string(root().join("src/cli/run.rs")).unwrap();
+    let banner = "DEMO MODE: connected to a built-in Proxmox emulator at ";
+    assert!(
+        run.contains(banner),
+        "src/cli/run.rs no longer prints {banner:?}"
+    );
+    assert!(readme.contains(&format!("{banner}https://127.0.0.1:PORT")));
+    let opts = nandi_proxmox_mcp::emulator::EmulatorOptions::default();
+    for value in [
+        &opts.user,
+        &opts.realm,
+        &opts.token_name,
+        &opts.token_secret,
+    ] {
+        assert!(
+            readme.contains(&format!("`{value}`")),
+            "README.md does not name {value:?}"
+        );
+    }
+    assert!(readme.contains("doctor --name demo"));
+}

@@ -213,8 +213,8 @@ async fn retry_policy_rows_follow_the_intended_policy() {
 }
 
 /// A hung Proxmox: the call ends with TIMEOUT after the 15 s attempt limit; a write is sent
-/// once. The read row is RETRY_POLICY (a sent request is not repeated), so it is timed here
-/// as one attempt and kept `ignore`d with the other policy rows.
+/// once. The read row is RETRY_POLICY (a sent request is not repeated): it is its own test,
+/// `a_hung_read_is_not_repeated`, run with the rest like the other policy rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_proxmox_times_out_and_a_write_is_sent_once() {
     let failures = run_rows(&[row(FaultKind::Hang, Op::Write, Some("TIMEOUT"), 1)]).await;
