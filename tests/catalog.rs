@@ -471,11 +471,9 @@ fn cluster_log_max_cap_is_listed_and_matches_the_refusal() {
     let max = &listed["inputSchema"]["properties"]["max"];
     assert_eq!(max["maximum"], 10_000, "{max}");
     let spec = catalog::find("pve_get_cluster_log").expect("row");
-    let refused = nandi_proxmox_mcp::schema::validate(
-        spec,
-        serde_json::json!({"max": 20_000}).as_object(),
-    )
-    .expect_err("over the cap");
+    let refused =
+        nandi_proxmox_mcp::schema::validate(spec, serde_json::json!({"max": 20_000}).as_object())
+            .expect_err("over the cap");
     assert_eq!(refused.errors["max"], "must be at most 10000");
     assert!(
         nandi_proxmox_mcp::schema::validate(spec, serde_json::json!({"max": 10_000}).as_object())

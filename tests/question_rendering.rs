@@ -468,8 +468,8 @@ async fn one_reason_line_per_endpoint_naming_all_its_effects() {
 /// markers (`**`, backticks).
 #[test]
 fn plain_text_questions_carry_no_markdown_markers() {
-    use nandi_proxmox_mcp::approval::with_lease_line;
     use nandi_proxmox_mcp::approval::lease::{LeaseOffer, Scope, Target as LeaseTarget};
+    use nandi_proxmox_mcp::approval::with_lease_line;
     use nandi_proxmox_mcp::effects::{Effect, EffectSet};
     use nandi_proxmox_mcp::preview::{Preview, Target};
     let spec = nandi_proxmox_mcp::catalog::find("pve_qemu_update_config").expect("row");

@@ -246,7 +246,10 @@ impl Classified {
         reasons.sort_by_key(|r| Effect::ALL.iter().position(|e| *e == r.effect));
         let mut lines: Vec<(Vec<Effect>, &str)> = Vec::new();
         for reason in reasons {
-            match lines.iter_mut().find(|(_, because)| *because == reason.because) {
+            match lines
+                .iter_mut()
+                .find(|(_, because)| *because == reason.because)
+            {
                 Some((effects, _)) if !effects.contains(&reason.effect) => {
                     effects.push(reason.effect)
                 }
