@@ -589,3 +589,36 @@ async fn a_call_that_repeats_a_key_is_refused_over_stdio_and_sends_nothing() {
     assert_eq!(envelope(&ok)["ok"], true, "{ok}");
     let _ = mcp.shutdown().await;
 }
+
+/// With certificate checks on against the system store (the default TLS mode), the store is
+/// read at the first handshake, never before `initialize` and `tools/list` are answered. The
+/// store here is a FIFO: opening it blocks the reader until the test writes the emulator's
+/// certificate into it, so a server that read it at start would never answer `initialize`.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_system_store_is_read_at_the_first_request_not_before_the_listing() {
+    let emu = emulator().await;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("system-ca.pem");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let empty_dir = dir.path().join("certs");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let mut env: Vec<(String, String)> = env_for(&emu)
+        .into_iter()
+        .filter(|(k, _)| k != "PROXMOX_TLS_FINGERPRINT")
+        .collect();
+    env.push(("SSL_CERT_FILE".into(), fifo.display().to_string()));
+    env.push(("SSL_CERT_DIR".into(), empty_dir.display().to_string()));
+    let mut mcp = McpProcess::spawn(&["run"], &env);
+    mcp.initialize().await;
+    assert!(!mcp.list_tools().await.is_empty());
+
+    let pem = emu.cert_pem().unwrap();
+    let writer = std::thread::spawn(move || std::fs::write(&fifo, pem));
+    let nodes = envelope(&mcp.call("pve_list_nodes", json!({})).await);
+    assert_eq!(nodes["ok"], true, "{nodes}");
+    writer.join().unwrap().unwrap();
+    assert!(mcp.shutdown().await.success());
+}

@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -57,22 +57,21 @@ fn format_fingerprint(bytes: &[u8; 32]) -> String {
         .join(":")
 }
 
-/// Builds the rustls client configuration for `mode`. Reads the CA file (CaFile) or the system
-/// store (Verify) from disk; never touches the network.
+/// Builds the rustls client configuration for `mode`. Reads the CA file (CaFile) from disk at
+/// once, so a bad file is a start-up error; the system store (Verify) is read at the first
+/// handshake. Never touches the network.
 pub(crate) fn client_config(mode: &TlsMode) -> Result<ClientConfig, PveError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match mode {
+        // The system store (a bundle and ~150 files on Debian) is read at the first
+        // handshake, never before `initialize` and `tools/list` are answered.
         TlsMode::Verify => {
-            let platform =
-                rustls_platform_verifier::Verifier::new(provider.clone()).map_err(|e| {
-                    PveError::Config(format!(
-                        "could not load the system's CA certificates ({e}); give a CA file \
-                     (PROXMOX_TLS_CA_FILE) or pin the certificate fingerprint \
-                     (PROXMOX_TLS_FINGERPRINT)"
-                    ))
-                })?;
+            system_store_present()?;
             Arc::new(ReportFingerprint {
-                inner: Arc::new(platform),
+                inner: Arc::new(SystemRoots {
+                    provider: provider.clone(),
+                    platform: OnceLock::new(),
+                }),
             })
         }
         TlsMode::CaFile(path) => {
@@ -102,6 +101,26 @@ pub(crate) fn client_config(mode: &TlsMode) -> Result<ClientConfig, PveError> {
     // pveproxy speaks HTTP/1.1 only; saying so avoids a useless h2 negotiation.
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
+}
+
+/// A start-up check that costs a few `stat` calls: some place the system store lives
+/// (`SSL_CERT_FILE`/`SSL_CERT_DIR`, or the distribution's bundle or folder) exists, so a
+/// machine with none is a configuration error before `initialize`, as it was when the store
+/// was read at start. What those places hold is read at the first handshake.
+fn system_store_present() -> Result<(), PveError> {
+    #[cfg(unix)]
+    {
+        let found = openssl_probe::probe();
+        if found.cert_file.is_none() && found.cert_dir.is_empty() {
+            return Err(PveError::Config(
+                SystemRootsUnavailable {
+                    cause: "no CA bundle or folder on this machine".to_owned(),
+                }
+                .to_string(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn load_ca_file(path: &Path) -> Result<RootCertStore, PveError> {
@@ -186,6 +205,9 @@ pub(crate) fn describe_tls_error(err: &TlsError) -> String {
         }
         if let Some(untrusted) = other.0.downcast_ref::<UntrustedCertificate>() {
             return untrusted.to_string();
+        }
+        if let Some(store) = other.0.downcast_ref::<SystemRootsUnavailable>() {
+            return store.to_string();
         }
     }
     match err {
@@ -312,6 +334,100 @@ impl ServerCertVerifier for AcceptAny {
     }
 }
 
+/// The system's CA certificates could not be loaded (at the first handshake).
+#[derive(Debug)]
+struct SystemRootsUnavailable {
+    cause: String,
+}
+
+impl fmt::Display for SystemRootsUnavailable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "could not load the system's CA certificates ({}); give a CA file \
+             (PROXMOX_TLS_CA_FILE) or pin the certificate fingerprint (PROXMOX_TLS_FINGERPRINT)",
+            self.cause
+        )
+    }
+}
+
+impl std::error::Error for SystemRootsUnavailable {}
+
+fn is_store_failure(err: &TlsError) -> bool {
+    matches!(err, TlsError::InvalidCertificate(CertificateError::Other(other))
+        if other.0.downcast_ref::<SystemRootsUnavailable>().is_some())
+}
+
+/// Verify mode: the platform verifier over the system store, built at its first use and then
+/// kept for the life of the client. A store that cannot be loaded fails that handshake (and
+/// every later one) with [`SystemRootsUnavailable`]; nothing is ever accepted without it.
+#[derive(Debug)]
+struct SystemRoots {
+    provider: Arc<CryptoProvider>,
+    platform: OnceLock<Result<rustls_platform_verifier::Verifier, String>>,
+}
+
+impl SystemRoots {
+    fn platform(&self) -> Result<&rustls_platform_verifier::Verifier, TlsError> {
+        self.platform
+            .get_or_init(|| {
+                rustls_platform_verifier::Verifier::new(self.provider.clone())
+                    .map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(|cause| {
+                certificate_error(SystemRootsUnavailable {
+                    cause: cause.clone(),
+                })
+            })
+    }
+}
+
+impl ServerCertVerifier for SystemRoots {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, TlsError> {
+        self.platform()?.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        self.platform()?.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, TlsError> {
+        self.platform()?.verify_tls13_signature(message, cert, dss)
+    }
+
+    /// The provider's schemes, which are the platform verifier's (it is built from the same
+    /// provider), so the hello is written without loading the store.
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
 /// Wraps a chain-verifying verifier so a rejection names the presented certificate's fingerprint.
 #[derive(Debug)]
 struct ReportFingerprint<V: ServerCertVerifier> {
@@ -330,6 +446,10 @@ impl<V: ServerCertVerifier> ServerCertVerifier for ReportFingerprint<V> {
         self.inner
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
             .map_err(|cause| {
+                if is_store_failure(&cause) {
+                    // Not the certificate's fault: say what to fix, not that it is untrusted.
+                    return cause;
+                }
                 certificate_error(UntrustedCertificate {
                     cause,
                     presented: certificate_fingerprint(end_entity.as_ref()),
@@ -398,6 +518,30 @@ mod tests {
         assert!(normalize_fingerprint(&"zz".repeat(32)).is_err());
         assert!(normalize_fingerprint("").is_err());
         assert!(normalize_fingerprint(&"ab".repeat(33)).is_err());
+    }
+
+    #[test]
+    fn a_system_store_that_cannot_be_loaded_fails_the_handshake_naming_the_fix() {
+        let (der, _) = self_signed();
+        let platform = OnceLock::new();
+        let _ = platform.set(Err(
+            "No CA certificates were loaded from the system".to_owned()
+        ));
+        let roots = ReportFingerprint {
+            inner: Arc::new(SystemRoots {
+                provider: Arc::new(rustls::crypto::ring::default_provider()),
+                platform,
+            }),
+        };
+        let err = verify(&roots, &der).unwrap_err();
+        let text = describe_tls_error(&err);
+        assert!(
+            text.starts_with("could not load the system's CA certificates")
+                && text.contains("PROXMOX_TLS_CA_FILE")
+                && !text.contains("not trusted"),
+            "{text}"
+        );
+        assert!(!roots.supported_verify_schemes().is_empty());
     }
 
     #[test]
