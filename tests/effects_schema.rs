@@ -6,7 +6,7 @@
 //! schema files, never from the table under test.
 //!
 //! `UPDATE_EFFECTS=1 cargo test --test effects_schema` rewrites `src/effects/endpoints.tsv`
-//! (never under `CI=true`).
+//! and the per-tool summary `src/catalog/effects.tsv` the listing reads (never under `CI=true`).
 
 mod common;
 
@@ -72,6 +72,32 @@ fn the_committed_table_is_derived_from_the_newest_schema() {
         panic!(
             "{TABLE} is not what the schema gives; run UPDATE_EFFECTS=1 cargo test --test effects_schema"
         );
+    }
+}
+
+/// The listing reads each tool's effect sets from `src/catalog/effects.tsv` instead of
+/// classifying every row at start: the committed file is exactly what the classifier gives
+/// now, and every row's summary (as the listing sees it) is the classifier's own sets.
+#[test]
+fn the_listing_summary_is_what_the_classifier_gives() {
+    const SUMMARY: &str = "src/catalog/effects.tsv";
+    let rendered = nandi_proxmox_mcp::catalog::effects::render_summary();
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(SUMMARY);
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    if rendered != committed {
+        if std::env::var("UPDATE_EFFECTS").is_ok_and(|v| v == "1") && !common::in_ci() {
+            std::fs::write(&path, &rendered).expect("summary written");
+            return;
+        }
+        panic!(
+            "{SUMMARY} is not what the classifier gives; run UPDATE_EFFECTS=1 cargo test --test effects_schema"
+        );
+    }
+    for spec in nandi_proxmox_mcp::catalog::all() {
+        let full = nandi_proxmox_mcp::catalog::effects::of(spec);
+        let summary = nandi_proxmox_mcp::catalog::effects::summary(spec);
+        assert_eq!(summary.always, full.always, "{}", spec.name);
+        assert_eq!(summary.possible, full.possible.effects, "{}", spec.name);
     }
 }
 

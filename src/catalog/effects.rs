@@ -34,7 +34,80 @@ impl ToolEffects {
     }
 }
 
-/// The static classification of `spec` (cached per tool name).
+/// What a listing needs of a tool's classification: the effect sets, without the reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct EffectSummary {
+    /// Effects every call has.
+    pub always: EffectSet,
+    /// Effects some call can have.
+    pub possible: EffectSet,
+}
+
+/// The generated summary of every catalog row: `NAME  ALWAYS  POSSIBLE` (tab separated,
+/// effect names comma separated, `-` for none), sorted by name. [`render_summary`] writes it
+/// and `tests/effects_schema.rs` fails when it differs from the classifier's answer
+/// (`UPDATE_EFFECTS=1` rewrites it), so a listing never classifies 180 rows at start.
+const SUMMARY_TSV: &str = include_str!("effects.tsv");
+
+/// The effect sets of `spec`, from the generated table; a row the table lacks (a build whose
+/// table is stale, which the test refuses) is classified instead.
+pub fn summary(spec: &ToolSpec) -> EffectSummary {
+    static TABLE: OnceLock<Vec<(&'static str, EffectSummary)>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| SUMMARY_TSV.lines().filter_map(parse_summary).collect());
+    match table.binary_search_by(|(name, _)| (*name).cmp(spec.name)) {
+        Ok(i) => table[i].1,
+        Err(_) => {
+            let full = of(spec);
+            EffectSummary {
+                always: full.always,
+                possible: full.possible.effects,
+            }
+        }
+    }
+}
+
+fn parse_summary(line: &'static str) -> Option<(&'static str, EffectSummary)> {
+    let mut fields = line.split('\t');
+    let name = fields.next()?;
+    let set = |field: &str| -> EffectSet {
+        field
+            .split(',')
+            .filter_map(|n| Effect::ALL.into_iter().find(|e| e.as_str() == n))
+            .collect()
+    };
+    let always = set(fields.next()?);
+    let possible = set(fields.next()?);
+    Some((name, EffectSummary { always, possible }))
+}
+
+/// The content of `effects.tsv`, classified now from every catalog row.
+pub fn render_summary() -> String {
+    let names = |set: EffectSet| {
+        if set.is_read() {
+            "-".to_owned()
+        } else {
+            set.names().join(",")
+        }
+    };
+    let mut rows: Vec<String> = super::all()
+        .map(|spec| {
+            let e = of(spec);
+            format!(
+                "{}\t{}\t{}",
+                spec.name,
+                names(e.always),
+                names(e.possible.effects)
+            )
+        })
+        .collect();
+    rows.sort();
+    let mut out = rows.join("\n");
+    out.push('\n');
+    out
+}
+
+/// The static classification of `spec`, with the reasons (cached per tool name; the first
+/// use classifies every row — docs, `tools --json` and the threat model, not the listing).
 pub fn of(spec: &ToolSpec) -> &'static ToolEffects {
     static CACHE: OnceLock<HashMap<&'static str, ToolEffects>> = OnceLock::new();
     static NONE: OnceLock<ToolEffects> = OnceLock::new();
@@ -231,7 +304,7 @@ impl ToolSpec {
     /// Whether any call of this tool can need approval: some request it can send does more
     /// than read (from the effects classifier), or a row rule gates it.
     pub fn can_be_gated(&self) -> bool {
-        self.confirm || !self.gated_when.is_empty() || of(self).can_need_person()
+        self.confirm || !self.gated_when.is_empty() || !summary(self).possible.is_read()
     }
 
     /// MCP `openWorldHint`: the row says the cluster reaches outside itself (mail, remote
@@ -240,7 +313,7 @@ impl ToolSpec {
     pub fn opens_world(&self) -> bool {
         self.open_world
             || self.backend.runs_callers_program()
-            || of(self).possible.effects.contains(Effect::Egress)
+            || summary(self).possible.contains(Effect::Egress)
     }
 
     /// Whether every call of this tool needs a person (announced to clients as
@@ -248,7 +321,7 @@ impl ToolSpec {
     /// changes (`effects::routine`: start, resume, snapshot, a template's linked clone, one
     /// unpruned backup) is not: the server asks for the calls that are not, itself.
     pub fn always_gated(&self) -> bool {
-        self.confirm || (of(self).always_needs_person() && !self.can_be_routine())
+        self.confirm || (!summary(self).always.is_read() && !self.can_be_routine())
     }
 
     /// Whether some call of this tool can be a routine change that runs without a person:
