@@ -7,7 +7,7 @@
 #   The binary: the argument, else $NANDI_BIN, else target/debug/nandi-proxmox-mcp (built if
 #   missing; a binary named explicitly must exist). .ci/run points it at the release build.
 # Needs: Node 20+ with npx and network access to the npm registry (first run only; cached after).
-# .ci/run runs it after the tests (Node and the npm registry are available there); tests/http.rs
+# .ci/run runs it after the tests (Node and the npm registry are available there); tests/it/http.rs
 # covers the same behaviours offline (initialize, tools/list, concurrent SSE streams in one
 # session, DNS-rebinding Host/Origin).
 set -euo pipefail

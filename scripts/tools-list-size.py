@@ -13,7 +13,7 @@ absent) and prints, per surface:
 Then the answer size of the 10 most used read tools against the demo (`run --demo`), whole and
 with a `fields` projection where the tool is a list.
 
-With `--check`, exits 1 when a surface exceeds its budget (issue 22; tests/budget.rs enforces
+With `--check`, exits 1 when a surface exceeds its budget (issue 22; tests/it/budget.rs enforces
 the same figures in-process): default 24,000 B, full/advanced 90,000 B, compact 4,000 B.
 
     cargo build && python3 scripts/tools-list-size.py [path/to/nandi-proxmox-mcp] [--markdown] [--check]

@@ -8,7 +8,12 @@
 //! (`scripts/bench-followers` runs them); they use only what main's code also has, so the
 //! same file measures the code before and after.
 
+// Its own crate, not a module of tests/it: the follower caps are process-wide and these
+// tests assert exact counts against them, which another test's followers in the same
+// process would change (docs/TESTING.md).
+#[path = "it/common/mod.rs"]
 mod common;
+#[path = "it/mcp_tasks_client/mod.rs"]
 mod mcp_tasks_client;
 
 use std::collections::HashSet;

@@ -1,4 +1,4 @@
-"""One tools/call from the official MCP Python SDK over stdio, printed as JSON (tests/python_sdk.rs).
+"""One tools/call from the official MCP Python SDK over stdio, printed as JSON (tests/it/python_sdk.rs).
 
 argv: the server binary, a scratch HOME. Prints the negotiated protocol and the call's result.
 """
