@@ -410,10 +410,12 @@ pub(crate) fn split_line(line: &str) -> Option<(String, &str)> {
 
 /// The `seq` of a body, if it is an audit record.
 pub(crate) fn seq_of(body: &str) -> Option<u64> {
-    serde_json::from_str::<Value>(body)
-        .ok()?
-        .get("seq")?
-        .as_u64()
+    /// Only `seq` is read; the other members are skipped without being built.
+    #[derive(serde::Deserialize)]
+    struct Seq {
+        seq: u64,
+    }
+    serde_json::from_str::<Seq>(body).ok().map(|s| s.seq)
 }
 
 /// The last line's `(seq, hash)`, or `(0, GENESIS)` for an empty file.

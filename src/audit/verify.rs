@@ -9,8 +9,8 @@
 //! whole lines were removed from the *end*: compare the reported count and last hash with a
 //! copy kept elsewhere.
 
-use std::collections::HashSet;
 use std::fmt;
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use super::{GENESIS, chain_hash, seq_of, split_line};
@@ -95,9 +95,11 @@ impl Report {
     }
 }
 
-/// Reads and verifies the file at `path`.
+/// Reads and verifies the file at `path`, streaming: memory stays one line long whatever
+/// the file's size.
 pub fn verify_file(path: &Path) -> std::io::Result<Report> {
-    Ok(verify_bytes(&std::fs::read(path)?))
+    let file = std::fs::File::open(path)?;
+    verify_reader(BufReader::with_capacity(64 * 1024, file))
 }
 
 struct Parsed {
@@ -117,47 +119,60 @@ fn parse(line: &[u8]) -> Option<Parsed> {
     })
 }
 
-/// Verifies the content of an audit file.
+/// Verifies the content of an audit file held in memory.
 pub fn verify_bytes(content: &[u8]) -> Report {
-    let complete = content.is_empty() || content.ends_with(b"\n");
-    let mut lines: Vec<&[u8]> = content.split(|b| *b == b'\n').collect();
-    // `split` yields an empty piece after the final newline.
-    if complete {
-        lines.pop();
-    }
-    let parsed: Vec<Option<Parsed>> = lines.iter().map(|l| parse(l)).collect();
-    let all_seqs: Vec<u64> = parsed.iter().flatten().map(|p| p.seq).collect();
-    let mut seen: HashSet<u64> = HashSet::new();
+    // Reading from a slice cannot fail.
+    verify_reader(content).unwrap_or_else(|_| Report {
+        verified: 0,
+        head: GENESIS.to_owned(),
+        first_break: None,
+    })
+}
+
+/// Verifies an audit file read line by line. Only the line at hand, the next sequence
+/// number and the last hash are held; where a record is missing, the rest is read to tell a
+/// deletion (the record never comes) from a reordering (it comes later).
+pub fn verify_reader<R: BufRead>(mut reader: R) -> std::io::Result<Report> {
+    let mut line: Vec<u8> = Vec::new();
     let mut head = GENESIS.to_owned();
-    for (index, record) in parsed.iter().enumerate() {
-        let number = index + 1;
-        let expected = index as u64 + 1;
+    let mut verified = 0usize;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(Report {
+                verified,
+                head,
+                first_break: None,
+            });
+        }
+        let complete = line.last() == Some(&b'\n');
+        if complete {
+            line.pop();
+        }
+        let expected = verified as u64 + 1;
         let broken = |problem| Report {
-            verified: index,
+            verified,
             head: head.clone(),
             first_break: Some(Break {
-                line: number,
+                line: verified + 1,
                 problem,
             }),
         };
-        let is_last = number == lines.len();
-        let Some(record) = record else {
-            return broken(if is_last && !complete {
-                Problem::Truncated
-            } else {
-                Problem::NotARecord
-            });
-        };
-        if is_last && !complete {
-            // A line that parses but lost its newline was still cut (or appended to by hand).
-            return broken(Problem::Truncated);
+        // A line without its newline is the last one, cut short (or appended to by hand),
+        // whether or not what is left of it parses.
+        if !complete {
+            return Ok(broken(Problem::Truncated));
         }
-        if record.seq < expected || seen.contains(&record.seq) {
-            return broken(Problem::Inserted { seq: record.seq });
+        let Some(record) = parse(&line) else {
+            return Ok(broken(Problem::NotARecord));
+        };
+        // Every verified line carried the next number, so a smaller one was seen above.
+        if record.seq < expected {
+            return Ok(broken(Problem::Inserted { seq: record.seq }));
         }
         if record.seq > expected {
-            let later = all_seqs[index..].contains(&expected);
-            return broken(if later {
+            let later = comes_later(&mut reader, expected)?;
+            return Ok(broken(if later {
                 Problem::Reordered {
                     found: record.seq,
                     expected,
@@ -167,18 +182,30 @@ pub fn verify_bytes(content: &[u8]) -> Report {
                     from: expected,
                     to: record.seq - 1,
                 }
-            });
+            }));
         }
         if chain_hash(&head, &record.body) != record.hash {
-            return broken(Problem::Modified);
+            return Ok(broken(Problem::Modified));
         }
-        seen.insert(record.seq);
-        head = record.hash.clone();
+        verified += 1;
+        head = record.hash;
     }
-    Report {
-        verified: lines.len(),
-        head,
-        first_break: None,
+}
+
+/// Whether record `seq` is on one of the lines left in `reader`.
+fn comes_later<R: BufRead>(reader: &mut R, seq: u64) -> std::io::Result<bool> {
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            return Ok(false);
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        if parse(&line).is_some_and(|p| p.seq == seq) {
+            return Ok(true);
+        }
     }
 }
 
