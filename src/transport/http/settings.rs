@@ -416,13 +416,18 @@ fn flag(get: &impl Fn(&str) -> Option<String>, name: &'static str) -> Result<boo
 }
 
 fn check_token(source_name: String, token: String, host: &str) -> Result<Secret, SettingsError> {
-    // Never "about -0 bits": an estimate below zero is zero.
-    let bits = estimated_entropy_bits(&token).max(0.0);
+    // Never "about -0 bits": an estimate below zero is zero. Judged only off loopback: the
+    // estimator's dictionaries (~6 MiB, held for the life of the process) are not loaded
+    // for a token no other machine can try.
+    let weak_off_loopback = || {
+        let bits = estimated_entropy_bits(&token).max(0.0);
+        (bits < MIN_TOKEN_BITS_OFF_LOOPBACK).then_some(bits)
+    };
     let problem = if token.len() < MIN_TOKEN_LEN {
         format!("the token is shorter than {MIN_TOKEN_LEN} characters")
     } else if token.chars().any(|c| c.is_whitespace() || c.is_control()) {
         "the token contains whitespace or control characters".to_owned()
-    } else if !is_loopback(host) && bits < MIN_TOKEN_BITS_OFF_LOOPBACK {
+    } else if let Some(bits) = (!is_loopback(host)).then(weak_off_loopback).flatten() {
         format!(
             "the token is too weak for MCP_HOST={host} (other machines can reach it): about \
              {bits:.0} bits of estimated entropy, at least {MIN_TOKEN_BITS_OFF_LOOPBACK:.0} needed; \
