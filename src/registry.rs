@@ -250,10 +250,16 @@ impl Registry {
         &self.entries
     }
 
-    /// The `tools/list` payload (rendered on first use, then shared).
+    /// The `tools/list` payload (rendered on first use, then shared). It is never freed: a
+    /// registry lives as long as its server, and a short life (spawn, one listing, end of
+    /// input) would otherwise spend a tenth of its instructions tearing the listing down.
     pub fn tools(&self) -> Arc<Vec<Tool>> {
         self.listed
-            .get_or_init(|| Arc::new(self.render_listing()))
+            .get_or_init(|| {
+                let listing = Arc::new(self.render_listing());
+                std::mem::forget(Arc::clone(&listing));
+                listing
+            })
             .clone()
     }
 
