@@ -1,6 +1,7 @@
 //! The HTTP side of the Proxmox client: one pooled `reqwest::Client`, request building, a bound on
 //! requests in flight, retries with jittered backoff inside one per-call deadline, per-attempt
-//! timeouts and cancellation (answers are read in `response`).
+//! timeouts and cancellation (answers are read in `response`, the `Authorization` header is built
+//! in `auth`, the API viewer data is fetched in `api_viewer`).
 //!
 //! Invariants: the `Authorization` header is built once, marked sensitive and never formatted;
 //! at most `max_inflight` requests of one client are on the wire at once (the rest wait, and a
@@ -9,6 +10,9 @@
 //! request was sent (see [`PveError::is_retryable`]); no attempt and no backoff outlasts the call's
 //! deadline; cancellation stops the call at any point (queued, in flight or in backoff) by dropping
 //! the in-flight future; `Client::new` performs no network I/O.
+
+mod api_viewer;
+mod auth;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,7 +106,7 @@ impl Client {
         let base = Url::parse(&base_url).map_err(|e| {
             PveError::Config(format!("the Proxmox host {:?} is invalid: {e}", conn.host))
         })?;
-        let auth = auth_header(conn)?;
+        let auth = auth::auth_header(conn)?;
         let tls_config = tls::client_config(&conn.tls)?;
         if conn.tls == TlsMode::Insecure {
             tracing::warn!(
@@ -350,99 +354,6 @@ impl Client {
     }
 }
 
-/// Largest `apidata.js` read (PVE 9.1's is about 1.5 MiB).
-const MAX_API_VIEWER_BYTES: usize = 16 * 1024 * 1024;
-
-impl Client {
-    /// One raw `GET https://host:port/pve-docs/api-viewer/apidata.js`: the API schema the
-    /// node serves for its own version, as text (a JavaScript file around a JSON array).
-    /// Static documentation, so the API token is not sent; never retried; bounded by
-    /// `timeout`, [`MAX_API_VIEWER_BYTES`] and `cancel`.
-    pub async fn fetch_api_viewer_data(
-        &self,
-        timeout: Duration,
-        cancel: &CancellationToken,
-    ) -> Result<String, PveError> {
-        let root = self
-            .inner
-            .base_url
-            .strip_suffix("/api2/json")
-            .unwrap_or(&self.inner.base_url);
-        let url = Url::parse(&format!("{root}/pve-docs/api-viewer/apidata.js"))
-            .map_err(|e| PveError::Config(format!("cannot build the apidata.js URL: {e}")))?;
-        let exchange = async {
-            let mut response = self
-                .inner
-                .http
-                .get(url)
-                .header(ACCEPT, HeaderValue::from_static("*/*"))
-                .send()
-                .await
-                .map_err(|e| classify_transport(&e))?;
-            let status = response.status();
-            let mut body = Vec::new();
-            while let Some(chunk) = response.chunk().await.map_err(|e| classify_transport(&e))? {
-                if body.len() + chunk.len() > MAX_API_VIEWER_BYTES {
-                    return Err(PveError::Other(
-                        "apidata.js is larger than 16 MiB".to_owned(),
-                    ));
-                }
-                body.extend_from_slice(&chunk);
-            }
-            if !status.is_success() {
-                return Err(PveError::Http {
-                    status: status.as_u16(),
-                    message: snippet(&body),
-                    errors: None,
-                });
-            }
-            String::from_utf8(body)
-                .map_err(|_| PveError::Other("apidata.js is not UTF-8 text".to_owned()))
-        };
-        tokio::select! {
-            biased;
-            () = cancel.cancelled() => Err(PveError::Cancelled),
-            result = tokio::time::timeout(timeout, exchange) => result.unwrap_or(Err(PveError::Timeout)),
-        }
-    }
-}
-
-/// `PVEAPIToken=user@realm!token=secret`, validated and marked sensitive. Errors never echo it.
-fn auth_header(conn: &Connection) -> Result<HeaderValue, PveError> {
-    let parts = [
-        ("the API user", conn.user.as_str()),
-        ("the API user's realm", conn.realm.as_str()),
-        ("the API token's name", conn.token_name.as_str()),
-    ];
-    for (what, value) in parts {
-        if value.trim().is_empty() {
-            return Err(PveError::Config(format!("{what} is empty")));
-        }
-        if value.chars().any(|c| c.is_whitespace() || c.is_control())
-            || value.contains(['@', '!', '='])
-        {
-            return Err(PveError::Config(format!(
-                "{what} {value:?} contains whitespace or one of '@', '!', '='"
-            )));
-        }
-    }
-    if conn.token_secret.trim().is_empty() {
-        return Err(PveError::Config("the API token secret is empty".to_owned()));
-    }
-    let text = format!(
-        "PVEAPIToken={}@{}!{}={}",
-        conn.user, conn.realm, conn.token_name, conn.token_secret
-    );
-    let mut value = HeaderValue::from_str(&text).map_err(|_| {
-        PveError::Config(
-            "the API token secret contains characters that cannot be sent in an HTTP header"
-                .to_owned(),
-        )
-    })?;
-    value.set_sensitive(true);
-    Ok(value)
-}
-
 /// Full-jitter exponential backoff after failed attempt `attempt` (1-based):
 /// `min(250 ms · 2^(attempt-1), 2.5 s) · U[0.5, 1.5)`.
 fn backoff_delay(attempt: u32) -> Duration {
@@ -455,7 +366,8 @@ fn backoff_delay(attempt: u32) -> Duration {
 mod tests {
     use super::*;
 
-    fn conn(host: &str) -> Connection {
+    /// A valid connection to `host` (insecure TLS, so no store or file is read).
+    pub(super) fn conn(host: &str) -> Connection {
         Connection {
             host: host.to_owned(),
             port: 8006,
@@ -544,40 +456,6 @@ mod tests {
             assert_eq!(err.code(), "INVALID_CONFIGURATION", "{c:?}");
             assert!(!err.to_string().contains("s3cr3t"), "{err}");
         }
-    }
-
-    #[test]
-    fn bad_token_id_parts_are_named_plainly() {
-        let mut c = conn("pve01");
-        c.token_name = "my token".into();
-        let err = Client::new(&c).unwrap_err().to_string();
-        assert!(
-            err.contains(
-                "the API token's name \"my token\" contains whitespace or one of '@', '!', '='"
-            ),
-            "{err}"
-        );
-        assert!(!err.contains("token token"), "{err}");
-        c.token_name = " ".into();
-        let err = Client::new(&c).unwrap_err().to_string();
-        assert!(err.contains("the API token's name is empty"), "{err}");
-        let mut c = conn("pve01");
-        c.realm = "p!ve".into();
-        let err = Client::new(&c).unwrap_err().to_string();
-        assert!(err.contains("the API user's realm \"p!ve\""), "{err}");
-    }
-
-    #[test]
-    fn auth_header_is_sensitive() {
-        let value = auth_header(&conn("pve01")).unwrap();
-        assert!(value.is_sensitive());
-        assert_eq!(
-            value.to_str().unwrap(),
-            "PVEAPIToken=svc_mcp@pve!mcp=s3cr3t-value"
-        );
-        assert!(!format!("{value:?}").contains("s3cr3t"));
-        let client = Client::new(&conn("pve01")).unwrap();
-        assert!(!format!("{client:?}").contains("s3cr3t"));
     }
 
     #[test]
