@@ -10,6 +10,7 @@
 mod access;
 mod agent;
 mod api;
+mod backend;
 mod backup;
 mod changes;
 mod cluster;
