@@ -15,7 +15,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use crate::catalog::indexed::family_pattern;
-use crate::catalog::{Location, Param, ParamKind, ToolSpec};
+use crate::catalog::{Backend, Location, Param, ParamKind, ToolSpec};
 
 mod shape;
 
@@ -307,6 +307,9 @@ pub fn validate(
     let args = args.unwrap_or(&empty);
     let mut errors = BTreeMap::new();
     let mut valid = ValidArgs::default();
+    // Proxmox's body limit binds what is POSTed to it; an SSH tool's content goes over SFTP
+    // under its own caps.
+    let to_proxmox = !matches!(spec.backend, Backend::Ssh(_));
 
     for (key, value) in args {
         if key == CONFIRM && spec.can_be_gated() {
@@ -342,7 +345,9 @@ pub fn validate(
             continue;
         }
         if let Some(family) = spec.family_of(key) {
-            match check_family_key(family, key).and_then(|()| check_value(family, value)) {
+            match check_family_key(family, key)
+                .and_then(|()| check_value(family, value, to_proxmox))
+            {
                 Ok(v) => {
                     valid.indexed.insert(key.clone(), (family, v));
                 }
@@ -364,7 +369,7 @@ pub fn validate(
                     errors.insert(param.name.into(), "required parameter is missing".into());
                 }
             }
-            Some(value) => match check_value(param, value) {
+            Some(value) => match check_value(param, value, to_proxmox) {
                 Ok(v) => {
                     valid.values.insert(param.name, v);
                 }
@@ -425,7 +430,7 @@ fn string_list(value: &Value) -> Result<ArgValue, String> {
     }
 }
 
-fn check_value(param: &Param, value: &Value) -> Result<ArgValue, String> {
+fn check_value(param: &Param, value: &Value, to_proxmox: bool) -> Result<ArgValue, String> {
     let parsed = match (param.kind, value) {
         (ParamKind::StringArray, value) => return string_list(value),
         (ParamKind::String, Value::String(s)) => ArgValue::Str(s.clone()),
@@ -443,7 +448,7 @@ fn check_value(param: &Param, value: &Value) -> Result<ArgValue, String> {
             ));
         }
     };
-    check_rules(param, &parsed)?;
+    check_rules(param, &parsed, to_proxmox)?;
     Ok(parsed)
 }
 
@@ -466,7 +471,7 @@ pub fn form_encoded_len(value: &str) -> usize {
         .sum()
 }
 
-fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
+fn check_rules(param: &Param, value: &ArgValue, to_proxmox: bool) -> Result<(), String> {
     let numeric = match value {
         ArgValue::Int(i) => Some(*i as f64),
         ArgValue::Num(n) if n.is_finite() => Some(*n),
@@ -493,7 +498,7 @@ fn check_rules(param: &Param, value: &ArgValue) -> Result<(), String> {
         }
         // Proxmox's own limit is on the request body as it arrives (form-encoded bytes, a
         // multi-byte character three bytes per UTF-8 byte), not on characters.
-        let sent = form_encoded_len(s);
+        let sent = if to_proxmox { form_encoded_len(s) } else { 0 };
         if sent > PVE_MAX_POST_BYTES {
             return Err(format!(
                 "is {sent} bytes form-encoded as sent to Proxmox, over its {} KiB request \
