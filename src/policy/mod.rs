@@ -15,6 +15,7 @@
 //! Aliases are never decided on their own: they follow their canonical tool. Every name in
 //! the settings is checked against the catalog at start-up; an unknown tier, module,
 //! category or tool name is an error listing the valid values, never silently ignored.
+//! The lists are parsed in `lists`; the surface, alias and approval modes are in `modes`.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -22,12 +23,14 @@ use std::time::Duration;
 
 use thiserror::Error;
 
-use crate::catalog::{self, Category, Module, Tier, ToolSpec};
+use crate::catalog::{Category, Module, Tier, ToolSpec};
 use crate::config::EnvVarDoc;
 
 mod approval_key;
 mod approval_links;
 mod env_vars;
+mod lists;
+mod modes;
 mod routine;
 mod rules;
 mod rules_file;
@@ -44,6 +47,10 @@ pub use approval_links::{
     NotifyKind, NotifyTarget,
 };
 pub use env_vars::ENV_VARS;
+pub(crate) use lists::split_list;
+pub use modes::{AliasMode, ApprovalMode, Surface};
+
+use lists::{parse_categories, parse_download_allow, parse_tools};
 pub use rules::{Action, Class, Decision, Guest, PolicyRules, Rule, RuleRef, RulesError, Subject};
 pub use rules_file::{ENV_POLICY_FILE, looks_like_policy, trust_policy_file};
 
@@ -85,95 +92,6 @@ pub const DEFAULT_APPROVAL_TIMEOUT_SECS: u64 = 300;
 pub const ENV_TASK_TTL: &str = "PVE_TASK_TTL_SECS";
 /// Default task id lifetime (seconds): a day, longer than most backups and migrations.
 pub const DEFAULT_TASK_TTL_SECS: u64 = 86_400;
-
-/// What `tools/list` shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Surface {
-    /// Every permitted tool, each with its full schema.
-    Full,
-    /// Three meta-tools (find, describe, call) over the same permitted tools.
-    Compact,
-}
-
-impl Surface {
-    /// The wire form used in `PVE_TOOL_SURFACE`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Surface::Full => "full",
-            Surface::Compact => "compact",
-        }
-    }
-
-    /// Parses the exact wire form.
-    pub fn parse(value: &str) -> Option<Surface> {
-        [Surface::Full, Surface::Compact]
-            .into_iter()
-            .find(|s| s.as_str() == value)
-    }
-}
-
-/// How legacy alias names are served.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AliasMode {
-    /// Listed next to their canonical tool and callable.
-    Listed,
-    /// Callable, not listed: old configs and prompts keep working at no context cost.
-    Hidden,
-    /// Neither listed nor callable.
-    Off,
-}
-
-impl AliasMode {
-    /// The wire form used in `PVE_ALIASES`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            AliasMode::Listed => "listed",
-            AliasMode::Hidden => "hidden",
-            AliasMode::Off => "off",
-        }
-    }
-
-    /// Parses the exact wire form.
-    pub fn parse(value: &str) -> Option<AliasMode> {
-        [AliasMode::Listed, AliasMode::Hidden, AliasMode::Off]
-            .into_iter()
-            .find(|m| m.as_str() == value)
-    }
-}
-
-/// Who approves a gated call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalMode {
-    /// A person where the client can ask (elicitation or MRTR); else the `confirm` flag.
-    Auto,
-    /// A person, always; clients that cannot ask get a refusal.
-    Elicit,
-    /// The `confirm` flag only, even where a person could be asked (unattended automation).
-    Confirm,
-}
-
-impl ApprovalMode {
-    /// Every mode.
-    pub const ALL: [ApprovalMode; 3] = [
-        ApprovalMode::Auto,
-        ApprovalMode::Elicit,
-        ApprovalMode::Confirm,
-    ];
-
-    /// The wire form used in `PVE_HUMAN_APPROVAL`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ApprovalMode::Auto => "auto",
-            ApprovalMode::Elicit => "elicit",
-            ApprovalMode::Confirm => "confirm",
-        }
-    }
-
-    /// Parses the exact wire form.
-    pub fn parse(value: &str) -> Option<ApprovalMode> {
-        ApprovalMode::ALL.into_iter().find(|m| m.as_str() == value)
-    }
-}
 
 /// A policy setting that cannot be honoured.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -602,113 +520,6 @@ impl Settings {
             parts.push(format!("{} deny-listed tools", self.blacklist.len()));
         }
         parts.join(", ")
-    }
-}
-
-pub(crate) fn split_list(value: &str) -> impl Iterator<Item = &str> {
-    value.split(',').map(str::trim).filter(|s| !s.is_empty())
-}
-
-/// `PVE_DOWNLOAD_ALLOW`: every entry a host name (letters, digits and `-` in dot-separated
-/// labels of up to 63 characters, one trailing dot allowed), an IPv4 or IPv6 address (brackets
-/// allowed around IPv6) or a CIDR (`address/prefix`, the prefix at most 32 or 128); anything
-/// else — a URL, a port, a wildcard, a space — is refused by name, never silently dropped.
-fn parse_download_allow(value: &str) -> Result<Vec<String>, PolicyError> {
-    split_list(value)
-        .map(|entry| {
-            download_allow_entry(entry)
-                .map(|()| entry.to_ascii_lowercase())
-                .map_err(|why| PolicyError::InvalidDownloadAllow {
-                    entry: entry.to_owned(),
-                    why,
-                })
-        })
-        .collect()
-}
-
-fn download_allow_entry(entry: &str) -> Result<(), &'static str> {
-    let address = |text: &str| text.trim_matches(['[', ']']).parse::<std::net::IpAddr>();
-    if let Some((addr, prefix)) = entry.split_once('/') {
-        let addr = address(addr).map_err(|_| "the part before `/` is not an IP address")?;
-        let most = if addr.is_ipv4() { 32 } else { 128 };
-        return match prefix.parse::<u8>() {
-            Ok(p) if p <= most => Ok(()),
-            _ => Err(if addr.is_ipv4() {
-                "an IPv4 prefix is a number from 0 to 32"
-            } else {
-                "an IPv6 prefix is a number from 0 to 128"
-            }),
-        };
-    }
-    if address(entry).is_ok() {
-        return Ok(());
-    }
-    if entry.contains("://") {
-        return Err("a URL; give only its host");
-    }
-    let host = entry.strip_suffix('.').unwrap_or(entry);
-    if host.is_empty() || host.len() > 253 {
-        return Err("a host name is 1 to 253 characters");
-    }
-    for label in host.split('.') {
-        let valid = !label.is_empty()
-            && label.len() <= 63
-            && !label.starts_with('-')
-            && !label.ends_with('-')
-            && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-        if !valid {
-            return Err(
-                "not a host name: labels of letters, digits and `-`, no port, wildcard or space",
-            );
-        }
-    }
-    Ok(())
-}
-
-fn parse_categories(value: &str) -> Result<BTreeSet<Category>, PolicyError> {
-    let mut found = BTreeSet::new();
-    let mut unknown = Vec::new();
-    for name in split_list(value) {
-        match Category::parse(&name.to_ascii_lowercase()) {
-            Some(category) => {
-                found.insert(category);
-            }
-            None => unknown.push(name.to_owned()),
-        }
-    }
-    if unknown.is_empty() {
-        Ok(found)
-    } else {
-        let valid: Vec<&str> = Category::ALL.iter().map(|c| c.as_str()).collect();
-        Err(PolicyError::UnknownCategories {
-            unknown: unknown.join(", "),
-            valid: valid.join(", "),
-        })
-    }
-}
-
-fn parse_tools(var: &'static str, value: &str) -> Result<BTreeSet<String>, PolicyError> {
-    let known: BTreeSet<&str> = catalog::canonical_names().collect();
-    let mut found = BTreeSet::new();
-    let mut unknown = Vec::new();
-    for name in split_list(value) {
-        if known.contains(name) {
-            found.insert(name.to_owned());
-        } else if let Some(spec) = catalog::all().find(|s| s.aliases.contains(&name)) {
-            unknown.push(format!("{name} (an alias: write {})", spec.name));
-        } else {
-            unknown.push(name.to_owned());
-        }
-    }
-    if unknown.is_empty() {
-        Ok(found)
-    } else {
-        let valid: Vec<&str> = known.into_iter().collect();
-        Err(PolicyError::UnknownTools {
-            var,
-            unknown: unknown.join(", "),
-            valid: valid.join(", "),
-        })
     }
 }
 
