@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use pve_emulator::{Emulator, EmulatorOptions};
 use tokio::io::AsyncReadExt;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -28,6 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         "PROXMOX_TOKEN_SECRET": options.token_secret,
         "PROXMOX_TLS_FINGERPRINT": emulator.cert_fingerprint().unwrap_or_default(),
         "authorization": emulator.token_header(),
+        "certificate_pem": emulator.cert_pem().unwrap_or_default(),
     });
     println!("{settings}");
     // Serve until whoever started us closes our stdin.

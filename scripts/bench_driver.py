@@ -114,6 +114,17 @@ def cold_start(argv, env):
     return elapsed
 
 
+def first_listing(argv, env):
+    """Seconds from spawn to the first tools/list answer (clients list right after initialize)."""
+    start = time.perf_counter()
+    server = Stdio(argv, env)
+    server.initialize()
+    server.request_bytes("tools/list", {})
+    elapsed = time.perf_counter() - start
+    server.stop()
+    return elapsed
+
+
 def true_start():
     start = time.perf_counter()
     subprocess.run(["/bin/true"], check=True)
@@ -371,6 +382,12 @@ def check(recorded, measured):
 GOALS = [
     ("cold start ÷ `/bin/true`, default", "nandi", "cold_start_vs_true", "≤ 2.5×", "{:.2f}×"),
     ("cold start ÷ `/bin/true`, full/advanced", "nandi", "cold_start_full_vs_true", "≤ 2.5×", "{:.2f}×"),
+    ("spawn → first listing ÷ `/bin/true`, default, TLS verify", "nandi",
+     "first_listing_verify_default_vs_true", "≤ 2.5×", "{:.2f}×"),
+    ("spawn → first listing ÷ `/bin/true`, full/advanced, TLS verify", "nandi",
+     "first_listing_verify_full_vs_true", "≤ 2.5×", "{:.2f}×"),
+    ("spawn → first listing ÷ `/bin/true`, full/advanced, CA file", "nandi",
+     "first_listing_ca_file_full_vs_true", "≤ 2.5×", "{:.2f}×"),
     ("server CPU per sequential stdio call", "nandi", "cpu_ms_per_call", "≤ 0.10 ms", "{:.3f} ms"),
     ("MCP call latency ÷ plain HTTPS GET", "nandi", "call_vs_https_get", "≤ 1.3×", "{:.2f}×"),
     ("8 in flight over stdio", "nandi", "inflight_calls_per_s", "≥ 10,000 calls/s", "{:,.0f} calls/s"),
@@ -415,6 +432,7 @@ def main():
         print(render(json.load(open(args.render))), end="")
         return
 
+    ca_file = None
     emu_proc = subprocess.Popen([args.emulator], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.DEVNULL)
     try:
@@ -422,6 +440,9 @@ def main():
         base_env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"),
                     "RUST_LOG": os.environ.get("BENCH_RUST_LOG", "warn,nandi_proxmox_mcp=info")}
         base_env.update({k: v for k, v in emu.items() if k.startswith("PROXMOX_")})
+        ca_file = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"bench-ca-{os.getpid()}.pem")
+        with open(ca_file, "w") as f:
+            f.write(emu["certificate_pem"])
         servers = [("nandi", [args.binary, "run"])]
         servers += [(f"compare{i + 1}", shlex.split(c)) for i, c in enumerate(args.compare)]
         samples = {name: {} for name, _ in servers}
@@ -437,6 +458,14 @@ def main():
             for name, argv in servers:
                 starts[name] = lambda argv=argv: cold_start(argv, base_env)
             starts["nandi full"] = lambda: cold_start(servers[0][1], full)
+            # Spawn → first listing with certificate checks on: against the system store (the
+            # default TLS mode, no pin) and against a CA file, default and full/advanced.
+            verify = {k: v for k, v in base_env.items() if k != "PROXMOX_TLS_FINGERPRINT"}
+            ca_env = dict(verify, PROXMOX_TLS_CA_FILE=ca_file)
+            for label, env in (("verify", verify), ("ca_file", ca_env)):
+                for surface, extra in (("default", {}), ("full", SURFACES[-1][1])):
+                    starts[f"list {label} {surface}"] = (
+                        lambda env=dict(env, **extra): first_listing(servers[0][1], env))
             cold = {k: v * 1e3 for k, v in cold_start_rounds(starts, args.cold_rounds).items()}
             add("baseline", "true_ms", cold["true"])
             get_ms = https_get_latency(emu, "/nodes", 500) * 1e3
@@ -447,6 +476,10 @@ def main():
                 if name == "nandi":
                     add(name, "cold_start_full_ms", cold["nandi full"])
                     add(name, "cold_start_full_vs_true", cold["nandi full"] / cold["true"])
+                    for label in ("verify", "ca_file"):
+                        for surface in ("default", "full"):
+                            add(name, f"first_listing_{label}_{surface}_vs_true",
+                                cold[f"list {label} {surface}"] / cold["true"])
                 result = stdio_run(argv, base_env, args.tool, {}, args.calls, args.inflight_calls,
                                    emu_proc.pid)
                 for key, value in result.items():
@@ -496,6 +529,8 @@ def main():
     finally:
         emu_proc.stdin.close()
         emu_proc.wait(timeout=10)
+        if ca_file and os.path.exists(ca_file):
+            os.remove(ca_file)
 
 
 if __name__ == "__main__":
