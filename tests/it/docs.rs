@@ -698,7 +698,7 @@ fn guide_commands(guide: &str, command: &str) -> Vec<Vec<String>> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn guide_setup_sequence_runs_against_the_emulator() {
     let emu = common::emulator().await;
-    let opts = nandi_proxmox_mcp::emulator::EmulatorOptions::default();
+    let opts = pve_emulator::EmulatorOptions::default();
     for guide in ["docs/QUICKSTART.md", "docs/EMPEZAR.md"] {
         let dirs = common::CliDirs::new();
         let secret = format!("{}\n", opts.token_secret);
@@ -905,7 +905,12 @@ fn ci_descriptions_name_every_step_of_ci_run() {
     let mut missing = Vec::new();
     for header in ci
         .lines()
-        .filter_map(|l| l.trim().strip_prefix("echo \"== "))
+        .filter_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("step \"")
+                .or_else(|| l.strip_prefix("echo \"== "))
+        })
+        .filter(|header| !header.starts_with('$') && !header.starts_with("step times"))
     {
         let Some((_, say)) = STEPS.iter().find(|(word, _)| header.contains(word)) else {
             missing.push(format!(
@@ -940,7 +945,7 @@ fn readme_says_how_to_point_setup_and_doctor_at_the_demo() {
         "src/cli/run.rs no longer prints {banner:?}"
     );
     assert!(readme.contains(&format!("{banner}https://127.0.0.1:PORT")));
-    let opts = nandi_proxmox_mcp::emulator::EmulatorOptions::default();
+    let opts = pve_emulator::EmulatorOptions::default();
     for value in [
         &opts.user,
         &opts.realm,
