@@ -31,7 +31,8 @@
 //! - [`envelope`] — the `{ok, data | error, meta}` result shape and error codes.
 //! - [`pve`] — the Proxmox REST client (TLS modes, retries, error mapping).
 //! - [`ssh`] — the SSH executor (russh, verified host keys), node routing and the remote tools.
-//! - [`emulator`] — an in-process fake Proxmox for tests and `run --demo`.
+//! - (not here: the in-process fake Proxmox for tests and `run --demo` is its own crate,
+//!   `pve_emulator` in crates/pve-emulator.)
 //! - [`docs`] — `docs/TOOLS.md` rendered from the catalog (pure functions).
 //! - [`undo`] — undo records of changes (beside the audit log) and the one-call revert.
 //! - [`transport`] — Streamable HTTP (`MCP_TRANSPORT=http`): auth, Host/Origin guard, limits.
@@ -48,7 +49,6 @@ pub mod config;
 pub mod dispatch;
 pub mod docs;
 pub mod effects;
-pub mod emulator;
 pub mod envelope;
 pub mod gate;
 pub mod identity;

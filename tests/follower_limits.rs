@@ -20,8 +20,8 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_client::{Client, ClientSetup, as_task, call, call_for, connect, pve_client, server};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::pve;
+use pve_emulator::{Emulator, EmulatorOptions};
 use rmcp::model::{CallToolResponse, GetTaskParams, TaskStatus};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

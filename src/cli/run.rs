@@ -13,7 +13,6 @@ use rmcp::ServiceExt;
 
 use super::CliError;
 use crate::config::{self, Paths, ProcessEnv, TlsSetting};
-use crate::emulator::{Emulator, EmulatorOptions};
 use crate::policy::Settings;
 use crate::pve;
 use crate::registry::{Capabilities, Registry};
@@ -24,6 +23,7 @@ use crate::transport::{
     self,
     http::{HttpError, HttpSettings},
 };
+use pve_emulator::{Emulator, EmulatorOptions};
 
 /// Flags of `run`.
 #[derive(Debug, Args, Default)]

@@ -11,7 +11,7 @@ use crate::common;
 use std::io::Read;
 
 use common::{McpProcess, env_for, envelope, fails, ok, with_policy};
-use nandi_proxmox_mcp::emulator::{Emulator, RecordedRequest};
+use pve_emulator::{Emulator, RecordedRequest};
 use serde_json::{Value, json};
 
 /// The official schema array as JSON text. Callers carry the `no_pve_api` ignore (set by

@@ -10,10 +10,7 @@ use approval_common::{Answer, Person, call, changes, code, connect_stdio, envelo
 use common::{emulator, env_for, with_policy};
 use serde_json::json;
 
-fn env(
-    emu: &nandi_proxmox_mcp::emulator::Emulator,
-    vars: &[(&str, &str)],
-) -> Vec<(String, String)> {
+fn env(emu: &pve_emulator::Emulator, vars: &[(&str, &str)]) -> Vec<(String, String)> {
     with_policy(env_for(emu), vars)
 }
 

@@ -21,7 +21,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::json;
 
-async fn serve(emu: &nandi_proxmox_mcp::emulator::Emulator) -> HttpServer {
+async fn serve(emu: &pve_emulator::Emulator) -> HttpServer {
     let settings = Settings::from_lookup(|k| (k == "PVE_ACCESS_TIER").then(|| "full".to_owned()))
         .expect("policy");
     harness::isolate_schema_cache();

@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use approval_common::{Answer, Person, args, call, code, envelope};
 use harness::{TOKEN, pve_client, rpc_reply};
-use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
 use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
+use pve_emulator::Emulator;
 use rmcp::RoleClient;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ProtocolVersion,

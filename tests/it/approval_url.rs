@@ -16,11 +16,11 @@ use std::time::Duration;
 use approval_common::{args, changes, code, envelope};
 use harness::{TOKEN, pve_client};
 use link_common::{decide, open, post_form};
-use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
 use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
+use pve_emulator::Emulator;
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, CustomNotification,
     ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,

@@ -21,11 +21,11 @@ use std::time::Duration;
 use approval_common::{args, changes, code, envelope};
 use harness::{TOKEN, pve_client, rpc_reply};
 use link_common::{Receiver, decide};
-use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
 use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
+use pve_emulator::Emulator;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, Implementation, ProtocolVersion,

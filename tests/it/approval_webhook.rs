@@ -12,7 +12,7 @@ use crate::link_common;
 use approval_common::{Person, call, changes, code, connect_stdio, envelope};
 use common::{emulator, env_for, with_policy};
 use link_common::{Receiver, decide, open, post_form};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use rmcp::RoleClient;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};

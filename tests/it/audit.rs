@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{McpProcess, binary, emulator, env_for, envelope, with_policy};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 const PASSWORD: &str = "audit-canary-pw-58c1";

@@ -20,9 +20,9 @@ use std::time::Duration;
 use common::{McpProcess, binary, emulator, env_for, envelope, with_policy};
 use mcp_tasks_client::{ClientSetup, call_once, connect, emulator_task_status, emulator_with_pace};
 use nandi_proxmox_mcp::audit::{AuditLog, AuditTarget, call as audit_call};
-use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
+use pve_emulator::Emulator;
 use rmcp::model::{CallToolResponse, CancelTaskParams, RequestMetaObject};
 use serde_json::{Value, json};
 

@@ -21,9 +21,9 @@ use common::sshd::Sshd;
 use nandi_proxmox_mcp::catalog::{self, Backend};
 use nandi_proxmox_mcp::config::{SshConfig, SshStrategy};
 use nandi_proxmox_mcp::effects::{EffectSet, with_clearance};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::pve::{ApiRequest, Client, Connection, Method, TlsMode};
 use nandi_proxmox_mcp::ssh::{Router, RusshExecutor, ops};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

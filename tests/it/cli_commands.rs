@@ -5,7 +5,7 @@ use crate::common;
 use common::{CliDirs, text_of};
 use nandi_proxmox_mcp::catalog::Tier;
 use nandi_proxmox_mcp::cli::bootstrap::{privileges_for, role_name};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::Value;
 
 fn stdout(out: &std::process::Output) -> String {

@@ -4,7 +4,7 @@
 use crate::common;
 
 use common::{CliDirs, setup_flags, text_of};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::Value;
 
 fn env_of(pairs: &[(String, String)]) -> Vec<(&str, &str)> {

@@ -10,7 +10,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use common::{CliDirs, McpProcess, setup_flags, text_of};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::{Value, json};
 
 const SECRET: &str = "emulator-secret-token\n";

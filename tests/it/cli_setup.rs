@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::{CliDirs, setup_flags, text_of};
 use nandi_proxmox_mcp::cli::clients::{ClientId, read_entry};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 

@@ -17,9 +17,9 @@ use mcp_tasks_client::{
 };
 use nandi_proxmox_mcp::audit::{AuditLog, AuditTarget};
 use nandi_proxmox_mcp::clusters::Clusters;
-use nandi_proxmox_mcp::emulator::Emulator;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
+use pve_emulator::Emulator;
 use rmcp::model::{CallToolResponse, GetTaskParams};
 use serde_json::{Value, json};
 

@@ -12,7 +12,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use common::{CliDirs, text_of};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::{Value, json};
 
 fn env_of(pairs: &[(String, String)]) -> Vec<(&str, &str)> {

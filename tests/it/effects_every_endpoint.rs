@@ -15,7 +15,7 @@ use approval_common::{Answer, Person, call, code, connect_stdio};
 use common::{emulator, env_for, schemas, with_policy};
 use nandi_proxmox_mcp::effects::derive;
 use nandi_proxmox_mcp::effects::reviewed::{self, Verdict};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 /// One case: method, path template, and whether an auditor's check would meet it.

@@ -11,7 +11,7 @@ use common::{emulator, env_for, schemas, with_policy};
 use serde_json::{Value, json};
 
 /// Requests to `path` (GET or not) the emulator received.
-fn reached(emu: &nandi_proxmox_mcp::emulator::Emulator, path: &str) -> usize {
+fn reached(emu: &pve_emulator::Emulator, path: &str) -> usize {
     emu.requests().iter().filter(|r| r.path == path).count()
 }
 

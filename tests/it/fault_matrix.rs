@@ -17,7 +17,7 @@ use crate::fuzz_harness;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nandi_proxmox_mcp::emulator::{Fault, FaultKind};
+use pve_emulator::{Fault, FaultKind};
 use serde_json::{Value, json};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Mutex;

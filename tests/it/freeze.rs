@@ -73,7 +73,7 @@ impl Shared {
     }
 
     /// A server environment for `emu` at tier `full`, advanced, watching the shared file.
-    fn server_env(&self, emu: &nandi_proxmox_mcp::emulator::Emulator) -> Vec<(String, String)> {
+    fn server_env(&self, emu: &pve_emulator::Emulator) -> Vec<(String, String)> {
         let mut env = with_policy(
             env_for(emu),
             &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
@@ -95,7 +95,7 @@ fn stop_101() -> Value {
     json!({"node": "pve01", "vmid": 101})
 }
 
-fn stops(emu: &nandi_proxmox_mcp::emulator::Emulator) -> usize {
+fn stops(emu: &pve_emulator::Emulator) -> usize {
     changes(emu)
         .iter()
         .filter(|r| r.path == "/nodes/pve01/qemu/101/status/stop")

@@ -9,7 +9,7 @@ use crate::common;
 
 use approval_common::{Answer, Person, call, code, connect_stdio};
 use common::{emulator, env_for, schemas, with_policy};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 /// Requests to `path` the emulator received, any method.

@@ -8,7 +8,7 @@ use harness::*;
 
 use std::time::Duration;
 
-use nandi_proxmox_mcp::emulator::{Fault, FaultKind};
+use pve_emulator::{Fault, FaultKind};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use approval_common::{Answer, Person, call, code, connect_stdio, envelope};
 use common::{emulator, env_for, with_policy};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 /// The non-GET requests the emulator received, as `METHOD path`.

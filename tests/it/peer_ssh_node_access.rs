@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use common::sshd::Sshd;
 use common::{McpProcess, env_for, envelope};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::pve::{ApiRequest, Client, Connection, TlsMode};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

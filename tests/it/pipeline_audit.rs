@@ -10,7 +10,7 @@ use crate::common;
 use std::path::Path;
 
 use common::{McpProcess, emulator, env_for, envelope, with_policy};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 /// The binary at `full`/`advanced`, its audit trail at `audit`, initialized.

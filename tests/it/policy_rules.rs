@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use approval_common::{Answer, Person, call, code, connect_stdio, envelope};
 use common::{emulator, env_for, with_policy};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 /// Non-GET requests the emulator received, as `METHOD path`.
@@ -398,7 +398,7 @@ async fn a_policy_that_does_not_parse_stops_start_up() {
     // An instance file's `policy` is checked the same way.
     let home = tempfile::tempdir().expect("home");
     let instance = home.path().join("lab.json");
-    let opts = nandi_proxmox_mcp::emulator::EmulatorOptions::default();
+    let opts = pve_emulator::EmulatorOptions::default();
     let file = json!({
         "proxmoxHost": emu.host(), "proxmoxPort": emu.port(), "proxmoxUser": opts.user,
         "proxmoxRealm": opts.realm, "tokenName": opts.token_name, "tokenSecret": opts.token_secret,

@@ -12,9 +12,9 @@ use crate::harness;
 
 use harness::pve_client;
 use nandi_proxmox_mcp::catalog::{self, ToolSpec};
-use nandi_proxmox_mcp::emulator::{Fault, FaultKind};
 use nandi_proxmox_mcp::preview::{self, Before, Change, Preview, Target};
 use nandi_proxmox_mcp::{pve, schema};
+use pve_emulator::{Fault, FaultKind};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_client::{ClientSetup, TestClient, envelope, percentages, server};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::transport::http::{self, HttpSettings};
+use pve_emulator::{Emulator, EmulatorOptions};
 use rmcp::ServiceExt;
 use rmcp::model::ProgressNotificationParam;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;

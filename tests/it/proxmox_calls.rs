@@ -8,7 +8,7 @@ use crate::common;
 use std::process::Stdio;
 
 use common::{FULL_ADVANCED, McpProcess, emulator, env_for, envelope, full_server, with_policy};
-use nandi_proxmox_mcp::emulator::{Fault, FaultKind};
+use pve_emulator::{Fault, FaultKind};
 use serde_json::{Map, Value, json};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions, Fault, FaultKind};
 use nandi_proxmox_mcp::pve::{
     ApiRequest, Client, ClientLimits, Connection, DEFAULT_MAX_INFLIGHT, Outcome, PveError, TlsMode,
 };
+use pve_emulator::{Emulator, EmulatorOptions, Fault, FaultKind};
 use tokio_util::sync::CancellationToken;
 
 async fn emulator() -> Emulator {

@@ -6,8 +6,8 @@
 use crate::common;
 
 use common::guests::{assert_request, fails, ok, start, wait_task};
-use nandi_proxmox_mcp::emulator::EmulatorOptions;
 use nandi_proxmox_mcp::pve::{ApiRequest, Client, Connection, TlsMode};
+use pve_emulator::EmulatorOptions;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

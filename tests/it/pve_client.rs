@@ -8,11 +8,11 @@
 use std::time::{Duration, Instant};
 
 use nandi_proxmox_mcp::effects::{EffectSet, with_clearance};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions, Fault, FaultKind};
 use nandi_proxmox_mcp::pve::{
     ApiRequest, Client, Connection, Method, Outcome, PveError, RetryPolicy, TlsMode, Upid,
     encode_path_segment,
 };
+use pve_emulator::{Emulator, EmulatorOptions, Fault, FaultKind};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

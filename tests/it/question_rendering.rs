@@ -14,7 +14,7 @@ use crate::common;
 
 use approval_common::{Answer, Person, call, changes, code, connect_stdio};
 use common::{emulator, env_for, with_policy};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use rmcp::RoleClient;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};

@@ -12,13 +12,13 @@ use std::time::Duration;
 
 use common::{McpProcess, emulator, env_for, with_policy};
 use nandi_proxmox_mcp::audit::verify::verify_file;
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::pve;
 use nandi_proxmox_mcp::redact::{SECRET_FIELDS, SECRET_NOTICE};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-/// Part of the emulator's seed `cipassword` of VM 101 (`emulator::seed::SEED_CIPASSWORD`).
+/// Part of the emulator's seed `cipassword` of VM 101 (`pve_emulator` `seed::SEED_CIPASSWORD`).
 const SEED_CANARY: &str = "CANARYcipw5f2b81d0e7a94c3";
 /// Put into every secret-named argument.
 const ARG_CANARY: &str = "ARGCANARY-3b9f1d7e-pw";

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::{emulator, env_for};
 use mcp_tasks_client::{ClientSetup, TestClient, completed_result, poll_to_end};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use rmcp::RoleClient;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, GetTaskParams, ProtocolVersion};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RunningService};

@@ -10,7 +10,7 @@ use crate::common;
 
 use approval_common::{Answer, Person, call, code, connect_stdio};
 use common::{emulator, env_for, with_policy};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 /// Non-GET requests the emulator received, as `METHOD path`.

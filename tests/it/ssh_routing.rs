@@ -15,10 +15,10 @@ use std::time::Duration;
 use common::sshd::Sshd;
 use common::{McpProcess, env_for, envelope};
 use nandi_proxmox_mcp::config::{SshConfig, SshNodeOverride, SshStrategy};
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::pve::{Client, Connection, TlsMode};
 use nandi_proxmox_mcp::ssh::router::RouteError;
 use nandi_proxmox_mcp::ssh::{Route, Router, RunOptions, RusshExecutor, SshError};
+use pve_emulator::{Emulator, EmulatorOptions};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

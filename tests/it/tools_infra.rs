@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use common::{McpProcess, emulator, envelope, full_server};
 use nandi_proxmox_mcp::catalog::{self, Category};
-use nandi_proxmox_mcp::emulator::Emulator;
+use pve_emulator::Emulator;
 use serde_json::{Value, json};
 
 const CATEGORIES: [Category; 6] = [

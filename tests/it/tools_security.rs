@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 
 use common::{McpProcess, emulator, env_for, envelope, with_policy};
 use nandi_proxmox_mcp::catalog::{self, Category};
-use nandi_proxmox_mcp::emulator::{Emulator, RecordedRequest};
+use pve_emulator::{Emulator, RecordedRequest};
 use security_cases::cases;
 use serde_json::{Value, json};
 

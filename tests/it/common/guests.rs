@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use nandi_proxmox_mcp::emulator::{Emulator, RecordedRequest};
+use pve_emulator::{Emulator, RecordedRequest};
 use serde_json::{Value, json};
 
 use super::{McpProcess, emulator, env_for, envelope, with_policy};

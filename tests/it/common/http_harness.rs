@@ -6,12 +6,12 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::pve;
 use nandi_proxmox_mcp::registry::Registry;
 use nandi_proxmox_mcp::server::{AppState, Server};
 use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
+use pve_emulator::{Emulator, EmulatorOptions};
 use reqwest::{Response, StatusCode};
 use serde_json::{Value, json};
 

@@ -10,11 +10,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use nandi_proxmox_mcp::emulator::{Emulator, EmulatorOptions};
 use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::pve;
 use nandi_proxmox_mcp::registry::{Capabilities, Registry};
 use nandi_proxmox_mcp::server::{AppState, Server};
+use pve_emulator::{Emulator, EmulatorOptions};
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResponse, CallToolResult, Tool};
 use rmcp::service::{RoleClient, RunningService};

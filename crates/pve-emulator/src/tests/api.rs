@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::{Harness, data, message};
-use crate::emulator::EmulatorOptions;
+use crate::EmulatorOptions;
 
 #[tokio::test]
 async fn token_auth_and_envelope() {
@@ -388,12 +388,12 @@ async fn the_request_log_keeps_only_the_newest_requests() {
         ..EmulatorOptions::default()
     })
     .await;
-    let total = crate::emulator::MAX_RECORDED_REQUESTS + 10;
+    let total = crate::MAX_RECORDED_REQUESTS + 10;
     for _ in 0..total {
         let (status, _) = h.get("/version").await;
         assert_eq!(status, 200);
     }
     let recorded = h.emu.requests();
-    assert!(recorded.len() <= crate::emulator::MAX_RECORDED_REQUESTS);
-    assert!(recorded.len() > crate::emulator::MAX_RECORDED_REQUESTS / 2);
+    assert!(recorded.len() <= crate::MAX_RECORDED_REQUESTS);
+    assert!(recorded.len() > crate::MAX_RECORDED_REQUESTS / 2);
 }

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Harness, PinnedVerifier, client_config, client_with, data, message};
-use crate::emulator::{Fault, FaultKind};
+use crate::{Fault, FaultKind};
 
 #[tokio::test]
 async fn status_faults_honour_prefix_and_count() {

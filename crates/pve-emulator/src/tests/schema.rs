@@ -15,8 +15,8 @@ use super::super::routes;
 /// The official schema. The test carries `cfg_attr(no_pve_api, ignore)`, set by build.rs when
 /// the file is absent outside CI, so a missing file here means CI lacks it: fail.
 fn pve_api_endpoints() -> Value {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/pve-api/endpoints-pve-9.1.json.gz");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/pve-api/endpoints-pve-9.1.json.gz");
     let file = std::fs::File::open(&path)
         .unwrap_or_else(|e| panic!("{} cannot be read under CI ({e})", path.display()));
     let mut text = String::new();

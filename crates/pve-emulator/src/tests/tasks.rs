@@ -5,7 +5,7 @@ use std::time::Duration;
 use reqwest::Method;
 
 use super::{Harness, data, enc, message};
-use crate::emulator::task::Upid;
+use crate::task::Upid;
 
 #[tokio::test]
 async fn power_ops_change_status_and_return_upids() {

@@ -7,7 +7,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use super::{Harness, PinnedVerifier, client_config, client_with, data};
-use crate::emulator::{EmulatorOptions, fingerprint_of};
+use crate::{EmulatorOptions, fingerprint_of};
 
 #[tokio::test]
 async fn https_with_pinned_fingerprint() {
