@@ -275,15 +275,25 @@ fn set_version_writes_cargo_toml_and_lock_without_cargo_edit() {
             .collect()
     };
     let line = |v: &str| format!("version = \"{v}\"");
+    // The package's version, and the emulator crate's exact requirement beside it (published
+    // together at one version).
+    let emulator = |v: &str| {
+        format!("pve-emulator = {{ path = \"crates/pve-emulator\", version = \"={v}\" }}")
+    };
     assert_eq!(
         changed(&toml_before, &toml_after),
-        vec![(line(&old), line(&new))],
+        vec![(line(&old), line(&new)), (emulator(&old), emulator(&new))],
         "Cargo.toml"
     );
+    // Our own entry and the emulator crate's.
     assert_eq!(
         changed(&lock_before, &lock_after),
-        vec![(line(&old), line(&new))],
+        vec![(line(&old), line(&new)), (line(&old), line(&new))],
         "Cargo.lock"
+    );
+    assert!(
+        lock_after.contains(&format!("name = \"pve-emulator\"\n{}", line(&new))),
+        "Cargo.lock: the emulator's entry"
     );
     assert!(
         lock_after.contains(&format!("name = \"nandi-proxmox-mcp\"\n{}", line(&new))),
