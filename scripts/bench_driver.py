@@ -21,6 +21,7 @@ import time
 HZ = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 DEADLINE = 30.0  # seconds any single read may take before the run is abandoned
+SESSION_PROBES = 64  # HTTP sessions opened to measure the memory one holds
 
 
 def cpu_seconds(pid):
@@ -289,6 +290,20 @@ def http_run(binary, env, tool, arguments, calls, workers, stateless=False):
         if port is None:
             raise RuntimeError("HTTP server did not report its address")
         threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
+        memory = {}
+        if not stateless:
+            # Idle with a bearer token, then the memory each further open session holds: 64
+            # sessions initialized (one connection each, closed after), RSS before and after.
+            probe = HttpSession("127.0.0.1", port, token)
+            probe.close()
+            time.sleep(0.3)
+            idle = memory_kib(proc.pid, "VmRSS")
+            extra = [HttpSession("127.0.0.1", port, token) for _ in range(SESSION_PROBES)]
+            for s in extra:
+                s.close()
+            time.sleep(0.3)
+            memory = {"http_rss_idle_mib": idle / 1024,
+                      "http_kib_per_session": (memory_kib(proc.pid, "VmRSS") - idle) / SESSION_PROBES}
         sessions = [HttpSession("127.0.0.1", port, token) for _ in range(workers)]
         message = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                    "params": {"name": tool, "arguments": arguments}}
@@ -320,7 +335,8 @@ def http_run(binary, env, tool, arguments, calls, workers, stateless=False):
         for s in sessions:
             s.close()
         prefix = "http_stateless" if stateless else "http"
-        return {f"{prefix}_calls_per_s": done / elapsed, f"{prefix}_cpu_ms_per_request": cpu * 1e3}
+        return dict(memory, **{f"{prefix}_calls_per_s": done / elapsed,
+                               f"{prefix}_cpu_ms_per_request": cpu * 1e3})
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -362,6 +378,9 @@ def check(recorded, measured):
     drift = 0
     print(f"\ncheck against figures of {recorded['date']} (load {recorded['load']}, {recorded['runs']} runs):")
     for name, keys in recorded["figures"].items():
+        if name == "previous" and name not in measured["figures"]:
+            print("  (the recorded previous build's figures are not checked: run with --previous to)")
+            continue
         for key, old in keys.items():
             new = measured["figures"].get(name, {}).get(key)
             if new is None:
@@ -394,20 +413,35 @@ GOALS = [
     ("HTTP CPU per request (4 sessions)", "nandi", "http_cpu_ms_per_request", "≤ 0.10 ms", "{:.3f} ms"),
     ("HTTP CPU per request (stateless)", "nandi", "http_stateless_cpu_ms_per_request", "≤ 0.10 ms", "{:.3f} ms"),
     ("RSS idle", "nandi", "rss_idle_mib", "≤ 8 MiB", "{:.1f} MiB"),
+    ("RSS idle over HTTP with a bearer token", "nandi", "http_rss_idle_mib", "≤ 12 MiB", "{:.1f} MiB"),
+    ("memory per open HTTP session", "nandi", "http_kib_per_session", "≤ 64 KiB", "{:.0f} KiB"),
 ]
 
 
 def render(recorded):
     """The Markdown table docs/PERFORMANCE.md shows for a figures file."""
+    previous = recorded["figures"].get("previous")
     lines = [f"Measured {recorded['date']}, `{recorded['command']}`, {recorded['runs']} interleaved runs, "
-             f"{recorded['cpus']} CPUs, load average {recorded['load']}; median (min–max).", "",
-             "| figure | goal | measured |", "|---|---|---|"]
+             f"{recorded['cpus']} CPUs, load average {recorded['load']}; median (min–max).", ""]
+    if previous:
+        lines += [f"| figure | goal | measured | {recorded.get('previous_label', 'previous')}, same runs |",
+                  "|---|---|---|---|"]
+    else:
+        lines += ["| figure | goal | measured |", "|---|---|---|"]
+
+    def cell(fig, fmt):
+        if fig is None:
+            return "—"
+        return f"{fmt.format(fig['median'])} ({fmt.format(fig['min'])} – {fmt.format(fig['max'])})"
+
     for label, name, key, goal, fmt in GOALS:
         fig = recorded["figures"].get(name, {}).get(key)
         if fig is None:
             continue
-        lines.append(f"| {label} | {goal} | {fmt.format(fig['median'])} "
-                     f"({fmt.format(fig['min'])} – {fmt.format(fig['max'])}) |")
+        row = f"| {label} | {goal} | {cell(fig, fmt)} |"
+        if previous:
+            row += f" {cell(previous.get(key), fmt)} |"
+        lines.append(row)
     return "\n".join(lines) + "\n"
 
 
@@ -416,6 +450,10 @@ def main():
     parser.add_argument("--binary", required=True)
     parser.add_argument("--emulator", required=True, help="emulator launcher binary")
     parser.add_argument("--compare", action="append", default=[], help="another stdio MCP server command")
+    parser.add_argument("--previous", help="an earlier build of this server, measured figure for figure "
+                        "beside --binary (every figure, HTTP included), as `previous`")
+    parser.add_argument("--previous-label", default="previous",
+                        help="what the goal table calls --previous (e.g. its commit)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cold-rounds", type=int, default=15,
                         help="interleaved cold starts of each contender (and /bin/true) per run")
@@ -444,6 +482,9 @@ def main():
         with open(ca_file, "w") as f:
             f.write(emu["certificate_pem"])
         servers = [("nandi", [args.binary, "run"])]
+        if args.previous:
+            servers.append(("previous", [args.previous, "run"]))
+        ours = {name: argv for name, argv in servers}  # builds of this server: every figure
         servers += [(f"compare{i + 1}", shlex.split(c)) for i, c in enumerate(args.compare)]
         samples = {name: {} for name, _ in servers}
         samples["baseline"] = {}
@@ -457,15 +498,17 @@ def main():
             starts = {"true": true_start}
             for name, argv in servers:
                 starts[name] = lambda argv=argv: cold_start(argv, base_env)
-            starts["nandi full"] = lambda: cold_start(servers[0][1], full)
+            for name, argv in ours.items():
+                starts[f"{name} full"] = lambda argv=argv: cold_start(argv, full)
             # Spawn → first listing with certificate checks on: against the system store (the
             # default TLS mode, no pin) and against a CA file, default and full/advanced.
             verify = {k: v for k, v in base_env.items() if k != "PROXMOX_TLS_FINGERPRINT"}
             ca_env = dict(verify, PROXMOX_TLS_CA_FILE=ca_file)
-            for label, env in (("verify", verify), ("ca_file", ca_env)):
-                for surface, extra in (("default", {}), ("full", SURFACES[-1][1])):
-                    starts[f"list {label} {surface}"] = (
-                        lambda env=dict(env, **extra): first_listing(servers[0][1], env))
+            for name, argv in ours.items():
+                for label, env in (("verify", verify), ("ca_file", ca_env)):
+                    for surface, extra in (("default", {}), ("full", SURFACES[-1][1])):
+                        starts[f"{name} list {label} {surface}"] = (
+                            lambda argv=argv, env=dict(env, **extra): first_listing(argv, env))
             cold = {k: v * 1e3 for k, v in cold_start_rounds(starts, args.cold_rounds).items()}
             add("baseline", "true_ms", cold["true"])
             get_ms = https_get_latency(emu, "/nodes", 500) * 1e3
@@ -473,25 +516,25 @@ def main():
             for name, argv in servers:  # interleaved: every server once per run
                 add(name, "cold_start_ms", cold[name])
                 add(name, "cold_start_vs_true", cold[name] / cold["true"])
-                if name == "nandi":
-                    add(name, "cold_start_full_ms", cold["nandi full"])
-                    add(name, "cold_start_full_vs_true", cold["nandi full"] / cold["true"])
+                if name in ours:
+                    add(name, "cold_start_full_ms", cold[f"{name} full"])
+                    add(name, "cold_start_full_vs_true", cold[f"{name} full"] / cold["true"])
                     for label in ("verify", "ca_file"):
                         for surface in ("default", "full"):
                             add(name, f"first_listing_{label}_{surface}_vs_true",
-                                cold[f"list {label} {surface}"] / cold["true"])
+                                cold[f"{name} list {label} {surface}"] / cold["true"])
                 result = stdio_run(argv, base_env, args.tool, {}, args.calls, args.inflight_calls,
                                    emu_proc.pid)
                 for key, value in result.items():
                     add(name, key, value)
                 add(name, "call_vs_https_get", result["call_ms"] / get_ms)
-                if name == "nandi":
+                if name in ours:
                     for surface, extra in SURFACES:
                         size, ms = tools_list(argv, dict(base_env, **extra))
                         add(name, f"tools_list_bytes[{surface}]", size)
                         add(name, f"tools_list_ms[{surface}]", ms)
                     for stateless in (False, True):
-                        http = http_run(args.binary, base_env, args.tool, {}, args.http_calls, 4, stateless)
+                        http = http_run(argv[0], base_env, args.tool, {}, args.http_calls, 4, stateless)
                         for key, value in http.items():
                             add(name, key, value)
                 else:
@@ -515,6 +558,7 @@ def main():
             "load": " ".join(load),
             "cpus": os.cpu_count(),
             "runs": args.runs,
+            "previous_label": args.previous_label,
             "figures": {name: {key: stats(values) for key, values in keys.items()}
                         for name, keys in samples.items()},
         }
