@@ -5,20 +5,25 @@
 //! the local user who started the process. Everything that names the caller — audit lines,
 //! the person's question, logs — reads it through [`Caller::of`].
 //!
+//! Every handle the server hands out (task ids, approval states, sessions) is bound to the
+//! caller's [`Owner`], so a handle made for one caller opens for nobody else.
+//!
 //! Invariants: a caller's credentials can only *narrow* what the server's own settings allow
 //! ([`Caller::tier_within`]), never widen it; the names it carries come from a verified token
 //! and are cleaned ([`clean_name`]) before they reach a log line, an audit record or a question,
-//! so no control character or oversized claim travels on.
+//! so no control character or oversized claim travels on; the owner is derived from the raw
+//! claims, never from the cleaned names (two subjects that clean alike stay two owners).
 
 use std::borrow::Cow;
 
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
+use sha2::{Digest, Sha256};
 
 use crate::catalog::Tier;
 
 /// How a caller was authenticated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Via {
     /// The local user who started the server over stdio.
     Stdio,
@@ -43,6 +48,60 @@ pub struct Caller {
     pub scopes: Vec<String>,
     /// The highest tier the credentials allow; `None`: whatever the server's settings allow.
     pub tier_ceiling: Option<Tier>,
+    /// Whom the handles this caller makes belong to.
+    pub owner: Owner,
+}
+
+/// Whom a handle belongs to (a task id, an approval state, an HTTP session).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// Everyone who reaches the server this way is one principal: the local stdio user, the
+    /// holder of the server's static token, any client with authentication off.
+    Shared(Via),
+    /// An OAuth token's subject and client: SHA-256 of the raw claims, as the token carried
+    /// them (not cut, not cleaned).
+    Token([u8; 32]),
+}
+
+impl Owner {
+    /// The owner of a verified OAuth token with these raw claims.
+    pub fn of_token(subject: Option<&str>, client: Option<&str>) -> Owner {
+        let mut hasher = Sha256::new();
+        hasher.update(b"nandi-proxmox-mcp owner v1\0");
+        for claim in [subject, client] {
+            // Length-prefixed, and absent distinct from empty: no two claim pairs hash alike.
+            match claim {
+                Some(value) => {
+                    hasher.update([1]);
+                    hasher.update((value.len() as u64).to_be_bytes());
+                    hasher.update(value.as_bytes());
+                }
+                None => hasher.update([0]),
+            }
+        }
+        Owner::Token(hasher.finalize().into())
+    }
+
+    /// The bytes a seal binds: a kind byte, then the digest (zeros for a shared owner).
+    pub fn binding(&self) -> [u8; 33] {
+        let mut out = [0u8; 33];
+        match self {
+            Owner::Shared(via) => {
+                out[0] = match via {
+                    Via::Stdio => 1,
+                    Via::Unauthenticated => 2,
+                    Via::StaticToken => 3,
+                    // Never built: an OAuth caller's owner is always its token's.
+                    Via::OAuth => 4,
+                };
+            }
+            Owner::Token(digest) => {
+                out[0] = 5;
+                out[1..].copy_from_slice(digest);
+            }
+        }
+        out
+    }
 }
 
 /// Longest caller name kept (characters); longer claims are cut and marked.
@@ -57,6 +116,24 @@ impl Caller {
             client_id: None,
             scopes: Vec::new(),
             tier_ceiling: None,
+            owner: Owner::Shared(via),
+        }
+    }
+
+    /// An OAuth caller from a verified token's raw claims (names cleaned, owner from the raw).
+    pub fn oauth(
+        subject: Option<&str>,
+        client_id: Option<&str>,
+        scopes: Vec<String>,
+        tier_ceiling: Tier,
+    ) -> Caller {
+        Caller {
+            via: Via::OAuth,
+            subject: subject.and_then(clean_name),
+            client_id: client_id.and_then(clean_name),
+            scopes,
+            tier_ceiling: Some(tier_ceiling),
+            owner: Owner::of_token(subject, client_id),
         }
     }
 
@@ -131,13 +208,36 @@ mod tests {
     use super::*;
 
     fn oauth(subject: Option<&str>, client: Option<&str>) -> Caller {
-        Caller {
-            via: Via::OAuth,
-            subject: subject.map(str::to_owned),
-            client_id: client.map(str::to_owned),
-            scopes: vec![],
-            tier_ceiling: Some(Tier::ReadOnly),
+        Caller::oauth(subject, client, vec![], Tier::ReadOnly)
+    }
+
+    #[test]
+    fn owners_come_from_the_raw_claims() {
+        let long = |tail: &str| format!("https://idp.example/{}{tail}", "u".repeat(120));
+        let (a, b) = (long("alice"), long("bob"));
+        let (alice, bob) = (oauth(Some(&a), None), oauth(Some(&b), None));
+        // The printable names are cut alike; the owners stay apart.
+        assert_eq!(alice.subject, bob.subject);
+        assert_ne!(alice.owner, bob.owner);
+        assert_eq!(alice.owner, oauth(Some(&a), None).owner);
+        // Subject and client are kept apart: ("ab", none) is not ("a", "b") nor (none, "ab").
+        let pairs = [
+            Owner::of_token(Some("ab"), None),
+            Owner::of_token(Some("a"), Some("b")),
+            Owner::of_token(None, Some("ab")),
+            Owner::of_token(Some(""), None),
+            Owner::of_token(None, None),
+        ];
+        for (i, x) in pairs.iter().enumerate() {
+            for y in &pairs[i + 1..] {
+                assert_ne!(x.binding(), y.binding());
+            }
         }
+        let shared = [Via::Stdio, Via::Unauthenticated, Via::StaticToken]
+            .map(|via| Caller::anonymous(via).owner.binding());
+        assert_ne!(shared[0], shared[1]);
+        assert_ne!(shared[1], shared[2]);
+        assert!(!shared.contains(&pairs[4].binding()));
     }
 
     #[test]

@@ -44,11 +44,8 @@ impl Person {
     /// The name an audit line and a log give the person: `oauth:<sub>`, like a caller's.
     pub fn label(&self) -> String {
         Caller {
-            via: Via::OAuth,
             subject: Some(self.subject.clone()),
-            client_id: None,
-            scopes: Vec::new(),
-            tier_ceiling: None,
+            ..Caller::anonymous(Via::OAuth)
         }
         .label()
         .into_owned()
@@ -147,13 +144,7 @@ mod tests {
     }
 
     fn oauth(subject: Option<&str>) -> Caller {
-        Caller {
-            via: Via::OAuth,
-            subject: subject.map(str::to_owned),
-            client_id: Some("claude".into()),
-            scopes: vec![],
-            tier_ceiling: Some(Tier::Full),
-        }
+        Caller::oauth(subject, Some("claude"), vec![], Tier::Full)
     }
 
     fn person(subject: &str, scopes: &[&str]) -> Person {

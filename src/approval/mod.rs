@@ -50,6 +50,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, ServiceError};
 
 use crate::envelope::{ToolFailure, codes};
+use crate::identity::{Caller, Owner};
 use crate::policy::ApprovalMode;
 
 pub use approvers::{Approvers, Person, approver_of_this_call, note_approver, with_approver_slot};
@@ -355,7 +356,8 @@ impl Approver {
         confirmed: bool,
     ) -> Verdict {
         let channel = self.channel(context);
-        let bound = || state::binding(&request.name, request.arguments.as_ref());
+        let owner = Caller::of(context).owner;
+        let bound = || state::binding(&owner, &request.name, request.arguments.as_ref());
         let (links, timeout) = (&self.links, self.timeout);
         match (self.mode, channel) {
             (ApprovalMode::Confirm, _) => confirm_flag(self.mode, channel, confirmed, question),
@@ -378,7 +380,7 @@ impl Approver {
                 links.by_url(context, question, bound(), timeout).await
             }
             (_, Channel::Elicitation) => self.elicit(context, question).await,
-            (_, Channel::MultiRoundTrip) => self.round_trip(request, question),
+            (_, Channel::MultiRoundTrip) => self.round_trip(&owner, request, question),
         }
     }
 
@@ -414,8 +416,13 @@ impl Approver {
     }
 
     /// The stateless flow: ask through `InputRequiredResult`, then check the retry.
-    fn round_trip(&self, request: &CallToolRequestParams, question: &Question) -> Verdict {
-        let binding = state::binding(&request.name, request.arguments.as_ref());
+    fn round_trip(
+        &self,
+        owner: &Owner,
+        request: &CallToolRequestParams,
+        question: &Question,
+    ) -> Verdict {
+        let binding = state::binding(owner, &request.name, request.arguments.as_ref());
         let answer = request
             .input_responses
             .as_ref()

@@ -3,9 +3,10 @@
 //!
 //! The state a stateless peer echoes back is attacker-controlled. It is sealed with
 //! HMAC-SHA256 (rmcp's `RequestStateCodec`) over a random nonce, with the *binding* — a
-//! digest of the tool name and the canonical JSON of the arguments — as associated data and
-//! a TTL. Invariant: a state opens only for the same tool and the same arguments, before its
-//! expiry, and only once per process (a replayed state is refused even within its TTL).
+//! digest of the caller's owner, the tool name and the canonical JSON of the arguments — as
+//! associated data and a TTL. Invariant: a state opens only for the same caller, the same tool
+//! and the same arguments, before its expiry, and only once per process (a replayed state is
+//! refused even within its TTL).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,6 +16,8 @@ use rand::RngCore;
 use rmcp::model::{RequestStateCodec, RequestStateError, SealOptions};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+
+use crate::identity::Owner;
 
 /// Most nonces remembered as spent; older ones have expired anyway (bounded memory).
 const SPENT_CAPACITY: usize = 10_000;
@@ -93,10 +96,12 @@ impl SealedStates {
     }
 }
 
-/// The binding of a state: SHA-256 over the tool name and the canonical JSON of its
-/// arguments (object keys sorted at every depth), so any edited argument changes it.
-pub fn binding(tool: &str, arguments: Option<&Map<String, Value>>) -> Vec<u8> {
+/// The binding of a state: SHA-256 over the caller's [`Owner`], the tool name and the
+/// canonical JSON of its arguments (object keys sorted at every depth), so any edited
+/// argument changes it, and a state issued to one caller opens for no other.
+pub fn binding(owner: &Owner, tool: &str, arguments: Option<&Map<String, Value>>) -> Vec<u8> {
     let mut hasher = Sha256::new();
+    hasher.update(owner.binding());
     hasher.update(tool.as_bytes());
     hasher.update([0]);
     let canonical = arguments
@@ -130,6 +135,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::identity::Via;
+
+    const STDIO: Owner = Owner::Shared(Via::Stdio);
 
     fn args(value: Value) -> Map<String, Value> {
         value.as_object().cloned().expect("object")
@@ -137,7 +145,7 @@ mod tests {
 
     #[test]
     fn a_long_key_is_used_as_given_and_a_short_one_stretched() {
-        let bound = binding("pve_stop_qemu_vm", None);
+        let bound = binding(&STDIO, "pve_stop_qemu_vm", None);
         let opens_with = |states: &SealedStates, material: &[u8]| {
             let sealed = states.seal(&bound, Duration::from_secs(60));
             RequestStateCodec::try_new(material.to_vec())
@@ -169,20 +177,20 @@ mod tests {
     fn a_state_opens_once_for_the_same_call_only() {
         let states = SealedStates::random();
         let call = args(json!({"node": "pve01", "vmid": 101}));
-        let bound = binding("pve_stop_qemu_vm", Some(&call));
+        let bound = binding(&STDIO, "pve_stop_qemu_vm", Some(&call));
         let sealed = states.seal(&bound, Duration::from_secs(60));
         // Key order does not matter; values do.
         let reordered = args(json!({"vmid": 101, "node": "pve01"}));
-        assert_eq!(bound, binding("pve_stop_qemu_vm", Some(&reordered)));
+        assert_eq!(bound, binding(&STDIO, "pve_stop_qemu_vm", Some(&reordered)));
         let other = args(json!({"node": "pve01", "vmid": 102}));
         assert!(
             states
-                .open(&sealed, &binding("pve_stop_qemu_vm", Some(&other)))
+                .open(&sealed, &binding(&STDIO, "pve_stop_qemu_vm", Some(&other)))
                 .is_err()
         );
         assert!(
             states
-                .open(&sealed, &binding("pve_qemu_delete", Some(&call)))
+                .open(&sealed, &binding(&STDIO, "pve_qemu_delete", Some(&call)))
                 .is_err()
         );
         assert_eq!(states.open(&sealed, &bound), Ok(()));
@@ -192,7 +200,7 @@ mod tests {
     #[test]
     fn tampered_foreign_and_expired_states_are_refused() {
         let states = SealedStates::random();
-        let bound = binding("t", None);
+        let bound = binding(&STDIO, "t", None);
         let sealed = states.seal(&bound, Duration::from_secs(60));
         let mut tampered = sealed.clone().into_bytes();
         let last = tampered.len() - 1;
@@ -209,7 +217,7 @@ mod tests {
     #[test]
     fn replicas_sharing_a_key_accept_each_other() {
         let key = b"a shared approval key of 32+ bytes!!";
-        let bound = binding("t", None);
+        let bound = binding(&STDIO, "t", None);
         let sealed = SealedStates::with_key(key).seal(&bound, Duration::from_secs(60));
         assert_eq!(SealedStates::with_key(key).open(&sealed, &bound), Ok(()));
     }

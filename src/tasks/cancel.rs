@@ -37,7 +37,8 @@ pub async fn cancel(
     use crate::audit::call as audit;
     let started = Instant::now();
     // With several clusters the id names its cluster (sealed): only that cluster is touched.
-    let (state, cluster, task_id) = super::cluster_id::open(clusters, task_id)?;
+    let owner = crate::identity::Caller::of(context).owner;
+    let (state, cluster, task_id) = super::bound_id::open(clusters, &owner, task_id)?;
     if ExecHandle::claims(task_id) {
         ExecHandle::decode(
             task_id,

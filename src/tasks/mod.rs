@@ -3,7 +3,8 @@
 //! `tasks/get` and `tasks/cancel` read and stop the Proxmox task behind a task id.
 //!
 //! Invariants: the task id is derived from the UPID (see [`id`]), so no store is shared
-//! and a later session can still read it until the TTL; a Proxmox task is stopped only
+//! and a later session of the same caller can still read it until the TTL; it opens for no
+//! other caller (see [`bound_id`]); a Proxmox task is stopped only
 //! by `tasks/cancel` after the same approval `pve_stop_task` needs; following (progress,
 //! waits) only reads and never stops the task when the wait ends; followers are bounded
 //! per session and per process (see [`follow`]): a wait beyond the bound is refused with
@@ -12,8 +13,8 @@
 // Failures are the cold path and are rendered once; boxing them would only add noise.
 #![allow(clippy::result_large_err)]
 
+pub mod bound_id;
 mod cancel;
-pub mod cluster_id;
 pub mod exec_task;
 pub mod follow;
 pub mod id;
@@ -34,6 +35,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::envelope::{CallMeta, ToolFailure, codes, not_configured, render};
+use crate::identity::{Caller, Owner};
 use crate::outcome;
 use crate::pve;
 use crate::registry::Entry;
@@ -147,7 +149,7 @@ pub(crate) fn exec_seal_key(state: &AppState) -> ring::hmac::Key {
     exec_task::seal_key(state.settings.approval_key.as_ref().map(|k| k.expose()))
 }
 
-fn exec_task(state: &AppState, call: &Dispatched<'_>) -> Option<CallToolResponse> {
+fn exec_task(state: &AppState, call: &Dispatched<'_>, owner: &Owner) -> Option<CallToolResponse> {
     let data = call.outcome.as_ref().ok()?;
     let pid = data.get("pid").and_then(Value::as_i64)?;
     if data.get("exited").and_then(Value::as_bool) != Some(false) {
@@ -162,7 +164,7 @@ fn exec_task(state: &AppState, call: &Dispatched<'_>) -> Option<CallToolResponse
     let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
     let id = handle.encode(&exec_seal_key(state));
     let task = Task::new(
-        cluster_id::bind(state, call.entry.cluster, id),
+        bound_id::bind(state, call.entry.cluster, owner, id),
         TaskStatus::Working,
         handle.created_at(),
         rmcp::task_manager::current_timestamp(),
@@ -208,8 +210,10 @@ pub async fn after_dispatch(
     context: &RequestContext<RoleServer>,
 ) -> Option<CallToolResponse> {
     let spec = call.entry.spec;
+    // The id handed out opens only for this caller (see `bound_id`).
+    let owner = Caller::of(context).owner;
     if answers_exec_as_task(spec, context) {
-        return exec_task(state, &call);
+        return exec_task(state, &call, &owner);
     }
     if !spec.starts_task {
         return None;
@@ -245,7 +249,7 @@ pub async fn after_dispatch(
         let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
         let now = rmcp::task_manager::current_timestamp();
         let task = Task::new(
-            cluster_id::bind(state, call.entry.cluster, handle.encode()),
+            bound_id::bind(state, call.entry.cluster, &owner, handle.encode()),
             TaskStatus::Working,
             handle.created_at(),
             now,
@@ -394,7 +398,7 @@ pub async fn get(
     context: &RequestContext<RoleServer>,
 ) -> Result<GetTaskResult, McpError> {
     // With several clusters the id names its cluster (sealed): only that cluster is read.
-    let (state, cluster, inner) = cluster_id::open(clusters, task_id)?;
+    let (state, cluster, inner) = bound_id::open(clusters, &Caller::of(context).owner, task_id)?;
     if ExecHandle::claims(inner) {
         return get_exec(state, cluster, task_id, inner, context).await;
     }
@@ -545,7 +549,7 @@ async fn get_exec(
     };
     let mut outcome = outcome;
     if let Some(entry) = state.registry.get("pve_exec_qemu_guest_command") {
-        let tier = crate::identity::Caller::of(context).tier_within(state.settings.tier);
+        let tier = Caller::of(context).tier_within(state.settings.tier);
         crate::redact::redact_outcome(entry.spec, tier, None, &mut outcome);
     }
     let result = match serde_json::to_value(render(outcome, &meta)) {

@@ -12,9 +12,13 @@
 //!   the scope it needs (see [`super::step_up`]).
 //! * A successful `DELETE` is answered 200 (rmcp says 202, which official SDKs report as a
 //!   failed session termination).
+//! * A session belongs to the caller whose `initialize` opened it: its id sent by anyone else
+//!   (another OAuth subject or client) is answered exactly as an unknown session is, on every
+//!   method — 404 with rmcp's own body, and an empty 200 for `DELETE` (nothing is closed).
 //!
-//! Invariant: the body handed on to rmcp is byte for byte the body received; it is read at most
-//! once and never beyond the configured body limit.
+//! Invariants: the body handed on to rmcp is byte for byte the body received; it is read at
+//! most once and never beyond the configured body limit; no request reaches a session its
+//! caller did not open.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -30,7 +34,7 @@ use super::errors::{SERVER_ERROR, invalid_request, json_error};
 use super::refusals::RefusalLog;
 use super::sessions::BoundedSessions;
 use super::step_up::StepUp;
-use crate::identity::Caller;
+use crate::identity::{Caller, Owner, Via};
 use crate::transport::dupkeys;
 
 /// What the inspection stage needs.
@@ -49,6 +53,27 @@ pub struct Inspect {
 /// Middleware: duplicate keys, session room, `DELETE` status (see the module docs).
 pub async fn inspect(State(stage): State<Inspect>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
+    // The authentication stage records a caller on every request it lets through; none
+    // recorded is the unauthenticated caller (as `Caller::of` reads it).
+    let owner = request
+        .extensions()
+        .get::<Caller>()
+        .map_or(Owner::Shared(Via::Unauthenticated), |caller| caller.owner);
+    let session = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok());
+    if let Some(id) = session
+        && !stage.sessions.usable_by(id, &owner)
+    {
+        stage.refusals.note(
+            "session id sent by a caller who did not open it",
+            peer_ip(&request),
+            method.as_str(),
+            "/mcp",
+        );
+        return unknown_session(&method);
+    }
     if method == Method::DELETE {
         let mut response = next.run(request).await;
         if response.status() == StatusCode::ACCEPTED {
@@ -99,15 +124,34 @@ pub async fn inspect(State(stage): State<Inspect>, request: Request, next: Next)
             .note("tools/call needs a higher OAuth scope", ip, "POST", "/mcp");
         return refused;
     }
-    if !stage.stateless
-        && !parts.headers.contains_key("mcp-session-id")
-        && is_initialize(&bytes)
-        && !stage.sessions.make_room().await
-    {
+    let opens_session =
+        !stage.stateless && !parts.headers.contains_key("mcp-session-id") && is_initialize(&bytes);
+    if opens_session && !stage.sessions.make_room().await {
         return sessions_full(&stage, ip);
     }
-    next.run(Request::from_parts(parts, Body::from(bytes)))
-        .await
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if opens_session
+        && let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+    {
+        stage.sessions.record_owner(id, owner);
+    }
+    response
+}
+
+/// The answer to a session id this caller may not use: the answer an unknown session gets,
+/// status and body, so the two cannot be told apart — rmcp's 404 (made JSON by the error
+/// layer), and for `DELETE` the empty 200 closing a session that does not exist gets (nothing
+/// is closed).
+fn unknown_session(method: &Method) -> Response {
+    if method == Method::DELETE {
+        return StatusCode::OK.into_response();
+    }
+    (StatusCode::NOT_FOUND, "Not Found: Session not found").into_response()
 }
 
 /// Whether the body is an `initialize` request (the only one that opens a session).

@@ -53,6 +53,7 @@ pub const OAUTH_VAR_NAMES: &[&str] = &[
     "MCP_OAUTH_JWKS_URL",
     "MCP_OAUTH_RESOURCE",
     "MCP_OAUTH_ALGORITHMS",
+    "MCP_OAUTH_REQUIRE_AT_JWT",
     "MCP_OAUTH_SCOPE_READ",
     "MCP_OAUTH_SCOPE_OPERATE",
     "MCP_OAUTH_SCOPE_ADMIN",
@@ -135,6 +136,9 @@ pub struct OAuthSettings {
     pub resource: String,
     /// Accepted signature algorithms (`MCP_OAUTH_ALGORITHMS`).
     pub algorithms: Vec<Algorithm>,
+    /// `MCP_OAUTH_REQUIRE_AT_JWT`: the token's header must say `typ: at+jwt` (RFC 9068). Off,
+    /// a `typ` may also be absent or `JWT`; any other type is refused either way.
+    pub require_at_jwt: bool,
     /// Scope names per tier.
     pub scopes: ScopeNames,
     /// Shortest interval between two JWKS downloads.
@@ -200,11 +204,21 @@ impl OAuthSettings {
                 "MCP_OAUTH_SCOPE_READ, _OPERATE and _ADMIN must be three different scopes".into(),
             ));
         }
+        let require_at_jwt = match get("MCP_OAUTH_REQUIRE_AT_JWT").as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                return Err(OAuthError(format!(
+                    "MCP_OAUTH_REQUIRE_AT_JWT={other:?}: expected true or false"
+                )));
+            }
+        };
         Ok(OAuthSettings {
             issuer,
             jwks_url,
             resource,
             algorithms,
+            require_at_jwt,
             scopes,
             jwks_min_refresh: DEFAULT_JWKS_MIN_REFRESH,
             approval_client: approval_client(get)?,

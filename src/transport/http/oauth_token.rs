@@ -26,7 +26,7 @@ use super::oauth::{Challenges, OAuthSettings};
 use super::oauth_jwks::{Endpoints, Jwks};
 use crate::approval::Person;
 use crate::catalog::Tier;
-use crate::identity::{Caller, Via, clean_name};
+use crate::identity::{Caller, clean_name};
 
 /// Largest access token accepted, in bytes (a JWT with the usual claims is well under 2 KiB).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
@@ -100,13 +100,13 @@ impl TokenValidator {
             .scopes
             .tier_of(granted.iter().map(String::as_str))
             .ok_or(Rejection::InsufficientScope)?;
-        Ok(Caller {
-            via: Via::OAuth,
-            subject: text(&claims, "sub"),
-            client_id: text(&claims, "client_id").or_else(|| text(&claims, "azp")),
-            scopes: granted,
-            tier_ceiling: Some(tier),
-        })
+        let raw = |name: &str| claims.get(name).and_then(Value::as_str);
+        Ok(Caller::oauth(
+            raw("sub"),
+            raw("client_id").or_else(|| raw("azp")),
+            granted,
+            tier,
+        ))
     }
 
     /// The person an access token from the approval sign-in names: the same checks as for a
@@ -129,6 +129,7 @@ impl TokenValidator {
         if !self.settings.algorithms.contains(&head.alg) {
             return Err(Rejection::Invalid("signature algorithm not allowed"));
         }
+        check_type(head.typ.as_deref(), self.settings.require_at_jwt)?;
         let key = self
             .jwks
             .key_for(head.kid.as_deref(), head.alg)
@@ -140,10 +141,35 @@ impl TokenValidator {
         validation.set_issuer(&[&self.settings.issuer]);
         validation.set_audience(&[&self.settings.resource]);
         validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-        decode::<Map<String, Value>>(token, &key, &validation)
+        let claims = decode::<Map<String, Value>>(token, &key, &validation)
             .map(|data| data.claims)
-            .map_err(|e| Rejection::Invalid(reason(e.kind())))
+            .map_err(|e| Rejection::Invalid(reason(e.kind())))?;
+        // A sender-constrained token (DPoP `cnf.jkt`, RFC 9449; mTLS `cnf.x5t#S256`, RFC 8705)
+        // is valid only with a proof of its key, which a Bearer request cannot carry: as a
+        // Bearer token it is refused (RFC 9449 §7.2), so a stolen one is worth nothing here.
+        if claims.contains_key("cnf") {
+            return Err(Rejection::Invalid(
+                "sender-constrained (cnf) token sent as a Bearer token",
+            ));
+        }
+        Ok(claims)
     }
+}
+
+/// The JOSE `typ` of an access token: `at+jwt` (RFC 9068 §2.1, with or without the
+/// `application/` prefix, any case); unless `require_at_jwt`, also none or plain `JWT`. Any
+/// other type names another kind of token (an ID token, a DPoP proof, a logout token).
+fn check_type(typ: Option<&str>, require_at_jwt: bool) -> Result<(), Rejection> {
+    let typ = typ.map(str::to_ascii_lowercase);
+    let at_jwt = matches!(typ.as_deref(), Some("at+jwt" | "application/at+jwt"));
+    let plain = matches!(typ.as_deref(), None | Some("jwt"));
+    if at_jwt || (plain && !require_at_jwt) {
+        return Ok(());
+    }
+    if plain {
+        return Err(Rejection::Invalid("token type is not at+jwt"));
+    }
+    Err(Rejection::Invalid("not an access token (typ)"))
 }
 
 /// A string claim, cleaned.

@@ -6,7 +6,8 @@
 //! session is busy is it refused — so one token holder cannot lock every client out by opening
 //! `max` sessions and leaving them. A session idle for longer than the configured timeout is
 //! closed by rmcp's session worker. Creation is serialized so concurrent `initialize` requests
-//! cannot overshoot the bound.
+//! cannot overshoot the bound. Each session remembers the [`Owner`] of the caller whose
+//! `initialize` opened it, so the transport can refuse its id to anyone else.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +23,8 @@ use rmcp::transport::streamable_http_server::session::local::{
 };
 use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionId};
 use thiserror::Error;
+
+use crate::identity::Owner;
 
 /// Session-manager failures.
 #[derive(Debug, Error)]
@@ -39,6 +42,8 @@ pub enum SessionsError {
 struct Usage {
     last_used: Instant,
     open_streams: Arc<AtomicUsize>,
+    /// Who opened the session (recorded as its `initialize` is answered).
+    owner: Option<Owner>,
 }
 
 /// Keeps a session's stream counted as open until the stream is dropped.
@@ -114,9 +119,32 @@ impl BoundedSessions {
         let entry = usage.entry(id.clone()).or_insert_with(|| Usage {
             last_used: Instant::now(),
             open_streams: Arc::new(AtomicUsize::new(0)),
+            owner: None,
         });
         entry.last_used = Instant::now();
         Some(entry.open_streams.clone())
+    }
+
+    /// Records who opened session `id` (the caller of its `initialize`). The first record
+    /// stands: a session never changes hands.
+    pub fn record_owner(&self, id: &str, owner: Owner) {
+        if let Ok(mut usage) = self.usage.lock()
+            && let Some(entry) = usage.get_mut(id)
+        {
+            entry.owner.get_or_insert(owner);
+        }
+    }
+
+    /// Whether `owner` may use session `id`: `false` only for a session another caller
+    /// opened. An id this map does not know is left to rmcp, which answers it as unknown.
+    pub fn usable_by(&self, id: &str, owner: &Owner) -> bool {
+        let Ok(usage) = self.usage.lock() else {
+            return false;
+        };
+        usage
+            .get(id)
+            .and_then(|u| u.owner.as_ref())
+            .is_none_or(|recorded| recorded == owner)
     }
 
     fn forget(&self, id: &SessionId) {

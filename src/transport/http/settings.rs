@@ -158,6 +158,11 @@ pub const VARS: &[EnvVarDoc] = &[
         "oauth: accepted token signature algorithms (RS*, PS*, ES256, ES384, EdDSA; never HS* or none)",
     ),
     var(
+        "MCP_OAUTH_REQUIRE_AT_JWT",
+        "false",
+        "oauth: `true` accepts only tokens whose header says `typ: at+jwt` (RFC 9068); otherwise `typ` may also be absent or `JWT`, and any other type (an ID token's, a DPoP proof's) is refused",
+    ),
+    var(
         "MCP_OAUTH_SCOPE_READ",
         "proxmox:read",
         "oauth: scope granting read-only tools",
