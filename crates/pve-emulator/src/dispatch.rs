@@ -61,6 +61,12 @@ fn find(
         .map(|(_, r, captures)| (r, captures))
 }
 
+/// Whether some route serves `method` on `segments` (PVE finds the handler, and answers
+/// 501 without one, before it checks any permission).
+pub(super) fn routed(method: &str, segments: &[String]) -> bool {
+    find(method, segments).is_some()
+}
+
 /// Validates the path captures that have a fixed format (`{vmid}`: an
 /// integer in Proxmox's vmid range).
 fn check_captures(captures: &[(&'static str, String)]) -> Result<(), ApiError> {
@@ -84,10 +90,11 @@ fn check_captures(captures: &[(&'static str, String)]) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Answers one authenticated API request. `path` is the decoded path after
-/// `/api2/json`, `segments` its decoded segments.
+/// Answers one API request authenticated as the token `caller`. `path` is the decoded
+/// path after `/api2/json`, `segments` its decoded segments.
 pub(super) fn dispatch(
     state: &Mutex<EmuState>,
+    caller: &str,
     method: &str,
     path: &str,
     segments: &[String],
@@ -97,6 +104,7 @@ pub(super) fn dispatch(
         return ApiError::not_implemented(method, path).into_response();
     };
     let mut st = lock(state);
+    caller.clone_into(&mut st.caller);
     // pveproxy resolves the target node before the handler sees the
     // parameters, so an unknown node wins over a bad parameter.
     if let Some((_, node)) = captures.iter().find(|(n, _)| *n == "node")

@@ -11,6 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::Response;
 
+use super::acl;
 use super::api::{self, ApiError};
 
 /// One armed fault.
@@ -144,7 +145,7 @@ fn status_response(code: u16, path: &str) -> Response {
                 .into_response();
         }
         401 => return ApiError::auth_failure().into_response(),
-        403 => format!("Permission check failed ({})", acl_target(path)),
+        403 => format!("Permission check failed ({})", acl::target("GET", path)),
         500 => "internal error".to_string(),
         595 => {
             "Errors during connection establishment, proxy handshake: No route to host".to_string()
@@ -156,18 +157,6 @@ fn status_response(code: u16, path: &str) -> Response {
     // closest honest answer.
     let code = StatusCode::from_u16(code).map_or(500, |_| code);
     ApiError::new(code, message).into_response()
-}
-
-/// The ACL path and privilege Proxmox would name when refusing `path`.
-fn acl_target(path: &str) -> String {
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    match segments.as_slice() {
-        ["nodes", _, "qemu" | "lxc", vmid, ..] => format!("/vms/{vmid}, VM.Audit"),
-        ["nodes", node, ..] => format!("/nodes/{node}, Sys.Audit"),
-        ["storage", id, ..] => format!("/storage/{id}, Datastore.Audit"),
-        ["pools", ..] => "/pool, Pool.Audit".to_string(),
-        _ => "/, Sys.Audit".to_string(),
-    }
 }
 
 /// A response with status `code` (500 when it is not a valid status) and no body at all.
@@ -252,15 +241,5 @@ mod tests {
             axum::body::HttpBody::size_hint(empty.body()).exact(),
             Some(0)
         );
-    }
-
-    #[test]
-    fn acl_targets() {
-        assert_eq!(
-            acl_target("/nodes/pve01/qemu/101/status/current"),
-            "/vms/101, VM.Audit"
-        );
-        assert_eq!(acl_target("/nodes/pve01/status"), "/nodes/pve01, Sys.Audit");
-        assert_eq!(acl_target("/version"), "/, Sys.Audit");
     }
 }

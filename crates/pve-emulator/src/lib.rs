@@ -3,7 +3,8 @@
 //! Tests and `run --demo` start it on 127.0.0.1 (random port) and point the
 //! real REST client at it over HTTPS (fresh self-signed certificate) or plain
 //! HTTP. It answers like pveproxy closely enough that a wrong request fails:
-//! exact token auth, the `{"data": ...}` envelope, Proxmox's error shapes,
+//! exact token auth (one token per emulated user, with ACL denials a test chooses), the
+//! `{"data": ...}` envelope, Proxmox's error shapes,
 //! strict parameter schemas, 501 for unimplemented routes, percent-decoded
 //! paths, and tasks that run for a while before they finish.
 //!
@@ -12,8 +13,10 @@
 //! connection. Nothing is ever printed: stdout belongs to the MCP channel of
 //! the embedding process, so diagnostics go through `tracing` only.
 
+mod acl;
 mod api;
 mod apidata;
+mod auth;
 mod dispatch;
 mod faults;
 mod guest_params;
@@ -135,9 +138,12 @@ pub struct RecordedRequest {
     /// Decoded body parameters (form-urlencoded, or a JSON object's scalar
     /// members), in order.
     pub form: Vec<(String, String)>,
-    /// Whether the request carried the exact expected API token (also
-    /// recorded for requests a fault answered).
+    /// Whether the request carried an API token the emulator accepts, with its exact
+    /// secret (also recorded for requests a fault answered).
     pub authorized: bool,
+    /// The id (`user@realm!name`) of the token that authenticated the request; `None`
+    /// when none did.
+    pub token_id: Option<String>,
 }
 
 /// How many requests the emulator remembers; beyond it the older half is dropped, so
@@ -146,8 +152,8 @@ pub(crate) const MAX_RECORDED_REQUESTS: usize = 4096;
 
 /// State shared between the [`Emulator`] handle and the request handlers.
 struct Shared {
-    /// The `Authorization` header value that is accepted.
-    token_header: String,
+    /// The accepted API tokens and their denials.
+    tokens: Mutex<auth::Tokens>,
     state: Mutex<EmuState>,
     faults: Mutex<FaultSet>,
     requests: Mutex<Vec<RecordedRequest>>,
@@ -208,9 +214,9 @@ impl Emulator {
         let material = TlsMaterial::generate()?;
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         let addr = listener.local_addr()?;
-        let token_header = format!(
-            "PVEAPIToken={}@{}!{}={}",
-            opts.user, opts.realm, opts.token_name, opts.token_secret
+        let tokens = auth::Tokens::new(
+            format!("{}@{}!{}", opts.user, opts.realm, opts.token_name),
+            &opts.token_secret,
         );
         let mut state = seed::seed(
             opts.cluster,
@@ -233,7 +239,7 @@ impl Emulator {
             }
         }
         let shared = Arc::new(Shared {
-            token_header,
+            tokens: Mutex::new(tokens),
             state: Mutex::new(state),
             faults: Mutex::new(FaultSet::default()),
             requests: Mutex::new(Vec::new()),
@@ -297,7 +303,35 @@ impl Emulator {
     /// The `Authorization` header value the emulator accepts
     /// (`PVEAPIToken=svc_mcp@pve!emu=emulator-secret-token` by default).
     pub fn token_header(&self) -> String {
-        self.shared.token_header.clone()
+        lock(&self.shared.tokens).default_header().to_owned()
+    }
+
+    /// Accepts another API token besides the configured one: requests with
+    /// `Authorization: PVEAPIToken=<token_id>=<secret>` are served as that token
+    /// (`token_id` is `user@realm!name`). The user and token also appear in the access
+    /// lists (an unknown user with the configured token user's grants); tasks the token
+    /// starts carry `token_id` as their UPID's user.
+    pub fn add_token(&self, token_id: &str, secret: &str) {
+        tracing::debug!(token_id, "emulator token added");
+        let mut tokens = lock(&self.shared.tokens);
+        tokens.add(token_id, secret);
+        let template = tokens
+            .default_id()
+            .split_once('!')
+            .map_or("", |(user, _)| user)
+            .to_owned();
+        drop(tokens);
+        auth::register(&mut lock(&self.shared.state).security, token_id, &template);
+    }
+
+    /// From now on, answers every request of `token_id` whose ACL path is `acl_path` or below
+    /// it (e.g. `/vms/101` covers `/nodes/pve01/qemu/101/status/start` and its config) with
+    /// 403 and PVE's message `Permission check failed (<acl path>, <privilege>)`, and changes
+    /// nothing. The privilege is the one the served schema's permission check names, else
+    /// a sensible one by method and path; other tokens are unaffected.
+    pub fn deny(&self, token_id: &str, acl_path: &str) {
+        tracing::debug!(token_id, acl_path, "emulator ACL denial armed");
+        lock(&self.shared.tokens).deny(token_id, acl_path);
     }
 
     /// Arms a fault after those already armed.
@@ -347,7 +381,8 @@ impl Emulator {
     /// PVE schema) at `/pve-docs/api-viewer/apidata.js` instead of the schema generated
     /// from the emulator's own routes.
     pub fn serve_api_schema(&self, array_json: String) {
-        *lock(&self.shared.api_docs) = apidata::ApiDocs::Custom(Arc::new(array_json));
+        *lock(&self.shared.api_docs) =
+            apidata::ApiDocs::Custom(Arc::new(apidata::CustomSchema::new(array_json)));
     }
 
     /// Answers `/pve-docs/api-viewer/apidata.js` with 404 from now on.

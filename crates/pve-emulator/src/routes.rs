@@ -184,6 +184,7 @@ static BASE: &[Route] = &[
         tasks::log,
     ),
     delete("/nodes/{node}/tasks/{upid}", &[], tasks::stop),
+    get("/cluster/tasks", &[], tasks::cluster_list),
     get("/cluster/status", &[], cluster::status),
     get(
         "/cluster/resources",

@@ -1,10 +1,10 @@
-//! The request pipeline: decode, record, apply faults, authenticate, then
-//! dispatch through the route table.
+//! The request pipeline: decode, record, apply faults, authenticate, apply the token's
+//! ACL denials, then dispatch through the route table.
 //!
-//! Invariant: every request under `/api2/json` is recorded before anything
-//! else can refuse it, faults are applied before authentication, and no
-//! lock is held across an `.await` (the state is only locked inside the
-//! synchronous dispatcher).
+//! Invariant: every request under `/api2/json` is recorded (with the token that
+//! authenticated it) before anything else can refuse it, faults are applied before
+//! authentication, a denied request never reaches a handler, and no lock is held across
+//! an `.await` (the state is only locked inside the synchronous dispatcher).
 
 use std::sync::Arc;
 
@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::api::ApiError;
 use super::faults::{self, FaultAction};
-use super::{RecordedRequest, Shared, dispatch, lock};
+use super::{RecordedRequest, Shared, acl, dispatch, lock};
 
 /// API root every route lives under.
 const API_ROOT: &str = "/api2/json";
@@ -137,11 +137,14 @@ pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -
     } else {
         Ok(Vec::new())
     };
-    let authorized = parts
-        .headers
-        .get(header::AUTHORIZATION)
-        .is_some_and(|v| v.as_bytes() == shared.token_header.as_bytes());
-    tracing::debug!(%method, %path, authorized, "emulator request");
+    let token_id = lock(&shared.tokens).authenticate(
+        parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .map(axum::http::HeaderValue::as_bytes),
+    );
+    let authorized = token_id.is_some();
+    tracing::debug!(%method, %path, authorized, token_id, "emulator request");
     {
         let mut requests = lock(&shared.requests);
         // A long-running `run --demo` must not grow without bound: keep the newest ones.
@@ -155,6 +158,7 @@ pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -
             query: query.clone(),
             form: form.as_ref().map_or_else(|_| Vec::new(), Clone::clone),
             authorized,
+            token_id: token_id.clone(),
         });
     }
 
@@ -171,8 +175,11 @@ pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -
         }
     }
 
-    if !authorized {
+    let Some(token_id) = token_id else {
         return ApiError::auth_failure().into_response();
+    };
+    if let Some(response) = denied(&shared, &token_id, &method, &path, &segments) {
+        return response;
     }
     let form = match form {
         Ok(form) => form,
@@ -182,7 +189,35 @@ pub(super) async fn entry(State(shared): State<Arc<Shared>>, request: Request) -
     // method.
     let mut params = form;
     params.extend(query);
-    dispatch::dispatch(&shared.state, &method, &path, &segments, params)
+    dispatch::dispatch(&shared.state, &token_id, &method, &path, &segments, params)
+}
+
+/// PVE's 403 when a denial of `token_id` covers the request's ACL path (and a route
+/// serves it: an unknown route stays 501), naming the privilege the check wanted.
+fn denied(
+    shared: &Shared,
+    token_id: &str,
+    method: &str,
+    path: &str,
+    segments: &[String],
+) -> Option<Response> {
+    let acl_path = lock(&shared.tokens).denial(token_id, path)?;
+    if !dispatch::routed(method, segments) {
+        return None;
+    }
+    // Cloned out so the (first-use) schema indexing runs without the lock held.
+    let docs = lock(&shared.api_docs).clone();
+    let privilege = docs
+        .privilege(method, path)
+        .unwrap_or_else(|| acl::fallback_privilege(method, path).to_owned());
+    tracing::debug!(token_id, %acl_path, %privilege, "emulator ACL denial");
+    Some(
+        ApiError::new(
+            403,
+            format!("Permission check failed ({acl_path}, {privilege})"),
+        )
+        .into_response(),
+    )
 }
 
 #[cfg(test)]

@@ -283,10 +283,10 @@ pub(super) struct EmuState {
     pub progress_pace: Duration,
     /// Worker types whose next tasks end with this exit status instead of `OK`.
     pub task_failures: Vec<(String, String)>,
-    /// The token's user (`svc_mcp@pve`) and token id (`emu`), as tasks show.
-    pub user: String,
-    /// Token name recorded in UPIDs.
-    pub token_name: String,
+    /// Id of the token whose request is being handled (`user@realm!name`, the configured
+    /// `svc_mcp@pve!emu` until a request comes), recorded in the UPIDs it starts; set by
+    /// the dispatcher for every request.
+    pub caller: String,
     /// When the emulator started (node uptime grows from here).
     pub started: Instant,
     /// Last pid handed to a task worker.
@@ -354,7 +354,7 @@ impl EmuState {
             starttime,
             kind: kind.to_string(),
             id: id.to_string(),
-            user: format!("{}!{}", self.user, self.token_name),
+            user: self.caller.clone(),
         };
         let upid_text = upid.render();
         tracing::debug!(upid = %upid_text, "emulator task started");

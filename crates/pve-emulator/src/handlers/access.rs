@@ -405,11 +405,10 @@ pub(in super::super) fn token_delete(call: &mut Call<'_>) -> Result<Value, ApiEr
 }
 
 /// `GET /access/permissions`: path → {privilege: 1} for `userid` (default: the
-/// emulator's API token), at `path` only or at every path an ACL names.
+/// API token making the request), at `path` only or at every path an ACL names.
 pub(in super::super) fn permissions(call: &mut Call<'_>) -> Result<Value, ApiError> {
     let st = &*call.st;
-    let default_ugid = format!("{}!{}", st.user, st.token_name);
-    let ugid = call.str("userid").unwrap_or(&default_ugid).to_string();
+    let ugid = call.str("userid").unwrap_or(&st.caller).to_string();
     let sec = &st.security;
     let userid = ugid.split_once('!').map_or(ugid.as_str(), |(u, _)| u);
     if sec.user(userid).is_none() {

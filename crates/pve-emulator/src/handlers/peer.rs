@@ -325,7 +325,7 @@ pub(in super::super) fn download_url(call: &mut Call<'_>) -> Result<Value, ApiEr
 /// `POST /nodes/{node}/{qemu|lxc}/{vmid}/{vncproxy|termproxy}`.
 pub(in super::super) fn console(call: &mut Call<'_>, kind: GuestKind) -> Result<Value, ApiError> {
     let vmid = guest(call, kind)?.vmid;
-    let user = format!("{}!{}", call.st.user, call.st.token_name);
+    let user = call.st.caller.clone();
     let ticket = format!(
         "PVEVNC:{:08X}::{}",
         unix_now(),

@@ -77,6 +77,14 @@ pub(in super::super) fn list(call: &mut Call<'_>) -> Result<Value, ApiError> {
     Ok(Value::Array(rows))
 }
 
+/// `GET /cluster/tasks`: the recent tasks of every node, newest first, as the cluster's
+/// task index lists them (each with its user and token id).
+pub(in super::super) fn cluster_list(call: &mut Call<'_>) -> Result<Value, ApiError> {
+    Ok(Value::Array(
+        call.st.tasks.iter().rev().map(Task::list_entry).collect(),
+    ))
+}
+
 /// Finds the task named by the `{upid}` capture on the `{node}` capture.
 fn task<'c>(call: &'c mut Call<'_>) -> Result<&'c mut Task, ApiError> {
     let upid = call.cap("upid").to_string();

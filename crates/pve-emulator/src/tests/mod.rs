@@ -11,6 +11,7 @@ mod schema;
 mod security;
 mod tasks;
 mod tls;
+mod tokens;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -156,6 +157,18 @@ impl Harness {
         path: &str,
         params: &[(&str, &str)],
     ) -> (u16, Value) {
+        self.call_as(&self.emu.token_header(), method, path, params)
+            .await
+    }
+
+    /// Sends a request with the `Authorization` value `auth` and returns status and JSON.
+    pub async fn call_as(
+        &self,
+        auth: &str,
+        method: reqwest::Method,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> (u16, Value) {
         let mut req;
         let encoded = serde_urlencoded::to_string(params).unwrap();
         if method == reqwest::Method::POST || method == reqwest::Method::PUT {
@@ -171,11 +184,7 @@ impl Harness {
             };
             req = self.client.request(method, url);
         }
-        let resp = req
-            .header("Authorization", self.emu.token_header())
-            .send()
-            .await
-            .unwrap();
+        let resp = req.header("Authorization", auth).send().await.unwrap();
         let status = resp.status().as_u16();
         let reason = resp
             .extensions()
