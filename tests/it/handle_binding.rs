@@ -9,18 +9,13 @@ use crate::harness;
 use crate::mcp_tasks_client;
 use crate::oauth_issuer;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use approval_common::{Answer, Person, args};
-use harness::{client, initialize, isolate_schema_cache, pve_client, rpc_reply};
+use harness::{client, initialize, oauth_server, post_mcp, pve_client, rpc_reply};
 use mcp_tasks_client::{ClientSetup, TestClient, call_once, emulator_with_pace};
-use nandi_proxmox_mcp::audit::AuditLog;
-use nandi_proxmox_mcp::policy::Settings;
-use nandi_proxmox_mcp::registry::Registry;
-use nandi_proxmox_mcp::server::{AppState, Server};
-use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
-use oauth_issuer::{Issuer, RESOURCE};
+use nandi_proxmox_mcp::transport::http::HttpServer;
+use oauth_issuer::Issuer;
 use pve_emulator::Emulator;
 use reqwest::StatusCode;
 use rmcp::model::{
@@ -37,35 +32,22 @@ const TASKS: ClientSetup = ClientSetup {
     approve: None,
 };
 
-/// The OAuth transport at tier `full` in front of `emu`; stateful, `confirm: true` approves (no
-/// person is needed for the task tests); `stateless` (`MCP_STATELESS`), a person is asked.
+/// The OAuth transport at tier `full`/advanced in front of `emu`; stateful, `confirm: true`
+/// approves (no person is needed for the task tests); `stateless` (`MCP_STATELESS`), a person
+/// is asked.
 async fn serve(issuer: &Issuer, emu: &Emulator, stateless: bool) -> HttpServer {
-    let policy = Settings::from_lookup(|k| match k {
-        "PVE_ACCESS_TIER" => Some("full".to_owned()),
-        "PVE_MODULE_MODE" => Some("advanced".to_owned()),
-        "PVE_HUMAN_APPROVAL" if !stateless => Some("confirm".to_owned()),
-        _ => None,
-    })
-    .expect("policy");
-    isolate_schema_cache();
-    let server = Server::new(AppState {
-        registry: Registry::build(&policy),
-        settings: policy,
-        pve: Some(pve_client(emu)),
-        connection_note: "test".into(),
-        ssh: None,
-        ssh_note: String::new(),
-        audit: AuditLog::off(),
-    });
-    let vars: HashMap<&str, String> = HashMap::from([
-        ("MCP_PORT", "0".to_owned()),
-        ("MCP_AUTH_MODE", "oauth".to_owned()),
-        ("MCP_OAUTH_ISSUER", issuer.url.clone()),
-        ("MCP_OAUTH_RESOURCE", RESOURCE.to_owned()),
-        ("MCP_STATELESS", stateless.to_string()),
-    ]);
-    let settings = HttpSettings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
-    http::start(server, settings).await.expect("starts")
+    let mut policy = vec![("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")];
+    if !stateless {
+        policy.push(("PVE_HUMAN_APPROVAL", "confirm"));
+    }
+    let stateless = if stateless { "true" } else { "false" };
+    oauth_server(
+        &issuer.url,
+        Some(pve_client(emu)),
+        &policy,
+        &[("MCP_STATELESS", stateless)],
+    )
+    .await
 }
 
 /// An admin token for `subject` (client `claude`).
@@ -222,16 +204,7 @@ async fn raw(
 
 /// An initialized session for `token`; its id.
 async fn open_session(http: &HttpServer, token: &str) -> String {
-    let response = client()
-        .post(format!("http://{}/mcp", http.local_addr()))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(initialize().to_string())
-        .send()
-        .await
-        .expect("send");
+    let response = post_mcp(http, token, &initialize(), None).await;
     assert_eq!(response.status(), StatusCode::OK);
     let id = response.headers()["mcp-session-id"]
         .to_str()

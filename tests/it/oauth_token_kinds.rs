@@ -8,15 +8,9 @@
 use crate::harness;
 use crate::oauth_issuer;
 
-use std::collections::HashMap;
-
 use base64::Engine;
-use harness::{client, initialize, isolate_schema_cache};
-use nandi_proxmox_mcp::audit::AuditLog;
-use nandi_proxmox_mcp::policy::Settings;
-use nandi_proxmox_mcp::registry::Registry;
-use nandi_proxmox_mcp::server::{AppState, Server};
-use nandi_proxmox_mcp::transport::http::{self, HttpServer, HttpSettings};
+use harness::{client, initialize, oauth_server, post_mcp};
+use nandi_proxmox_mcp::transport::http::HttpServer;
 use oauth_issuer::*;
 use reqwest::StatusCode;
 use ring::rand::SystemRandom;
@@ -24,28 +18,7 @@ use serde_json::{Value, json};
 
 /// The OAuth transport for `issuer` (no Proxmox behind it), with `extra` variables.
 async fn serve(issuer: &Issuer, extra: &[(&str, &str)]) -> HttpServer {
-    let policy = Settings::from_lookup(|_| None).expect("policy");
-    isolate_schema_cache();
-    let server = Server::new(AppState {
-        registry: Registry::build(&policy),
-        settings: policy,
-        pve: None,
-        connection_note: "test".into(),
-        ssh: None,
-        ssh_note: String::new(),
-        audit: AuditLog::off(),
-    });
-    let mut vars: HashMap<&str, String> = HashMap::from([
-        ("MCP_PORT", "0".to_owned()),
-        ("MCP_AUTH_MODE", "oauth".to_owned()),
-        ("MCP_OAUTH_ISSUER", issuer.url.clone()),
-        ("MCP_OAUTH_RESOURCE", RESOURCE.to_owned()),
-    ]);
-    for (k, v) in extra {
-        vars.insert(k, (*v).to_owned());
-    }
-    let settings = HttpSettings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
-    http::start(server, settings).await.expect("starts")
+    oauth_server(&issuer.url, None, &[], extra).await
 }
 
 /// An ES256 token of the issuer's key with JOSE header `typ` (`None`: no `typ` at all).
@@ -64,16 +37,7 @@ fn typed(issuer: &Issuer, typ: Option<&str>, claims: &Value) -> String {
 
 /// The status of `initialize` with `token`, and the `WWW-Authenticate` header if any.
 async fn status(http: &HttpServer, token: &str) -> (StatusCode, String) {
-    let response = client()
-        .post(format!("http://{}/mcp", http.local_addr()))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(initialize().to_string())
-        .send()
-        .await
-        .expect("send");
+    let response = post_mcp(http, token, &initialize(), None).await;
     let challenge = response
         .headers()
         .get("www-authenticate")

@@ -204,3 +204,65 @@ pub fn isolate_schema_cache() {
             .join(format!("schema-cache-{}", std::process::id())),
     );
 }
+
+/// The transport in OAuth mode for the issuer at `issuer_url` (resource
+/// `https://mcp.example.test/mcp`), in front of `pve`, with policy variables `policy` and
+/// transport variables `extra` on top of the OAuth ones.
+pub async fn oauth_server(
+    issuer_url: &str,
+    pve: Option<pve::Client>,
+    policy: &[(&str, &str)],
+    extra: &[(&str, &str)],
+) -> HttpServer {
+    let settings = Settings::from_lookup(|k| {
+        policy
+            .iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| (*v).to_owned())
+    })
+    .expect("policy");
+    isolate_schema_cache();
+    let server = Server::new(AppState {
+        registry: Registry::build(&settings),
+        settings,
+        pve,
+        connection_note: "test".into(),
+        ssh: None,
+        ssh_note: String::new(),
+        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+    });
+    let mut vars: HashMap<&str, String> = HashMap::from([
+        ("MCP_PORT", "0".to_owned()),
+        ("MCP_AUTH_MODE", "oauth".to_owned()),
+        ("MCP_OAUTH_ISSUER", issuer_url.to_owned()),
+        (
+            "MCP_OAUTH_RESOURCE",
+            "https://mcp.example.test/mcp".to_owned(),
+        ),
+    ]);
+    for (k, v) in extra {
+        vars.insert(k, (*v).to_owned());
+    }
+    let settings = HttpSettings::from_lookup(|k| vars.get(k).cloned()).expect("settings");
+    http::start(server, settings).await.expect("starts")
+}
+
+/// `POST /mcp` of `body` with bearer `token` (and `session`, if any), as a 2025-06-18 client.
+pub async fn post_mcp(
+    http: &HttpServer,
+    token: &str,
+    body: &Value,
+    session: Option<&str>,
+) -> Response {
+    let mut request = client()
+        .post(format!("http://{}/mcp", http.local_addr()))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18")
+        .body(body.to_string());
+    if let Some(id) = session {
+        request = request.header("mcp-session-id", id);
+    }
+    request.send().await.expect("send")
+}
