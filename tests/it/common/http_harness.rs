@@ -40,7 +40,14 @@ pub fn pve_client(emu: &Emulator) -> pve::Client {
 }
 
 pub fn mcp_server(pve: Option<pve::Client>) -> Server {
-    let settings = Settings::from_lookup(|_| None).expect("default policy");
+    server_with(
+        Settings::from_lookup(|_| None).expect("default policy"),
+        pve,
+    )
+}
+
+/// An in-process server with `settings`, in front of `pve`, its audit off.
+pub fn server_with(settings: Settings, pve: Option<pve::Client>) -> Server {
     isolate_schema_cache();
     Server::new(AppState {
         registry: Registry::build(&settings),
@@ -221,16 +228,7 @@ pub async fn oauth_server(
             .map(|(_, v)| (*v).to_owned())
     })
     .expect("policy");
-    isolate_schema_cache();
-    let server = Server::new(AppState {
-        registry: Registry::build(&settings),
-        settings,
-        pve,
-        connection_note: "test".into(),
-        ssh: None,
-        ssh_note: String::new(),
-        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
-    });
+    let server = server_with(settings, pve);
     let mut vars: HashMap<&str, String> = HashMap::from([
         ("MCP_PORT", "0".to_owned()),
         ("MCP_AUTH_MODE", "oauth".to_owned()),
