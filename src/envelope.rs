@@ -53,6 +53,12 @@ pub mod codes {
     /// A `deny` rule of the operator's policy (docs/POLICY.md) matched the call; nothing was
     /// sent (but the target's plain reads a rule needed) and nobody was asked.
     pub const POLICY_DENIED: &str = "POLICY_DENIED";
+    /// Per-person Proxmox identity is on (`PVE_PEOPLE_FILE`) and the OAuth caller has no
+    /// entry in it; nothing was sent.
+    pub const PERSON_NOT_MAPPED: &str = "PERSON_NOT_MAPPED";
+    /// An SSH tool was called by a caller acting under their own Proxmox identity: SSH runs
+    /// as the server's host account, which Proxmox's ACLs do not limit; nothing was run.
+    pub const SSH_NOT_PER_PERSON: &str = "SSH_NOT_PER_PERSON";
 }
 
 /// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.

@@ -50,6 +50,19 @@ pub struct Caller {
     pub tier_ceiling: Option<Tier>,
     /// Whom the handles this caller makes belong to.
     pub owner: Owner,
+    /// The digest of the token's raw `sub` ([`subject_key`]); OAuth only. What per-person
+    /// Proxmox identity and subject-named approvers match on.
+    pub subject_key: Option<[u8; 32]>,
+}
+
+/// The digest an OAuth subject is matched by: SHA-256 of the raw claim, domain-separated.
+/// Matching on it (never on the cleaned, possibly cut name) keeps two subjects that print
+/// alike apart.
+pub fn subject_key(raw_subject: &str) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(b"nandi-proxmox-mcp subject v1\0");
+    hasher.update(raw_subject.as_bytes());
+    hasher.finalize().into()
 }
 
 /// Whom a handle belongs to (a task id, an approval state, an HTTP session).
@@ -117,6 +130,7 @@ impl Caller {
             scopes: Vec::new(),
             tier_ceiling: None,
             owner: Owner::Shared(via),
+            subject_key: None,
         }
     }
 
@@ -134,6 +148,7 @@ impl Caller {
             scopes,
             tier_ceiling: Some(tier_ceiling),
             owner: Owner::of_token(subject, client_id),
+            subject_key: subject.map(subject_key),
         }
     }
 

@@ -67,6 +67,13 @@ pub async fn run(
     // The tier in force: the server's, narrowed by the caller's credentials (OAuth scopes).
     // It decides what may be called and what redaction may reveal.
     let tier = caller.tier_within(state.settings.tier);
+    // Whose Proxmox rights the call uses (the person's own token with `PVE_PEOPLE_FILE`);
+    // the audit names both the caller and that identity.
+    let acting = state.acting_for(&caller);
+    let caller_name = match &acting {
+        Ok(acting) => acting.caller_name(caller_name),
+        Err(_) => caller_name,
+    };
     // Redaction and audit (`outcome::conclude`) see every outcome below.
     let record = outcome::Record {
         tier,
@@ -74,6 +81,15 @@ pub async fn run(
         arguments,
         caller: Some(&caller_name),
     };
+    let acting = match acting.and_then(|acting| refuse_ssh_per_person(acting, spec)) {
+        Ok(acting) => acting,
+        Err(failure) => {
+            return outcome::conclude(&record, entry, started, Err(*failure), 0, None)
+                .await
+                .into();
+        }
+    };
+    let pve = acting.client.as_ref();
     let args = match dispatch::preflight(entry, arguments) {
         Ok(args) => args,
         Err(failure) => {
@@ -85,8 +101,9 @@ pub async fn run(
     // Who a lease granted on this call would belong to (also whose leases a listing shows).
     let holder = leases::holder_of(context, &caller);
     let backends = Backends {
-        pve: state.pve.as_ref(),
-        ssh: state.ssh.as_deref(),
+        pve,
+        // SSH runs as the server's host account: never for a person acting as themself.
+        ssh: state.ssh.as_deref().filter(|_| !acting.is_personal()),
         registry: &state.registry,
         settings: &state.settings,
         clusters: clusters.clients(),
@@ -129,7 +146,7 @@ pub async fn run(
     // Stage: the operator's rules (docs/POLICY.md). A `deny` stops here, before a dry run or a
     // question; `ask` and `allow` apply where a person would be asked.
     let rules = &state.settings.rules;
-    let (client, cluster) = (state.pve.as_ref(), entry.cluster);
+    let (client, cluster) = (pve, entry.cluster);
     let ruled = Box::pin(policy::evaluate(
         spec.name,
         rules,
@@ -147,12 +164,12 @@ pub async fn run(
     }
 
     if args.dry_run {
-        let routine = routine_verdict(state, gate.as_ref(), &args, cancel).await;
+        let routine = routine_verdict(state, pve, gate.as_ref(), &args, cancel).await;
         let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. })) && !ruled.asks();
         let reasons = gate
             .as_ref()
             .map(|g| with_facts(g.reasons(), routine.as_ref()));
-        let preview = preview::build(state.pve.as_ref(), spec, &args, cancel)
+        let preview = preview::build(pve, spec, &args, cancel)
             .await
             .in_cluster(entry.cluster);
         let allowed = ruled
@@ -207,7 +224,7 @@ pub async fn run(
     // Stage: a routine change (start, resume, a snapshot, a template's linked clone, one backup
     // that prunes nothing) runs without a person unless its target's facts protect it; read
     // once the change is known to be recordable, as the question's own reads are.
-    let routine = routine_verdict(state, gate.as_ref(), &args, cancel).await;
+    let routine = routine_verdict(state, pve, gate.as_ref(), &args, cancel).await;
     let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. })) && !ruled.asks();
     let reasons = gate
         .as_ref()
@@ -249,7 +266,7 @@ pub async fn run(
             .filter(|_| asks_person)
             .and_then(|scope| approver.leases().offer(scope));
         let message = if asks_person && request.request_state.is_none() {
-            let question = preview::build(state.pve.as_ref(), spec, &args, cancel)
+            let question = preview::build(pve, spec, &args, cancel)
                 .await
                 .in_cluster(entry.cluster)
                 .question(spec, &reasons);
@@ -344,11 +361,13 @@ pub async fn run(
     let (outcome, attempts) = crate::tasks::progress_scope(context, entry.cluster, work).await;
     // Shape first (projection, paging), then redact and audit what is returned: a
     // task-bound answer below does not come back through `conclude`.
-    let mut outcome = outcome.map(|data| crate::lean::shape(data, &args.shape));
+    let mut outcome = outcome
+        .map(|data| crate::lean::shape(data, &args.shape))
+        .map_err(|failure| acting.explain(failure));
     outcome::seal(&record, entry, started, &mut outcome, approved_by).await;
     if let Some(undo) = undo {
         let succeeded = outcome.is_ok();
-        Box::pin(undo.commit(state.pve.as_ref(), audit_seq, succeeded, cancel)).await;
+        Box::pin(undo.commit(pve, audit_seq, succeeded, cancel)).await;
     }
     // Stage: long tasks — a UPID becomes an MCP task, or is followed to its end (`wait`).
     let dispatched = crate::tasks::Dispatched {
@@ -358,6 +377,7 @@ pub async fn run(
         attempts,
         started,
         approved_by,
+        pve,
     };
     if let Some(response) = crate::tasks::after_dispatch(state, dispatched, context).await {
         return response;
@@ -369,12 +389,13 @@ pub async fn run(
 /// the operator asks for every change, or there is no Proxmox to read).
 async fn routine_verdict(
     state: &AppState,
+    client: Option<&crate::pve::Client>,
     gate: Option<&Gate>,
     args: &ValidArgs,
     cancel: &CancellationToken,
 ) -> Option<RoutineVerdict> {
     let kind = gate?.routine?;
-    let client = state.pve.as_ref()?;
+    let client = client?;
     if !state.settings.routine.unasked {
         return None;
     }
@@ -391,6 +412,25 @@ async fn routine_verdict(
     };
     let decided = risk::decide(client, kind, &vmid, copy_of.as_deref(), settings, cancel);
     Some(Box::pin(decided).await)
+}
+
+/// An SSH tool for a caller acting under their own Proxmox identity is refused: SSH runs as the
+/// server's host account, past the person's Proxmox ACLs.
+fn refuse_ssh_per_person(
+    acting: crate::state::Acting,
+    spec: &crate::catalog::ToolSpec,
+) -> Result<crate::state::Acting, Box<crate::envelope::ToolFailure>> {
+    if !acting.is_personal() || !matches!(spec.backend, crate::catalog::Backend::Ssh(_)) {
+        return Ok(acting);
+    }
+    Err(Box::new(crate::envelope::ToolFailure::new(
+        crate::envelope::codes::SSH_NOT_PER_PERSON,
+        format!(
+            "{} runs over SSH as the server's host account, which your own Proxmox identity's rights do not limit; with per-person identity it is not offered to OAuth callers. Nothing was run.",
+            spec.name
+        ),
+    )
+    .with_hint("Use the REST tools (they run with your Proxmox rights), or ask the operator to run the SSH tool over stdio or the static token.")))
 }
 
 /// How a routine change that ran without a person is recorded (the audit's `approval`).

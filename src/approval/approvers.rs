@@ -25,8 +25,14 @@ use crate::policy::ApproverRule;
 pub enum Approvers {
     /// Whoever holds the link (callers without OAuth).
     LinkHolder,
-    /// Only the signed-in person with this subject (`sub`).
-    Subject(String),
+    /// Only the signed-in person with this subject (`sub`): matched by the digest of the raw
+    /// claim (`key`), named by the cleaned one (`name`).
+    Subject {
+        /// The subject, cleaned, for the page.
+        name: String,
+        /// [`crate::identity::subject_key`] of the raw claim.
+        key: [u8; 32],
+    },
     /// Any signed-in person whose token carries this scope.
     Scope(String),
 }
@@ -36,11 +42,22 @@ pub enum Approvers {
 pub struct Person {
     /// The token's subject (`sub`), cleaned.
     pub subject: String,
+    /// [`crate::identity::subject_key`] of the raw `sub`: what admission compares.
+    pub subject_key: [u8; 32],
     /// The scopes the token grants.
     pub scopes: Vec<String>,
 }
 
 impl Person {
+    /// The person a verified token with this raw `sub` names (`None`: nothing printable).
+    pub fn signed_in(raw_subject: &str, scopes: Vec<String>) -> Option<Person> {
+        Some(Person {
+            subject: crate::identity::clean_name(raw_subject)?,
+            subject_key: crate::identity::subject_key(raw_subject),
+            scopes,
+        })
+    }
+
     /// The name an audit line and a log give the person: `oauth:<sub>`, like a caller's.
     pub fn label(&self) -> String {
         Caller {
@@ -64,11 +81,13 @@ impl Approvers {
             return Ok(Approvers::LinkHolder);
         }
         match rule {
-            ApproverRule::Caller => caller
-                .subject
-                .clone()
-                .map(Approvers::Subject)
-                .ok_or(NoApprover),
+            ApproverRule::Caller => match (&caller.subject, caller.subject_key) {
+                (Some(name), Some(key)) => Ok(Approvers::Subject {
+                    name: name.clone(),
+                    key,
+                }),
+                _ => Err(NoApprover),
+            },
             ApproverRule::Scope(scope) => Ok(Approvers::Scope(scope.clone())),
         }
     }
@@ -82,7 +101,7 @@ impl Approvers {
     pub fn admits(&self, person: &Person) -> bool {
         match self {
             Approvers::LinkHolder => true,
-            Approvers::Subject(subject) => person.subject == *subject,
+            Approvers::Subject { key, .. } => person.subject_key == *key,
             Approvers::Scope(scope) => person.scopes.iter().any(|s| s == scope),
         }
     }
@@ -92,8 +111,8 @@ impl Approvers {
     pub fn describe(&self) -> String {
         match self {
             Approvers::LinkHolder => "whoever holds this link".to_owned(),
-            Approvers::Subject(subject) => {
-                format!("the person who made the call (oauth:{subject})")
+            Approvers::Subject { name, .. } => {
+                format!("the person who made the call (oauth:{name})")
             }
             Approvers::Scope(scope) => format!("a person whose sign-in grants the scope {scope}"),
         }
@@ -134,7 +153,7 @@ mod tests {
     fn the_page_says_who_may_decide() {
         assert_eq!(Approvers::LinkHolder.describe(), "whoever holds this link");
         assert_eq!(
-            Approvers::Subject("alice".into()).describe(),
+            subject("alice").describe(),
             "the person who made the call (oauth:alice)"
         );
         assert_eq!(
@@ -148,10 +167,26 @@ mod tests {
     }
 
     fn person(subject: &str, scopes: &[&str]) -> Person {
-        Person {
-            subject: subject.into(),
-            scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        Person::signed_in(subject, scopes.iter().map(|s| (*s).to_owned()).collect())
+            .expect("printable")
+    }
+
+    fn subject(raw: &str) -> Approvers {
+        Approvers::Subject {
+            name: raw.into(),
+            key: crate::identity::subject_key(raw),
         }
+    }
+
+    #[test]
+    fn subjects_that_print_alike_are_two_people() {
+        let long = |tail: &str| format!("https://idp.example/{}{tail}", "u".repeat(120));
+        let (alice, mallory) = (person(&long("alice"), &[]), person(&long("mallory"), &[]));
+        assert_eq!(alice.subject, mallory.subject);
+        let caller = Caller::oauth(Some(&long("alice")), None, vec![], Tier::Full);
+        let approvers = Approvers::for_caller(&ApproverRule::Caller, &caller).unwrap();
+        assert!(approvers.admits(&alice));
+        assert!(!approvers.admits(&mallory));
     }
 
     #[test]
@@ -202,7 +237,7 @@ mod tests {
                 "t",
                 vec![1; 32],
                 Duration::from_secs(60),
-                Approvers::Subject("alice".into()),
+                subject("alice"),
             )
             .expect("registered");
         let id = waiting
@@ -223,15 +258,9 @@ mod tests {
             approve(Some(&"0".repeat(64))),
             Err(LinkProblem::NotSignedIn)
         );
-        let bob = Person {
-            subject: "bob".into(),
-            scopes: vec!["proxmox:admin".into()],
-        };
+        let bob = person("bob", &["proxmox:admin"]);
         assert_eq!(store.admit(&id, &bob).unwrap_err(), LinkProblem::NotAllowed);
-        let alice = Person {
-            subject: "alice".into(),
-            scopes: vec![],
-        };
+        let alice = person("alice", &[]);
         let admitted = store.admit(&id, &alice).expect("admitted");
         assert!(admitted.seconds <= 60);
         assert_eq!(

@@ -32,6 +32,8 @@ pub const GATE_REFUSALS: &[&str] = &[
     codes::FROZEN,
     codes::CLUSTER_NOT_ALLOWED,
     codes::POLICY_DENIED,
+    codes::PERSON_NOT_MAPPED,
+    codes::SSH_NOT_PER_PERSON,
 ];
 
 /// Error codes of calls stopped before anything was sent.

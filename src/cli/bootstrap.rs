@@ -48,6 +48,11 @@ pub struct BootstrapArgs {
     /// the guests and storages of that pool).
     #[arg(long, value_name = "PATH", default_value = "/")]
     pub acl_path: String,
+    /// A person who will act with their own Proxmox identity (`PVE_PEOPLE_FILE`): their user,
+    /// `USER@REALM`; repeat for each. Each gets their own token with privilege separation, so
+    /// it can never do more than the person may.
+    #[arg(long = "person", value_name = "USER@REALM")]
+    pub people: Vec<String>,
 }
 
 /// First segments of the ACL paths Proxmox knows.
@@ -154,6 +159,56 @@ fn check_id(flag: &str, value: &str) -> Result<String, CliError> {
     }
 }
 
+/// Checks a `--person` value: `user@realm`, each part as `check_id` wants it.
+fn check_person(value: &str) -> Result<(String, String), CliError> {
+    let bad = || {
+        CliError::Config(format!(
+            "--person `{value}` must be USER@REALM (each part matching ^[A-Za-z0-9][A-Za-z0-9._-]*$)"
+        ))
+    };
+    let (user, realm) = value.trim().split_once('@').ok_or_else(bad)?;
+    let user = check_id("--person", user).map_err(|_| bad())?;
+    let realm = check_id("--person", realm).map_err(|_| bad())?;
+    Ok((user, realm))
+}
+
+/// The script's part for the people of `--person`: per person, the user (in the `pve` realm
+/// only, created when missing — other realms' users come from their directory), a token with
+/// privilege separation, and the tier's role on the token. The token's rights are then the
+/// role's *and* the person's own: never more than the person may do in Proxmox.
+fn people_script(
+    step: u8,
+    people: &[(String, String)],
+    token: &str,
+    acl_path: &str,
+    role: &str,
+) -> String {
+    let mut out = format!(
+        "# {step}. One token per person (per-person identity, PVE_PEOPLE_FILE). --privsep 1: each\n\
+         #    token can do what the role allows AND what the person may do themself, never\n\
+         #    more; a person without rights of their own needs a grant (e.g. on a pool).\n",
+    );
+    for (user, realm) in people {
+        let account = format!("{user}@{realm}");
+        if realm == "pve" {
+            out.push_str(&format!(
+                "pveum user list --output-format json | grep -q '\"userid\":\"{account}\"' || pveum user add {account} --comment \"nandi-proxmox-mcp person\"\n"
+            ));
+        } else {
+            out.push_str(&format!(
+                "#    {account} must exist in realm {realm} (sync the realm first).\n"
+            ));
+        }
+        out.push_str(&format!(
+            "pveum user token add {account} {token} --privsep 1\n"
+        ));
+        out.push_str(&format!(
+            "pveum acl modify {acl_path} --tokens '{account}!{token}' --roles {role}\n"
+        ));
+    }
+    out
+}
+
 fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
@@ -249,6 +304,11 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
         ))
     })?;
     let acl_path = check_acl_path(&args.acl_path)?;
+    let people = args
+        .people
+        .iter()
+        .map(|p| check_person(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let account = format!("{user}@{realm}");
     let role = role_name(tier);
     let privs: Vec<&str> = privileges_for(tier).into_iter().collect();
@@ -351,8 +411,28 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
         println!("  echo {q} >> /root/.ssh/authorized_keys");
         println!("chmod 600 /root/.ssh/authorized_keys");
     }
+    if !people.is_empty() {
+        let step = if key_line.is_some() { 5 } else { 4 };
+        print!("{}", people_script(step, &people, &token, &acl_path, role));
+    }
     println!("NANDI_BOOTSTRAP");
     println!("--- to here ---\n");
+    if !people.is_empty() {
+        println!("Then write the people file (mode 0600; PVE_PEOPLE_FILE, docs/DEPLOY.md): each");
+        println!("person's OAuth subject (`sub`) and the secret their `token add` printed:");
+        let entries: Vec<String> = people
+            .iter()
+            .map(|(user, realm)| {
+                format!(
+                    "    \"<{user}'s OAuth sub>\": {{\"tokenId\": \"{user}@{realm}!{token}\", \"secret\": \"<secret>\"}}"
+                )
+            })
+            .collect();
+        println!(
+            "  {{\"unmapped\": \"refuse\", \"people\": {{\n{}\n  }}}}\n",
+            entries.join(",\n")
+        );
+    }
     println!("Then, on this machine:");
     println!(
         "  nandi-proxmox-mcp setup --access-tier {} (the wizard asks for the host and the secret)",

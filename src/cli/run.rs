@@ -42,6 +42,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let limits = pve::ClientLimits::from_lookup(|key| std::env::var(key).ok())
         .map_err(|e| CliError::Config(e.to_string()))?;
     announce_freeze(settings.freeze.as_ref());
+    announce_people(&settings, http_settings.as_ref());
 
     // Held until the server stops: dropping it stops the demo emulator.
     let mut _demo: Option<Emulator> = None;
@@ -74,6 +75,21 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     match http_settings {
         Some(settings) => serve_http(server, settings).await,
         None => serve_stdio(server).await,
+    }
+}
+
+/// Says on stderr what the people file does here: nothing unless OAuth callers arrive.
+fn announce_people(settings: &Settings, http: Option<&HttpSettings>) {
+    let Some(people) = &settings.people else {
+        return;
+    };
+    let oauth = http.is_some_and(|h| matches!(h.auth, crate::transport::http::Auth::OAuth(_)));
+    if oauth {
+        tracing::info!(people = people.tokens().count(), unmapped = ?people.unmapped, "per-person Proxmox identity: OAuth callers act with their own API token");
+    } else {
+        tracing::warn!(
+            "PVE_PEOPLE_FILE is set but the transport is not HTTP with MCP_AUTH_MODE=oauth: every call acts with the server's token"
+        );
     }
 }
 
@@ -130,6 +146,15 @@ fn serve_clusters(settings: Settings, limits: pve::ClientLimits) -> Result<Serve
         .map_err(|e| CliError::Config(e.to_string()))?;
     let audit = audit_log()?;
     let several = set.clusters.len() > 1;
+    if several && let Some(people) = &settings.people {
+        // A person's token belongs to one cluster: sent to another, it would leak.
+        return Err(CliError::Config(format!(
+            "{} {}: per-person Proxmox identity serves one cluster per server, and {} clusters are configured; run one server per cluster, each with its own people file",
+            crate::policy::ENV_PEOPLE_FILE,
+            people.path,
+            set.clusters.len()
+        )));
+    }
     let mut members = Vec::new();
     for cluster in set.clusters {
         let settings = super::served::cluster_settings(&settings, &cluster)?;

@@ -25,7 +25,15 @@ use crate::schema::ValidArgs;
 pub fn holder_of(context: &RequestContext<RoleServer>, caller: &Caller) -> Option<String> {
     match caller.via {
         Via::Stdio => Some("stdio".to_owned()),
-        Via::OAuth => Some(caller.label().into_owned()),
+        // The label names the person; the owner's digest keeps two subjects that print
+        // alike (a cut claim) from sharing a lease.
+        Via::OAuth => Some(match caller.owner {
+            crate::identity::Owner::Token(digest) => {
+                let tag: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+                format!("{} #{tag}", caller.label())
+            }
+            crate::identity::Owner::Shared(_) => caller.label().into_owned(),
+        }),
         Via::StaticToken | Via::Unauthenticated => {
             let parts = context.extensions.get::<axum::http::request::Parts>()?;
             let session = parts.headers.get("mcp-session-id")?.to_str().ok()?;

@@ -103,6 +103,12 @@ pub const ENV_VARS: &[EnvVarDoc] = &[
         secret: false,
     },
     EnvVarDoc {
+        name: super::ENV_PEOPLE_FILE,
+        description: "JSON file (mode 0600) mapping OAuth subjects to each person's own Proxmox API token: `{\"unmapped\": \"refuse\"|\"shared\", \"people\": {\"<sub>\": {\"tokenId\": \"user@realm!token\", \"secret\": \"…\"}}}`. An OAuth caller's calls then run with that person's Proxmox rights and Proxmox's task log names them; a caller the file does not name is refused (`unmapped: shared`: the server's token, said so in the audit). One cluster per server; see docs/DEPLOY.md.",
+        default: "none (everyone acts with the server's token)",
+        secret: false,
+    },
+    EnvVarDoc {
         name: ENV_DOWNLOAD_ALLOW,
         description: "Comma list of host names (`mirror.lan`), addresses (`10.0.0.5`, `[fd00::5]`) or CIDRs (`10.0.0.0/8`, `fd00::/8`) `pve_download_to_storage` may fetch from although they are loopback, private, link-local or metadata addresses. Any other entry (a URL, a port, a wildcard, a prefix out of range) stops start-up with exit 2, naming it.",
         default: "none",

@@ -31,6 +31,7 @@ mod approval_links;
 mod env_vars;
 mod lists;
 mod modes;
+mod people;
 mod routine;
 mod rules;
 mod rules_file;
@@ -49,6 +50,7 @@ pub use approval_links::{
 pub use env_vars::ENV_VARS;
 pub(crate) use lists::split_list;
 pub use modes::{AliasMode, ApprovalMode, Surface};
+pub use people::{ENV_PEOPLE_FILE, People, PersonToken, Unmapped, split_token_id};
 
 use lists::{parse_categories, parse_download_allow, parse_tools};
 pub use rules::{Action, Class, Decision, Guest, PolicyRules, Rule, RuleRef, RulesError, Subject};
@@ -160,6 +162,15 @@ pub enum PolicyError {
         /// What is wrong with it.
         problem: String,
     },
+    /// `PVE_PEOPLE_FILE` cannot be read, is not the owner's alone, or is not valid (no
+    /// secret is ever part of the text).
+    #[error("{ENV_PEOPLE_FILE} {path}: {problem}")]
+    BadPeopleFile {
+        /// The file as configured.
+        path: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A setting of approval by link (`PVE_APPROVAL_NOTIFY`, `_BASE_URL`, `_VIA`, `_LISTEN`).
     #[error(transparent)]
     ApprovalLinks(#[from] LinkSettingsError),
@@ -252,6 +263,9 @@ pub struct Settings {
     pub task_ttl: Duration,
     /// Key sealing approval states (`PVE_APPROVAL_KEY_FILE`); `None`: random per process.
     pub approval_key: Option<ApprovalKey>,
+    /// Per-person Proxmox identity for OAuth callers (`PVE_PEOPLE_FILE`); `None`: everyone
+    /// acts with the server's own token.
+    pub people: Option<std::sync::Arc<People>>,
     /// Approval by link: webhook, the page's public address, form or URL preference.
     pub links: LinkSettings,
     /// The kill switch (`PVE_FREEZE_FILE`, else beside the audit log); `None` only when no
@@ -294,6 +308,7 @@ impl Default for Settings {
             download_allow: Vec::new(),
             task_ttl: Duration::from_secs(DEFAULT_TASK_TTL_SECS),
             approval_key: None,
+            people: None,
             links: LinkSettings::default(),
             freeze: None,
             routine: RoutineSettings::default(),
@@ -373,6 +388,10 @@ impl Settings {
         }
         if let Some(value) = get(ENV_APPROVAL_KEY_FILE) {
             settings.approval_key = Some(ApprovalKey::from_file(&PathBuf::from(value))?);
+        }
+        if let Some(value) = get(ENV_PEOPLE_FILE) {
+            let people = People::from_file(&PathBuf::from(value))?;
+            settings.people = Some(std::sync::Arc::new(people));
         }
         settings.links = LinkSettings::from_lookup(get)?;
         if settings.links.notify.is_some() && settings.approval == ApprovalMode::Confirm {

@@ -25,7 +25,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use client::Client;
+pub use client::{Client, TokenParts};
 pub use error::PveError;
 pub use limits::{
     ClientLimits, DEFAULT_CALL_DEADLINE, DEFAULT_MAX_INFLIGHT, ENV_CALL_DEADLINE, ENV_MAX_INFLIGHT,

@@ -53,8 +53,12 @@ pub async fn cancel(
         ));
     }
     let handle = TaskHandle::decode(task_id, state.settings.task_ttl).map_err(id_error)?;
-    let client = state
-        .pve
+    // The stop goes out with the caller's own Proxmox rights (per-person identity).
+    let acting = state
+        .acting_for(&crate::identity::Caller::of(context))
+        .map_err(|f| failure_error(*f))?;
+    let client = acting
+        .client
         .as_ref()
         .ok_or_else(|| failure_error(not_configured()))?;
     let Some(stop) = state.registry.get(STOP_TOOL) else {
@@ -82,7 +86,7 @@ pub async fn cancel(
         // Part of what an approval binds: a stop approved on one cluster never stops another.
         arguments.insert(crate::schema::CLUSTER.into(), cluster.into());
     }
-    let caller = crate::identity::Caller::of(context).label();
+    let caller = acting.caller_name(crate::identity::Caller::of(context).label());
     let audit_call = |approval| audit::Call {
         spec: stop.spec,
         wire_name: CANCEL_METHOD,

@@ -199,6 +199,9 @@ pub struct Dispatched<'a> {
     pub started: Instant,
     /// How it was approved, if it was gated.
     pub approved_by: Option<&'static str>,
+    /// The REST client the call used (the person's own under per-person identity): the
+    /// task is followed with the same rights it was started with.
+    pub pve: Option<&'a crate::pve::Client>,
 }
 
 /// The task stage, after dispatch: a UPID from a task-starting tool becomes an MCP task
@@ -219,7 +222,7 @@ pub async fn after_dispatch(
         return None;
     }
     let upid = call.outcome.as_ref().ok().and_then(pve_io::upid_of)?;
-    let client = state.pve.as_ref()?;
+    let client = call.pve?;
     if client_follows_tasks(context) {
         let handle = TaskHandle::new(upid.clone(), call.entry.wire_name);
         let mut poll_interval = POLL_INTERVAL_MS;
@@ -403,8 +406,12 @@ pub async fn get(
         return get_exec(state, cluster, task_id, inner, context).await;
     }
     let handle = TaskHandle::decode(inner, state.settings.task_ttl).map_err(id_error)?;
-    let client = state
-        .pve
+    // Read with the caller's own Proxmox rights (per-person identity), as the call was made.
+    let acting = state
+        .acting_for(&Caller::of(context))
+        .map_err(|f| failure_error(*f))?;
+    let client = acting
+        .client
         .as_ref()
         .ok_or_else(|| failure_error(not_configured()))?;
     let started = Instant::now();
@@ -500,8 +507,11 @@ async fn get_exec(
 ) -> Result<GetTaskResult, McpError> {
     let handle = ExecHandle::decode(inner, state.settings.task_ttl, &exec_seal_key(state))
         .map_err(id_error)?;
-    let client = state
-        .pve
+    let acting = state
+        .acting_for(&Caller::of(context))
+        .map_err(|f| failure_error(*f))?;
+    let client = acting
+        .client
         .as_ref()
         .ok_or_else(|| failure_error(not_configured()))?;
     let started = Instant::now();

@@ -540,3 +540,55 @@ async fn list_completions_and_help() {
         );
     }
 }
+
+/// Issue 40: `bootstrap --person` adds one token per person with privilege separation and the
+/// tier's role on the token, and says what goes into the people file; bad values touch nothing.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bootstrap_prints_one_separated_token_per_person() {
+    let d = CliDirs::new();
+    let args = [
+        "bootstrap",
+        "--tier",
+        "read-execute",
+        "--person",
+        "alice@pve",
+        "--person",
+        "bob@ldap",
+    ];
+    let text = stdout(&d.run(&args, &[], None).await);
+    let script = text
+        .split("--- copy from here ---\n")
+        .nth(1)
+        .and_then(|rest| rest.split("--- to here ---").next())
+        .unwrap_or_else(|| panic!("no script: {text}"));
+    let privs: Vec<&str> = privileges_for(Tier::ReadExecute).into_iter().collect();
+    let (out, calls) =
+        run_bootstrap_script(script, &(privs.join(",") + ",VM.GuestAgent.Unrestricted"));
+    assert!(out.status.success(), "{}", text_of(&out));
+    for person in ["alice@pve", "bob@ldap"] {
+        assert!(
+            calls.contains(&format!("user token add {person} nandi --privsep 1")),
+            "{calls}"
+        );
+        assert!(
+            calls.contains(&format!(
+                "acl modify / --tokens {person}!nandi --roles NandiMcpReadExecute"
+            )),
+            "{calls}"
+        );
+    }
+    assert!(calls.contains("user add alice@pve"), "{calls}");
+    assert!(
+        !calls.contains("user add bob@ldap"),
+        "a directory's user is not created: {calls}"
+    );
+    assert!(text.contains(r#""tokenId": "alice@pve!nandi""#), "{text}");
+    let out = d.run(&["bootstrap", "--person", "alice"], &[], None).await;
+    assert_eq!(out.status.code(), Some(2), "{}", text_of(&out));
+    assert!(
+        text_of(&out).contains("--person `alice` must be USER@REALM"),
+        "{}",
+        text_of(&out)
+    );
+}

@@ -373,3 +373,53 @@ async fn doctor_says_whether_changes_are_frozen_without_going_red() {
     );
     assert!(detail.contains("unfreeze"), "{detail}");
 }
+
+/// Issue 40: with a people file, `permissions` runs once more per person, with that person's
+/// own token: a token Proxmox accepts is checked like the server's; one it refuses is RED,
+/// naming the person and the token id; no secret is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_persons_own_token_is_checked() {
+    let emu = common::emulator().await;
+    let alice_secret = "a11ce000-5ec2-4e7a-9d3b-0000000000a1";
+    emu.add_token("alice@pve!mcp", alice_secret);
+    let d = CliDirs::new();
+    let people = d.home.path().join("people.json");
+    let wrong_secret = "0bad0000-5ec2-4e7a-9d3b-00000000dead";
+    let body = serde_json::json!({"people": {
+        "alice": {"tokenId": "alice@pve!mcp", "secret": alice_secret},
+        "mallory": {"tokenId": "mallory@pve!mcp", "secret": wrong_secret},
+    }});
+    std::fs::write(&people, body.to_string()).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&people, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let mut env = common::env_for(&emu);
+    env.push(("PVE_PEOPLE_FILE".into(), people.display().to_string()));
+    let out = d
+        .run(
+            &["doctor", "--check", "permissions", "--json"],
+            &env_of(&env),
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(item(&report, "permissions")["status"], "GREEN");
+    assert_eq!(
+        item(&report, "permissions of alice (alice@pve!mcp)")["status"],
+        "GREEN"
+    );
+    let mallory = item(&report, "permissions of mallory (mallory@pve!mcp)");
+    assert_eq!(mallory["status"], "RED", "{mallory}");
+    assert!(
+        mallory["detail"].as_str().unwrap().contains("cannot read"),
+        "{mallory}"
+    );
+    let shown = text_of(&out);
+    assert!(
+        !shown.contains(alice_secret) && !shown.contains(wrong_secret),
+        "{shown}"
+    );
+}

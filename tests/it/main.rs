@@ -81,6 +81,7 @@ mod packaging;
 mod peer_download_guard;
 mod peer_ssh_node_access;
 mod peer_tools;
+mod people;
 mod pipeline_audit;
 mod policy;
 mod policy_rules;

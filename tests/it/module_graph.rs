@@ -33,7 +33,8 @@ const LAYERS: &[&[&str]] = &[
     &["state", "outcome", "preview", "prompts"],
     &["audit", "backends", "compact"],
     &["approval", "lean", "redact", "registry", "ssh", "undo"],
-    &["docs", "envelope", "identity", "policy", "schema"],
+    &["docs", "envelope", "policy", "schema"],
+    &["identity"],
     &["catalog", "pve"],
     &["config", "effects"],
 ];

@@ -187,14 +187,14 @@ fn sessions_live_side_by_side_until_the_oldest_is_pushed_out() {
             "t",
             vec![6],
             Duration::from_secs(60),
-            Approvers::Subject("alice".into()),
+            Approvers::Subject {
+                name: "alice".into(),
+                key: crate::identity::subject_key("alice"),
+            },
         )
         .expect("registered");
     let id = id_of(&waiting);
-    let alice = Person {
-        subject: "alice".into(),
-        scopes: vec![],
-    };
+    let alice = Person::signed_in("alice", vec![]).expect("printable");
     let signed_in = |secret: &str| store.view(&id, Some(secret)).expect("view").signed_in;
     let sessions: Vec<Admitted> = (0..MAX_SESSIONS)
         .map(|_| store.admit(&id, &alice).expect("admitted"))

@@ -119,6 +119,50 @@ pub(super) async fn permissions(
     )
 }
 
+/// `permissions` once per person of the people file (`PVE_PEOPLE_FILE`), with that person's
+/// own token, against the tools the server's tier serves. A token Proxmox does not accept is
+/// RED (every call of that person would fail); missing privileges are YELLOW — a person may be
+/// meant to have fewer rights than the server's tier, and Proxmox then refuses those calls of
+/// theirs with 403.
+pub(super) async fn people_permissions(client: &pve::Client, settings: &Settings) -> Vec<Item> {
+    let Some(people) = settings.people.as_deref() else {
+        return Vec::new();
+    };
+    let mut items = Vec::new();
+    for person in people.tokens() {
+        let check = format!("permissions of {} ({})", person.subject, person.token_id);
+        let (user, realm, token_name) = person.parts();
+        let parts = pve::TokenParts {
+            user,
+            realm,
+            token_name,
+            secret: person.expose_secret(),
+        };
+        let own = match client.as_token(parts) {
+            Ok(own) => own,
+            Err(e) => {
+                items.push(Item::red(&check, e.to_string(), e.hint()));
+                continue;
+            }
+        };
+        let mut item = permissions(&own, Ok(settings.clone()), false).await;
+        item.check = check;
+        if item.status == super::super::report::Status::Red
+            && !item.detail.starts_with("cannot read")
+        {
+            item.status = super::super::report::Status::Yellow;
+            item.fix = Some(format!(
+                "if {} should use those tools, grant the privileges to their token: `pveum acl modify / --tokens {} --roles <the role of bootstrap --tier {}>`; otherwise nothing to do — Proxmox refuses those calls for them",
+                person.subject,
+                person.token_id,
+                settings.tier.as_str()
+            ));
+        }
+        items.push(item);
+    }
+    items
+}
+
 /// `tls`: how the certificate is checked, what it is, when it expires — and, for the CA modes,
 /// whether the configured check accepts it (a self-signed node fails there, and the fix names
 /// the fingerprint to pin).

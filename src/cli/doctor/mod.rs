@@ -565,7 +565,16 @@ async fn check_cluster(
         }
         if checks.contains("permissions") {
             let settings = served_settings(config, policy_env.as_ref());
-            report.push(checks::permissions(&client, settings, config.ssh.is_some()).await);
+            if let Ok(settings) = &settings {
+                // Each person's own token (per-person identity), after the server's.
+                let people = checks::people_permissions(&client, settings).await;
+                report.push(
+                    checks::permissions(&client, Ok(settings.clone()), config.ssh.is_some()).await,
+                );
+                people.into_iter().for_each(|item| report.push(item));
+            } else {
+                report.push(checks::permissions(&client, settings, config.ssh.is_some()).await);
+            }
         }
     } else if needs_api {
         for c in ["vms", "cts", "node-status", "permissions"] {

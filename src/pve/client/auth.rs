@@ -10,10 +10,33 @@ use super::super::error::PveError;
 
 /// `PVEAPIToken=user@realm!token=secret`, validated and marked sensitive. Errors never echo it.
 pub(super) fn auth_header(conn: &Connection) -> Result<HeaderValue, PveError> {
+    token_header(TokenParts {
+        user: &conn.user,
+        realm: &conn.realm,
+        token_name: &conn.token_name,
+        secret: &conn.token_secret,
+    })
+}
+
+/// One API token: `user@realm!token_name` and its secret.
+#[derive(Clone, Copy)]
+pub struct TokenParts<'a> {
+    /// The user, without realm.
+    pub user: &'a str,
+    /// The user's realm.
+    pub realm: &'a str,
+    /// The token's name (after `!`).
+    pub token_name: &'a str,
+    /// The secret. Never printed.
+    pub secret: &'a str,
+}
+
+/// The header of any token (the server's own, or a person's), checked as [`auth_header`] is.
+pub(super) fn token_header(token: TokenParts<'_>) -> Result<HeaderValue, PveError> {
     let parts = [
-        ("the API user", conn.user.as_str()),
-        ("the API user's realm", conn.realm.as_str()),
-        ("the API token's name", conn.token_name.as_str()),
+        ("the API user", token.user),
+        ("the API user's realm", token.realm),
+        ("the API token's name", token.token_name),
     ];
     for (what, value) in parts {
         if value.trim().is_empty() {
@@ -27,12 +50,12 @@ pub(super) fn auth_header(conn: &Connection) -> Result<HeaderValue, PveError> {
             )));
         }
     }
-    if conn.token_secret.trim().is_empty() {
+    if token.secret.trim().is_empty() {
         return Err(PveError::Config("the API token secret is empty".to_owned()));
     }
     let text = format!(
         "PVEAPIToken={}@{}!{}={}",
-        conn.user, conn.realm, conn.token_name, conn.token_secret
+        token.user, token.realm, token.token_name, token.secret
     );
     let mut value = HeaderValue::from_str(&text).map_err(|_| {
         PveError::Config(

@@ -14,6 +14,8 @@
 mod api_viewer;
 mod auth;
 
+pub use auth::TokenParts;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,8 +59,9 @@ struct Inner {
     base: Url,
     /// `PVEAPIToken=…`; sensitive, so it is never printed by `http`'s `Debug`.
     auth: HeaderValue,
-    /// One permit per request allowed in flight.
-    slots: Semaphore,
+    /// One permit per request allowed in flight; shared by every identity's client of one
+    /// cluster ([`Client::as_token`]), so the bound is the cluster's.
+    slots: Arc<Semaphore>,
     limits: ClientLimits,
 }
 
@@ -135,8 +138,25 @@ impl Client {
                 base_url,
                 base,
                 auth,
-                slots: Semaphore::new(limits.max_inflight.max(1)),
+                slots: Arc::new(Semaphore::new(limits.max_inflight.max(1))),
                 limits,
+            }),
+        })
+    }
+
+    /// The same cluster under another API token (a person's own): one connection pool, one
+    /// in-flight bound and the same limits; only the `Authorization` header differs. No
+    /// network I/O. The token's parts are checked as the server's own are.
+    pub fn as_token(&self, token: TokenParts<'_>) -> Result<Client, PveError> {
+        let auth = auth::token_header(token)?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http: self.inner.http.clone(),
+                base_url: self.inner.base_url.clone(),
+                base: self.inner.base.clone(),
+                auth,
+                slots: Arc::clone(&self.inner.slots),
+                limits: self.inner.limits,
             }),
         })
     }

@@ -114,10 +114,9 @@ impl TokenValidator {
     /// scopes (an approver needs none); a token without `sub` names nobody.
     pub async fn identify(&self, token: &str) -> Result<Person, Rejection> {
         let claims = self.verify(token).await?;
-        Ok(Person {
-            subject: text(&claims, "sub").ok_or(Rejection::Invalid("no subject"))?,
-            scopes: granted_scopes(&claims),
-        })
+        let raw_subject = claims.get("sub").and_then(Value::as_str).unwrap_or("");
+        Person::signed_in(raw_subject, granted_scopes(&claims))
+            .ok_or(Rejection::Invalid("no subject"))
     }
 
     /// The claims of a token that passes every check but the scopes.
@@ -170,14 +169,6 @@ fn check_type(typ: Option<&str>, require_at_jwt: bool) -> Result<(), Rejection> 
         return Err(Rejection::Invalid("token type is not at+jwt"));
     }
     Err(Rejection::Invalid("not an access token (typ)"))
-}
-
-/// A string claim, cleaned.
-fn text(claims: &Map<String, Value>, name: &str) -> Option<String> {
-    claims
-        .get(name)
-        .and_then(Value::as_str)
-        .and_then(clean_name)
 }
 
 /// The scopes a token grants: `scope` (RFC 9068, space-separated) or `scp` (a list or string).

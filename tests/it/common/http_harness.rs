@@ -228,7 +228,11 @@ pub async fn oauth_server(
             .map(|(_, v)| (*v).to_owned())
     })
     .expect("policy");
-    let server = server_with(settings, pve);
+    oauth_serve(issuer_url, server_with(settings, pve), extra).await
+}
+
+/// [`oauth_server`] for a server built by the test.
+pub async fn oauth_serve(issuer_url: &str, server: Server, extra: &[(&str, &str)]) -> HttpServer {
     let mut vars: HashMap<&str, String> = HashMap::from([
         ("MCP_PORT", "0".to_owned()),
         ("MCP_AUTH_MODE", "oauth".to_owned()),
