@@ -59,6 +59,9 @@ pub mod codes {
     /// An SSH tool was called by a caller acting under their own Proxmox identity: SSH runs
     /// as the server's host account, which Proxmox's ACLs do not limit; nothing was run.
     pub const SSH_NOT_PER_PERSON: &str = "SSH_NOT_PER_PERSON";
+    /// A step of a plan failed (or the guest it built never became reachable); the steps
+    /// that ran were undone, last first — `details.rollback` says what could not be.
+    pub const PLAN_FAILED: &str = "PLAN_FAILED";
 }
 
 /// Maps a Proxmox client error to the envelope, keeping Proxmox's message and details.

@@ -18,6 +18,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 mod leases;
+pub mod plan;
 
 use crate::approval::lease::Ending;
 use crate::approval::{Approver, Channel, Question, Verdict, with_lease_line};
@@ -38,7 +39,7 @@ use crate::state::AppState;
 
 pub mod policy;
 
-/// Runs one `tools/call` of a listed tool.
+/// Runs one `tools/call` of a listed tool (a plan: every step, under one approval).
 pub async fn run(
     clusters: &Clusters,
     approver: &Approver,
@@ -46,6 +47,58 @@ pub async fn run(
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> CallToolResponse {
+    if plan::is_plan(entry.spec) {
+        return Box::pin(plan::apply(clusters, approver, entry, request, context)).await;
+    }
+    Box::pin(run_call(clusters, approver, entry, request, context, None))
+        .await
+        .response
+}
+
+/// How a call runs as a step of an approved plan.
+#[derive(Debug, Clone, Copy)]
+pub struct AsStep {
+    /// Recorded as the call's approval (`plan`, `plan-rollback`).
+    pub approved_by: &'static str,
+    /// The effects the plan was approved for this step; a step whose gate now plans more is
+    /// refused before anything is sent. `None`: a rollback, whose revert is planned and
+    /// checked by the undo module itself.
+    pub approved: Option<crate::effects::EffectSet>,
+}
+
+/// What one call came to: its answer, and the undo record it wrote (if any).
+pub struct Ran {
+    /// The answer to the client.
+    pub response: CallToolResponse,
+    /// The undo record of the change, when one was written.
+    pub undo: Option<u64>,
+}
+
+impl From<rmcp::model::CallToolResult> for Ran {
+    fn from(result: rmcp::model::CallToolResult) -> Ran {
+        Ran::from(CallToolResponse::from(result))
+    }
+}
+
+impl From<CallToolResponse> for Ran {
+    fn from(response: CallToolResponse) -> Ran {
+        Ran {
+            response,
+            undo: None,
+        }
+    }
+}
+
+/// One call through every stage; `step`: as a step of an approved plan (no question of its
+/// own, no MCP task of its own, at most the effects approved for it).
+pub async fn run_call(
+    clusters: &Clusters,
+    approver: &Approver,
+    entry: &Entry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    step: Option<AsStep>,
+) -> Ran {
     let started = Instant::now();
     let caller = Caller::of(context);
     let caller_name = caller.label();
@@ -126,6 +179,12 @@ pub async fn run(
     };
     let gate = gate::evaluate_with(spec, &args, std::mem::take(&mut prechecked.learned));
     if let Some(failure) = gate::tier_refusal(tier, spec, gate.as_ref()) {
+        return outcome::conclude(&record, entry, started, Err(failure), 0, None)
+            .await
+            .into();
+    }
+    // A plan's step may send exactly what the plan's question showed for it, no more.
+    if let Some(failure) = step.and_then(|step| plan::beyond_approved(step, spec, gate.as_ref())) {
         return outcome::conclude(&record, entry, started, Err(failure), 0, None)
             .await
             .into();
@@ -224,7 +283,11 @@ pub async fn run(
     // Stage: a routine change (start, resume, a snapshot, a template's linked clone, one backup
     // that prunes nothing) runs without a person unless its target's facts protect it; read
     // once the change is known to be recordable, as the question's own reads are.
-    let routine = routine_verdict(state, pve, gate.as_ref(), &args, cancel).await;
+    // A plan's step was decided with the plan: no target reads of its own.
+    let routine = match step {
+        Some(_) => None,
+        None => routine_verdict(state, pve, gate.as_ref(), &args, cancel).await,
+    };
     let unasked = matches!(routine, Some(RoutineVerdict::Unasked { .. })) && !ruled.asks();
     let reasons = gate
         .as_ref()
@@ -247,7 +310,10 @@ pub async fn run(
     // An `allow` rule of the operator's policy: no person, audited as `policy:<rule id>`.
     let policy_approval = ruled.approval();
     let mut approved_by = None;
-    if let Some(by) = policy_approval {
+    if let Some(step) = step {
+        // Approved with its plan (one question for every step).
+        approved_by = Some(step.approved_by);
+    } else if let Some(by) = policy_approval {
         approved_by = Some(by);
     } else if unasked {
         approved_by = Some(ROUTINE);
@@ -292,7 +358,7 @@ pub async fn run(
                     leases::grant(store, offer, minutes, by, &state.audit, &caller_name).await;
                 }
             }
-            Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
+            Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input).into(),
             Verdict::Refused(failure) => {
                 let failure = with_reads(with_fired_rules(failure, gate), routine.as_ref());
                 return outcome::conclude(&record, entry, started, Err(failure), 0, None)
@@ -340,7 +406,7 @@ pub async fn run(
     };
     // A guest program answers as a task (started, then followed by `tasks/get`) for clients
     // that follow tasks; otherwise the handler follows it to its end itself.
-    let exec_as_task = crate::tasks::answers_exec_as_task(spec, context);
+    let exec_as_task = crate::tasks::answers_exec_as_task(spec, context) && step.is_none();
     // The call may have exactly the effects that were approved; the REST client and the
     // SSH entry refuse any request beyond them (a routine call: plain reads only).
     let clearance = gate
@@ -365,9 +431,10 @@ pub async fn run(
         .map(|data| crate::lean::shape(data, &args.shape))
         .map_err(|failure| acting.explain(failure));
     outcome::seal(&record, entry, started, &mut outcome, approved_by).await;
+    let mut undo_id = None;
     if let Some(undo) = undo {
         let succeeded = outcome.is_ok();
-        Box::pin(undo.commit(pve, audit_seq, succeeded, cancel)).await;
+        undo_id = Box::pin(undo.commit(pve, audit_seq, succeeded, cancel)).await;
     }
     // Stage: long tasks — a UPID becomes an MCP task, or is followed to its end (`wait`).
     let dispatched = crate::tasks::Dispatched {
@@ -378,11 +445,16 @@ pub async fn run(
         started,
         approved_by,
         pve,
+        inline: step.is_some(),
     };
-    if let Some(response) = crate::tasks::after_dispatch(state, dispatched, context).await {
-        return response;
+    let response = match crate::tasks::after_dispatch(state, dispatched, context).await {
+        Some(response) => response,
+        None => outcome::finish(entry, started, outcome, attempts, approved_by).into(),
+    };
+    Ran {
+        response,
+        undo: undo_id,
     }
-    outcome::finish(entry, started, outcome, attempts, approved_by).into()
 }
 
 /// What a routine candidate comes to once its target is read (`None`: not a candidate, or

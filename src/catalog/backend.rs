@@ -90,6 +90,9 @@ pub enum CompositeOp {
     UndoChange,
     /// The caller's live leases (approvals a person granted for a while).
     ListLeases,
+    /// The built-in plan: a template becomes a reachable guest, step by step under one
+    /// approval (`pipeline::plan`); each step is a row of its own.
+    ProvisionQemu,
 }
 
 impl CompositeOp {
@@ -130,6 +133,23 @@ impl CompositeOp {
                 (Get, "/nodes/{node}/tasks/{upid}/log"),
             ],
             CompositeOp::ListChanges | CompositeOp::ListLeases => &[],
+            // Every step's endpoint, and what a rollback sends (a stop, the clone's removal).
+            CompositeOp::ProvisionQemu => &[
+                (Get, "/cluster/nextid"),
+                (Post, "/nodes/{node}/qemu/{vmid}/clone"),
+                (Put, "/nodes/{node}/qemu/{vmid}/resize"),
+                (Put, "/nodes/{node}/qemu/{vmid}/config"),
+                (Post, "/nodes/{node}/qemu/{vmid}/status/start"),
+                (
+                    Get,
+                    "/nodes/{node}/qemu/{vmid}/agent/network-get-interfaces",
+                ),
+                (Get, "/nodes/{node}/tasks/{upid}/status"),
+                (Get, "/nodes/{node}/tasks/{upid}/log"),
+                (Get, "/nodes/{node}/qemu/{vmid}/status/current"),
+                (Post, "/nodes/{node}/qemu/{vmid}/status/stop"),
+                (Delete, "/nodes/{node}/qemu/{vmid}"),
+            ],
             // What a revert may read and send; which ones depends on the record.
             CompositeOp::UndoChange => &[
                 (Get, "/nodes/{node}/qemu/{vmid}/config"),
@@ -177,6 +197,9 @@ impl CompositeOp {
             CompositeOp::ListChanges => "the undo records beside the audit log",
             CompositeOp::ListLeases => "the leases held in this server process",
             CompositeOp::UndoChange => "record checked against Proxmox, then its revert",
+            CompositeOp::ProvisionQemu => {
+                "clone, grow, configure, start, agent wait — each step its own row, one approval"
+            }
         }
     }
 }

@@ -287,6 +287,17 @@ fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
                 possible,
             }
         }
+        CompositeOp::ProvisionQemu => {
+            // Whatever its steps (and a rollback) send; each step is gated as its own row.
+            let mut possible = Classified::read();
+            for (method, path) in op.reaches() {
+                possible.merge(effects::classify_rest(method.as_str(), path, &[]));
+            }
+            ToolEffects {
+                always: EffectSet::of(Effect::Change),
+                possible,
+            }
+        }
         CompositeOp::QemuAgentDiagnose
         | CompositeOp::QemuBootDiagnose
         | CompositeOp::InventoryOverview

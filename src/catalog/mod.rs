@@ -31,6 +31,7 @@ mod nodes;
 mod overview;
 mod param;
 pub mod params;
+mod plans;
 mod pools;
 pub mod privileges;
 pub mod privileges_keys;
@@ -66,6 +67,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         backup::TOOLS,
         tasks::TOOLS,
         changes::TOOLS,
+        plans::TOOLS,
         network::TOOLS,
         firewall::TOOLS,
         pools::TOOLS,

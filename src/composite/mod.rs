@@ -132,6 +132,7 @@ pub async fn execute(
         | CompositeOp::ListChanges
         | CompositeOp::UndoChange
         | CompositeOp::ListLeases
+        | CompositeOp::ProvisionQemu
         | CompositeOp::ClustersOverview => Err(unavailable(op, spec)),
     };
     (result, calls.attempts)

@@ -37,8 +37,6 @@ fn echoed_name(key: &str) -> String {
     }
 }
 
-const CONFIRM_DESCRIPTION: &str = "User approved.";
-
 /// Name of the control argument that previews a change instead of making it; never sent.
 pub const DRY_RUN: &str = "dry_run";
 
@@ -111,11 +109,10 @@ fn build_input_schema(spec: &ToolSpec, rules: bool) -> Map<String, Value> {
             }
         }
     }
+    // No description, as for `dry_run`: the server instructions say once what `confirm`
+    // means under the approval mode in force (repeated, it cost ~2.7 KB of the full listing).
     if spec.can_be_gated() {
-        properties.insert(
-            CONFIRM.to_owned(),
-            json!({"type": "boolean", "description": CONFIRM_DESCRIPTION}),
-        );
+        properties.insert(CONFIRM.to_owned(), json!({"type": "boolean"}));
     }
     if !spec.effect.is_read() {
         properties.insert(DRY_RUN.to_owned(), json!({"type": "boolean"}));

@@ -35,8 +35,8 @@ fn schema_is_plain_object_with_described_properties_and_no_value_rules() {
             }
         }
         for (name, prop) in schema["properties"].as_object().unwrap() {
-            // The two flags whose names say it all are explained once, in the instructions.
-            if name == DRY_RUN || name == WAIT {
+            // The flags whose names say it all are explained once, in the instructions.
+            if name == DRY_RUN || name == WAIT || name == CONFIRM {
                 assert_eq!(prop, &json!({"type": "boolean"}), "{}.{name}", spec.name);
                 continue;
             }

@@ -202,6 +202,9 @@ pub struct Dispatched<'a> {
     /// The REST client the call used (the person's own under per-person identity): the
     /// task is followed with the same rights it was started with.
     pub pve: Option<&'a crate::pve::Client>,
+    /// A step of a plan: a started Proxmox task is followed to its end here, never handed
+    /// out as an MCP task (the plan is the caller's one task).
+    pub inline: bool,
 }
 
 /// The task stage, after dispatch: a UPID from a task-starting tool becomes an MCP task
@@ -215,7 +218,7 @@ pub async fn after_dispatch(
     let spec = call.entry.spec;
     // The id handed out opens only for this caller (see `bound_id`).
     let owner = Caller::of(context).owner;
-    if answers_exec_as_task(spec, context) {
+    if answers_exec_as_task(spec, context) && !call.inline {
         return exec_task(state, &call, &owner);
     }
     if !spec.starts_task {
@@ -223,7 +226,7 @@ pub async fn after_dispatch(
     }
     let upid = call.outcome.as_ref().ok().and_then(pve_io::upid_of)?;
     let client = call.pve?;
-    if client_follows_tasks(context) {
+    if client_follows_tasks(context) && !call.inline {
         let handle = TaskHandle::new(upid.clone(), call.entry.wire_name);
         let mut poll_interval = POLL_INTERVAL_MS;
         if let Some(sink) = progress_sink(context).map(|s| s.in_cluster(call.entry.cluster)) {
@@ -270,7 +273,7 @@ pub async fn after_dispatch(
             CreateTaskResult::new(task).with_meta(MetaObject(meta)),
         ));
     }
-    if !call.args.wait {
+    if !call.args.wait && !call.inline {
         return None;
     }
     let session = Session::of(context);

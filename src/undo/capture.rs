@@ -92,16 +92,17 @@ impl Capture {
 
     /// Completes and writes the record once the change succeeded (`succeeded`), linked to
     /// the audit `sending` line `audit_seq`. A failed change records nothing. A record that
-    /// cannot be written is reported on stderr: the change itself already happened.
+    /// cannot be written is reported on stderr: the change itself already happened. Returns
+    /// the record's id when one was written.
     pub async fn commit(
         self,
         client: Option<&pve::Client>,
         audit_seq: Option<u64>,
         succeeded: bool,
         cancel: &CancellationToken,
-    ) {
+    ) -> Option<u64> {
         if !succeeded {
-            return;
+            return None;
         }
         let mut parts = Vec::new();
         for pending in self.pending {
@@ -116,8 +117,12 @@ impl Capture {
             parts,
             reverts: self.reverts,
         };
-        if let Err(e) = self.store.add(new).await {
-            tracing::error!(tool = %self.tool, error = %e, "undo record not written");
+        match self.store.add(new).await {
+            Ok(record) => Some(record.id),
+            Err(e) => {
+                tracing::error!(tool = %self.tool, error = %e, "undo record not written");
+                None
+            }
         }
     }
 }

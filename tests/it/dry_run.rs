@@ -130,6 +130,10 @@ async fn every_mutating_tool_previews_without_sending_a_change() {
         if spec.name == "pve_undo_change" {
             continue;
         }
+        // A plan previews its steps (each one's row gated), not one request: tests/it/plans.rs.
+        if spec.name == "pve_provision_qemu_guest" {
+            continue;
+        }
         let mut args = minimal_args(spec);
         let valid = schema::validate(spec, Some(&args))
             .unwrap_or_else(|e| panic!("{}: sample arguments invalid: {:?}", spec.name, e.errors));

@@ -83,6 +83,7 @@ mod peer_ssh_node_access;
 mod peer_tools;
 mod people;
 mod pipeline_audit;
+mod plans;
 mod policy;
 mod policy_rules;
 mod preview_shapes;

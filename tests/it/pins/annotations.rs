@@ -81,6 +81,7 @@ const WRITES: &[&str] = &[
     "pve_put_cloudinit_snippet",
     "pve_delete_cloudinit_snippet",
     "pve_undo_change",
+    "pve_provision_qemu_guest",
 ];
 const DESTRUCTIVE: &[&str] = &[
     "pve_stop_qemu_vm",
@@ -148,6 +149,7 @@ const DESTRUCTIVE: &[&str] = &[
     "pve_put_cloudinit_snippet",
     "pve_delete_cloudinit_snippet",
     "pve_undo_change",
+    "pve_provision_qemu_guest",
 ];
 const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_update_config",

@@ -1,0 +1,584 @@
+//! Plans: several calls judged together, approved with one question, applied in order as steps
+//! of one call, and rolled back in reverse when a step fails or the call is cancelled.
+//!
+//! A plan's steps are rows of their own ([`Step`]); the plan row sends nothing itself. Before
+//! anything is sent every step is validated against its row, prechecked (the cluster's schema,
+//! the server's guards), gated, held against the caller's tier, the kill switch and the
+//! operator's rules, and the plan's question lists every step with its reasons. Each step then
+//! runs through the ordinary pipeline ([`super::run_call`]) as an [`AsStep`]: audited and undo
+//! recorded like any approved call, its Proxmox task followed to its end, and refused if its
+//! gate now plans more than the question showed for it.
+//!
+//! Invariants: a plan with any step refused sends nothing (reads for the judgement aside); a
+//! declined plan sends nothing; a step never sends more than it was approved for; after a
+//! failure every step that ran is undone from its undo record, last first, and the answer
+//! names what could not be undone.
+
+// Refusals are `ToolFailure`s as everywhere in the pipeline; boxing them here alone would
+// buy nothing.
+#![allow(clippy::result_large_err)]
+
+use rmcp::RoleServer;
+use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::service::RequestContext;
+use serde_json::{Map, Value, json};
+
+use super::{AsStep, Ran, run_call};
+use crate::approval::{Approver, Question, Verdict};
+use crate::backends::Backends;
+use crate::catalog::{Backend, CompositeOp, ToolSpec};
+use crate::clusters::Clusters;
+use crate::dispatch;
+use crate::effects::EffectSet;
+use crate::envelope::{ToolFailure, codes};
+use crate::gate::{self, Gate};
+use crate::identity::Caller;
+use crate::outcome;
+use crate::registry::Entry;
+
+mod provision;
+
+/// How a plan's steps are recorded: `approval` of each step's audit lines.
+pub const PLAN_APPROVAL: &str = "plan";
+/// How a rollback's reverts are recorded.
+pub const ROLLBACK_APPROVAL: &str = "plan-rollback";
+/// The undo tool a rollback runs for each step that ran.
+const UNDO_TOOL: &str = "pve_undo_change";
+
+/// Whether the row is a plan (handled here, never dispatched as one call).
+pub fn is_plan(spec: &ToolSpec) -> bool {
+    spec.backend == Backend::Composite(CompositeOp::ProvisionQemu)
+}
+
+/// One step: a tool and its arguments, as a call of that tool would carry them.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// The tool's canonical name.
+    pub tool: &'static str,
+    /// Its arguments.
+    pub arguments: Map<String, Value>,
+}
+
+/// A step as it was judged: its entry, its gate's effects and reasons.
+struct Judged {
+    step: Step,
+    clearance: EffectSet,
+    reasons: Vec<String>,
+    /// Whether a person must approve it (gated, and no `allow` rule lets it run).
+    asks: bool,
+}
+
+/// A refusal for a step that would send more than its approval covers.
+pub fn beyond_approved(step: AsStep, spec: &ToolSpec, gate: Option<&Gate>) -> Option<ToolFailure> {
+    let approved = step.approved?;
+    let planned = gate.map_or(EffectSet::READ, Gate::clearance);
+    let beyond = planned.beyond(approved);
+    if beyond.is_read() {
+        return None;
+    }
+    Some(ToolFailure::new(
+        codes::EFFECT_NOT_APPROVED,
+        format!(
+            "{} would now do more than the plan's question showed for it ({}); nothing was sent for this step.",
+            spec.name,
+            beyond.names().join(", ")
+        ),
+    ))
+}
+
+/// Runs a plan call: judge every step, ask once, apply in order, roll back on failure.
+pub async fn apply(
+    clusters: &Clusters,
+    approver: &Approver,
+    entry: &Entry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+) -> CallToolResponse {
+    let started = std::time::Instant::now();
+    let caller = Caller::of(context);
+    let caller_name = caller.label();
+    let routed = match clusters.route(entry, request.arguments.as_ref()) {
+        Ok(routed) => routed,
+        Err(refusal) => {
+            return refusal
+                .conclude(request.arguments.as_ref(), &caller_name, started)
+                .await
+                .into();
+        }
+    };
+    let (state, entry) = (routed.state, &routed.entry);
+    let arguments = routed.arguments.as_deref();
+    let tier = caller.tier_within(state.settings.tier);
+    let record = outcome::Record {
+        tier,
+        audit: Some(&state.audit),
+        arguments,
+        caller: Some(&caller_name),
+    };
+    let args = match dispatch::preflight(entry, arguments) {
+        Ok(args) => args,
+        Err(failure) => return done(&record, entry, started, Err(failure)).await,
+    };
+    let acting = match state.acting_for(&caller) {
+        Ok(acting) => acting,
+        Err(failure) => return done(&record, entry, started, Err(*failure)).await,
+    };
+    let cancel = &context.ct;
+    // Every step's arguments are checked against its row before anything is read.
+    let provisional = provision::steps(&args, provision::provisional_id(&args));
+    if let Err(failure) = validate(state, &provisional) {
+        return done(&record, entry, started, Err(failure)).await;
+    }
+    // The reads a refusal owns up to (`details.read`), as any refusal does.
+    let read: Vec<String> = if args.has("newid") {
+        Vec::new()
+    } else {
+        vec!["GET /cluster/nextid".to_owned()]
+    };
+    let steps = match provision::new_id(acting.client.as_ref(), &args, cancel).await {
+        Ok(newid) => provision::steps(&args, newid),
+        Err(failure) => return done(&record, entry, started, Err(with_read(failure, &read))).await,
+    };
+    let judged = match judge(
+        clusters, approver, state, &acting, tier, entry, steps, cancel,
+    )
+    .await
+    {
+        Ok(judged) => judged,
+        Err(failure) => return done(&record, entry, started, Err(with_read(failure, &read))).await,
+    };
+    let listing: Vec<Value> = judged
+        .iter()
+        .enumerate()
+        .map(|(i, j)| step_view(i, j))
+        .collect();
+    let asks = judged.iter().any(|j| j.asks);
+    if args.dry_run {
+        let approval = if asks {
+            approver.describe(context)
+        } else {
+            "none: every step is a read or the operator's policy lets it run"
+        };
+        // The shape of any dry run (`dryRun`, `sent`, `decision`), with the steps for the
+        // one request a single call would show.
+        let view = json!({
+            "dryRun": true,
+            "sent": false,
+            "decision": {
+                "tier": entry.spec.tier.as_str(),
+                "needsApproval": asks,
+                "approval": approval,
+            },
+            "steps": listing,
+            "onFailure": "the steps that ran are undone, last first",
+        });
+        let preview_only = outcome::Record {
+            audit: None,
+            ..record
+        };
+        return outcome::conclude(&preview_only, entry, started, Ok(view), 0, None)
+            .await
+            .into();
+    }
+    // A plan that could not be recorded is refused before anyone is asked (fail closed).
+    if let Err(failure) =
+        crate::audit::call::ensure_change_recordable(&state.audit, entry.spec, true).await
+    {
+        return done(&record, entry, started, Err(failure)).await;
+    }
+    if asks {
+        let question = Question {
+            message: question_text(&judged, entry.cluster, &caller),
+            tool: entry.spec.name,
+            destructive: true,
+            lease: None,
+        };
+        match approver
+            .decide(context, request, &question, args.confirmed)
+            .await
+        {
+            Verdict::Approved(_) | Verdict::Leased(_, _) => {}
+            Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
+            Verdict::Refused(failure) => {
+                return done(&record, entry, started, Err(with_read(failure, &read))).await;
+            }
+        }
+    }
+    let cluster = entry.cluster;
+    let ran = match run_steps(clusters, approver, context, &judged, cluster).await {
+        Ok(ran) => ran,
+        Err(failure) => return done(&record, entry, started, Err(failure)).await,
+    };
+    let newid = judged
+        .first()
+        .and_then(|j| j.step.arguments.get("newid"))
+        .cloned();
+    let result =
+        match provision::report(clusters, approver, context, cluster, &args, newid, &ran).await {
+            Ok(answer) => Ok(answer),
+            Err(why) => {
+                let rolled = rollback(clusters, approver, context, &ran, cluster).await;
+                Err(ToolFailure::new(
+                    codes::PLAN_FAILED,
+                    format!(
+                        "Every step ran, but the guest is not reachable: {why}. {}",
+                        rolled.summary
+                    ),
+                )
+                .with_details(json!({"rollback": rolled.steps})))
+            }
+        };
+    done(&record, entry, started, result).await
+}
+
+/// The plan call's own answer and audit line.
+async fn done(
+    record: &outcome::Record<'_>,
+    entry: &Entry,
+    started: std::time::Instant,
+    result: Result<Value, ToolFailure>,
+) -> CallToolResponse {
+    outcome::conclude(record, entry, started, result, 0, None)
+        .await
+        .into()
+}
+
+/// Checks every step's arguments against its row (no request); the first refused step
+/// refuses the plan, naming it.
+fn validate(state: &crate::state::AppState, steps: &[Step]) -> Result<(), ToolFailure> {
+    for (i, step) in steps.iter().enumerate() {
+        let Some(entry) = state.registry.get(step.tool) else {
+            return Err(not_exposed(i, step.tool));
+        };
+        dispatch::preflight(entry, Some(&step.arguments)).map_err(|f| in_step(f, i, step.tool))?;
+    }
+    Ok(())
+}
+
+/// A refusal naming the reads the plan made before it (`details.read`).
+fn with_read(mut failure: ToolFailure, read: &[String]) -> ToolFailure {
+    if read.is_empty() {
+        return failure;
+    }
+    match failure.details.as_mut() {
+        Some(Value::Object(map)) => {
+            map.insert("read".into(), json!(read));
+        }
+        _ => failure.details = Some(json!({ "read": read })),
+    }
+    failure
+}
+
+/// A step whose tool the policy in force does not expose.
+fn not_exposed(index: usize, tool: &str) -> ToolFailure {
+    ToolFailure::new(
+        codes::EFFECT_NOT_APPROVED,
+        format!(
+            "The plan was refused at step {} ({tool}): the policy in force does not expose {tool}; nothing was sent.",
+            index + 1
+        ),
+    )
+}
+
+/// Judges every step; the first step refused refuses the plan, naming it.
+#[allow(clippy::too_many_arguments)]
+async fn judge(
+    clusters: &Clusters,
+    approver: &Approver,
+    state: &crate::state::AppState,
+    acting: &crate::state::Acting,
+    tier: crate::catalog::Tier,
+    plan: &Entry,
+    steps: Vec<Step>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Vec<Judged>, ToolFailure> {
+    let pve = acting.client.as_ref();
+    let backends = Backends {
+        pve,
+        ssh: None,
+        registry: &state.registry,
+        settings: &state.settings,
+        clusters: clusters.clients(),
+        undo: state.audit.undo(),
+        leases: approver.leases(),
+        lease_holder: None,
+    };
+    let mut judged = Vec::with_capacity(steps.len());
+    for (i, step) in steps.into_iter().enumerate() {
+        let at = |failure: ToolFailure| in_step(failure, i, step.tool);
+        let Some(entry) = state.registry.get(step.tool) else {
+            return Err(not_exposed(i, step.tool));
+        };
+        let spec = entry.spec;
+        let args = dispatch::preflight(entry, Some(&step.arguments)).map_err(at)?;
+        let mut prechecked = Box::pin(dispatch::precheck(&backends, spec, &args, cancel))
+            .await
+            .map_err(at)?;
+        let gate = gate::evaluate_with(spec, &args, std::mem::take(&mut prechecked.learned));
+        if let Some(failure) = gate::tier_refusal(tier, spec, gate.as_ref()) {
+            return Err(at(failure));
+        }
+        let freeze = state.settings.freeze.as_ref();
+        if let Some(failure) = gate::frozen_refusal(spec, gate.as_ref(), freeze) {
+            return Err(at(failure));
+        }
+        let ruled = Box::pin(super::policy::evaluate(
+            spec.name,
+            &state.settings.rules,
+            pve,
+            plan.cluster,
+            gate.as_ref(),
+            &args,
+            cancel,
+        ))
+        .await;
+        if let Some(failure) = ruled.refusal(spec.name) {
+            return Err(at(failure));
+        }
+        let asks = gate.is_some() && (ruled.asks() || ruled.approval().is_none());
+        judged.push(Judged {
+            clearance: gate.as_ref().map_or(EffectSet::READ, Gate::clearance),
+            reasons: gate.as_ref().map(Gate::reasons).unwrap_or_default(),
+            asks,
+            step,
+        });
+    }
+    Ok(judged)
+}
+
+/// A step's refusal, naming the step.
+fn in_step(mut failure: ToolFailure, index: usize, tool: &str) -> ToolFailure {
+    failure.message = format!(
+        "The plan was refused at step {} ({tool}), before anything was sent: {}",
+        index + 1,
+        failure.message
+    );
+    failure
+}
+
+/// One step as the dry run and the answer show it.
+fn step_view(index: usize, judged: &Judged) -> Value {
+    json!({
+        "step": index + 1,
+        "tool": judged.step.tool,
+        "arguments": judged.step.arguments,
+        "effects": judged.clearance.names(),
+        "reasons": judged.reasons,
+    })
+}
+
+/// The plan's one question: every step with its reasons, escaped as any question is.
+fn question_text(judged: &[Judged], cluster: Option<&str>, caller: &Caller) -> String {
+    use std::fmt::Write as _;
+    let mut text = format!(
+        "Apply this plan of {} steps{}?",
+        judged.len(),
+        cluster.map_or_else(String::new, |c| format!(
+            " in cluster '{}'",
+            crate::preview::escape(c)
+        ))
+    );
+    for (i, j) in judged.iter().enumerate() {
+        let shown: Vec<String> = j
+            .step
+            .arguments
+            .iter()
+            .map(|(k, v)| {
+                let value = match v {
+                    Value::String(s) => crate::preview::bounded(s),
+                    other => crate::preview::bounded(&other.to_string()),
+                };
+                format!("{}={value}", crate::preview::escape(k))
+            })
+            .collect();
+        let _ = write!(text, "\n{}. {} {}", i + 1, j.step.tool, shown.join(" "));
+        for reason in &j.reasons {
+            let _ = write!(text, "\n   - {}", crate::preview::escape(reason));
+        }
+    }
+    text.push_str(
+        "\nThe steps run in this order; if one fails, the ones before it are undone, last first (a clone is deleted).",
+    );
+    if caller.via != crate::identity::Via::Stdio {
+        let _ = write!(
+            text,
+            "\nRequested by {}.",
+            crate::preview::escape(&caller.label())
+        );
+    }
+    text
+}
+
+/// What a step came to.
+#[derive(Debug, Clone)]
+pub struct Done {
+    /// The step's tool.
+    pub tool: &'static str,
+    /// Its answer's structured content (the envelope).
+    pub answer: Value,
+    /// Its undo record, when one was written.
+    pub undo: Option<u64>,
+}
+
+/// Runs the steps in order; on the first failure (or a cancel), undoes the ones that ran.
+async fn run_steps(
+    clusters: &Clusters,
+    approver: &Approver,
+    context: &RequestContext<RoleServer>,
+    judged: &[Judged],
+    cluster: Option<&'static str>,
+) -> Result<Vec<Done>, ToolFailure> {
+    let mut done: Vec<Done> = Vec::with_capacity(judged.len());
+    for (i, j) in judged.iter().enumerate() {
+        let step = AsStep {
+            approved_by: PLAN_APPROVAL,
+            approved: Some(j.clearance),
+        };
+        let ran = call_step(
+            clusters,
+            approver,
+            context,
+            j.step.tool,
+            &j.step.arguments,
+            cluster,
+            step,
+        )
+        .await;
+        match answer_of(&ran) {
+            Ok(answer) if !context.ct.is_cancelled() => done.push(Done {
+                tool: j.step.tool,
+                answer,
+                undo: ran.undo,
+            }),
+            outcome => {
+                let why = match outcome {
+                    Err(why) => why,
+                    Ok(_) => "the call was cancelled".to_owned(),
+                };
+                // What ran of a step that failed after its request (a task that failed) is
+                // undone with the rest.
+                if let Some(undo) = ran.undo {
+                    done.push(Done {
+                        tool: j.step.tool,
+                        answer: Value::Null,
+                        undo: Some(undo),
+                    });
+                }
+                let rolled = rollback(clusters, approver, context, &done, cluster).await;
+                let failure = ToolFailure::new(
+                    codes::PLAN_FAILED,
+                    format!(
+                        "Step {} ({}) failed: {why}. {}",
+                        i + 1,
+                        j.step.tool,
+                        rolled.summary
+                    ),
+                )
+                .with_details(json!({"failed_step": i + 1, "rollback": rolled.steps}));
+                return Err(failure);
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// Runs one step (or one revert) as a call of its tool.
+pub(super) async fn call_step(
+    clusters: &Clusters,
+    approver: &Approver,
+    context: &RequestContext<RoleServer>,
+    tool: &'static str,
+    arguments: &Map<String, Value>,
+    cluster: Option<&'static str>,
+    step: AsStep,
+) -> Ran {
+    let mut arguments = arguments.clone();
+    if let Some(cluster) = cluster {
+        arguments.insert(crate::schema::CLUSTER.into(), cluster.into());
+    }
+    let Some(entry) = clusters.listing().get(tool).cloned() else {
+        let error = json!({"error": {"code": codes::EFFECT_NOT_APPROVED, "message": format!("{tool} is not exposed by the policy in force")}});
+        return Ran::from(rmcp::model::CallToolResult::structured_error(error));
+    };
+    let request = CallToolRequestParams::new(tool).with_arguments(arguments);
+    Box::pin(run_call(
+        clusters,
+        approver,
+        &entry,
+        &request,
+        context,
+        Some(step),
+    ))
+    .await
+}
+
+/// The step's envelope when it succeeded, else why it failed, in words.
+pub(super) fn answer_of(ran: &Ran) -> Result<Value, String> {
+    let CallToolResponse::Complete(result) = &ran.response else {
+        return Err("it did not answer in this call".to_owned());
+    };
+    let content = result.structured_content.clone().unwrap_or(Value::Null);
+    if result.is_error.unwrap_or(false) {
+        let error = &content["error"];
+        return Err(format!(
+            "{} {}",
+            error["code"].as_str().unwrap_or("ERROR"),
+            error["message"].as_str().unwrap_or("")
+        ));
+    }
+    Ok(content)
+}
+
+/// What a rollback came to: per step, undone or why not; and one sentence.
+struct Rolled {
+    steps: Vec<Value>,
+    summary: String,
+}
+
+/// Undoes the steps that ran, last first, each from its undo record.
+async fn rollback(
+    clusters: &Clusters,
+    approver: &Approver,
+    context: &RequestContext<RoleServer>,
+    done: &[Done],
+    cluster: Option<&'static str>,
+) -> Rolled {
+    let mut steps = Vec::new();
+    let mut failed = 0;
+    for (i, step) in done.iter().enumerate().rev() {
+        let Some(id) = step.undo else {
+            steps.push(json!({"step": i + 1, "tool": step.tool, "undone": false, "why": "nothing to undo (a read, or no undo record)"}));
+            continue;
+        };
+        let mut arguments = Map::new();
+        arguments.insert("id".into(), id.into());
+        let revert = AsStep {
+            approved_by: ROLLBACK_APPROVAL,
+            approved: None,
+        };
+        let ran = call_step(
+            clusters, approver, context, UNDO_TOOL, &arguments, cluster, revert,
+        )
+        .await;
+        match answer_of(&ran) {
+            Ok(_) => {
+                steps.push(json!({"step": i + 1, "tool": step.tool, "undone": true, "change": id}))
+            }
+            Err(why) => {
+                failed += 1;
+                steps.push(json!({"step": i + 1, "tool": step.tool, "undone": false, "change": id, "why": why}));
+            }
+        }
+    }
+    let summary = match (done.is_empty(), failed) {
+        (true, _) => "Nothing had run, so nothing was undone.".to_owned(),
+        (false, 0) => format!(
+            "The {} step(s) that ran were undone, last first.",
+            done.len()
+        ),
+        (false, n) => format!(
+            "Rolled back last first; {n} step(s) could not be undone (see details.rollback)."
+        ),
+    };
+    Rolled { steps, summary }
+}

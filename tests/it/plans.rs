@@ -1,0 +1,223 @@
+//! Plans (issue 41): "a VM like X" is one approved call — `pve_provision_qemu_guest` — through
+//! the built binary over stdio with rmcp's client side and the request-logging emulator. The
+//! emulator's own state is the oracle: a provision asks one question and ends in a running
+//! guest whose agent reports an address; a fault at a later step undoes the earlier ones until
+//! the emulator's guests equal the start; a declined plan sends nothing; a step the tier does
+//! not allow refuses the whole plan before anything is sent.
+
+use crate::approval_common;
+use crate::common;
+
+use approval_common::{Answer, Person, call, code, connect_stdio};
+use common::{emulator, env_for, with_policy};
+use pve_emulator::{Emulator, Fault, FaultKind};
+use serde_json::{Value, json};
+
+/// Non-GET requests the emulator received, as `METHOD path`.
+fn changes(emu: &Emulator) -> Vec<String> {
+    emu.requests()
+        .iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
+}
+
+fn full_env(emu: &Emulator) -> Vec<(String, String)> {
+    with_policy(
+        env_for(emu),
+        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
+    )
+}
+
+/// A provision of template 9000 as VM 760 with every step.
+fn provision() -> Value {
+    json!({
+        "node": "pve01", "vmid": 9000, "newid": 760, "name": "web-760",
+        "grow": "+2G", "cores": 2, "memory": 2048, "ciuser": "ops",
+        "ipconfig0": "ip=dhcp", "tags": "web;lab"
+    })
+}
+
+/// The guests the emulator has, by VMID (from its own cluster resources).
+async fn guests(emu: &Emulator) -> Vec<i64> {
+    let client = crate::harness::pve_client(emu);
+    let data = client
+        .call(
+            nandi_proxmox_mcp::pve::ApiRequest::get("/cluster/resources"),
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .result
+        .expect("resources");
+    let mut ids: Vec<i64> = data
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["vmid"].as_i64())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provision_asks_once_and_ends_in_a_reachable_guest() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    let result = call(&client, "pve_provision_qemu_guest", provision()).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let questions = person.questions();
+    assert_eq!(questions.len(), 1, "{questions:#?}");
+    for step in [
+        "pve_qemu_clone",
+        "pve_qemu_resize_disk",
+        "pve_qemu_update_config",
+        "pve_start_qemu_vm",
+    ] {
+        assert!(questions[0].contains(step), "{}", questions[0]);
+    }
+    // Every step reached Proxmox once, in order.
+    let sent = changes(&emu);
+    let order = [
+        "POST /nodes/pve01/qemu/9000/clone",
+        "PUT /nodes/pve01/qemu/760/resize",
+        "PUT /nodes/pve01/qemu/760/config",
+        "POST /nodes/pve01/qemu/760/status/start",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|want| {
+            let found: Vec<usize> = sent
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s == want)
+                .map(|(i, _)| i)
+                .collect();
+            assert_eq!(
+                found.len(),
+                1,
+                "{want} sent {} times: {sent:?}",
+                found.len()
+            );
+            found[0]
+        })
+        .collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{sent:?}");
+    let data = &result.structured_content.as_ref().expect("envelope")["data"];
+    assert_eq!(data["vmid"], 760, "{data}");
+    let addresses = data["addresses"].as_array().expect("addresses");
+    assert!(
+        addresses.iter().any(|a| a["address"]
+            .as_str()
+            .is_some_and(|ip| ip.starts_with("192.168."))),
+        "{data}"
+    );
+    assert!(guests(&emu).await.contains(&760));
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_step_undoes_the_ones_before_it() {
+    let emu = emulator().await;
+    let before = guests(&emu).await;
+    // The start (the last step) fails: the clone, its growth and its config are undone.
+    emu.arm_fault(
+        Fault::new(FaultKind::Status(500), 1).on_prefix("/nodes/pve01/qemu/760/status/start"),
+    );
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    let result = call(&client, "pve_provision_qemu_guest", provision()).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(code(&result), "PLAN_FAILED", "{result:?}");
+    let error = &result.structured_content.as_ref().expect("envelope")["error"];
+    let rollback = error["details"]["rollback"]
+        .as_array()
+        .expect("rollback report");
+    assert!(
+        rollback
+            .iter()
+            .any(|s| s["tool"] == "pve_qemu_clone" && s["undone"] == true),
+        "{error}"
+    );
+    assert_eq!(
+        guests(&emu).await,
+        before,
+        "the emulator's guests equal the start: {error}"
+    );
+    assert_eq!(person.questions().len(), 1);
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_declined_or_forbidden_plan_sends_nothing() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Decline);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    // Bad input for a step is refused with the step named, before anyone is asked.
+    let mut bad = provision();
+    bad["grow"] = json!("ten gigabytes");
+    let result = call(&client, "pve_provision_qemu_guest", bad).await;
+    assert_eq!(code(&result), "TOOL_INPUT_REJECTED", "{result:?}");
+    let text = format!("{:?}", result.structured_content);
+    assert!(text.contains("step 2 (pve_qemu_resize_disk)"), "{text}");
+    assert!(person.questions().is_empty());
+    let result = call(&client, "pve_provision_qemu_guest", provision()).await;
+    assert_eq!(code(&result), "CONFIRMATION_DECLINED", "{result:?}");
+    assert_eq!(changes(&emu), Vec::<String>::new());
+    client.cancel().await.ok();
+
+    // A step the policy does not expose refuses the whole plan, naming the step.
+    let emu = emulator().await;
+    let env = with_policy(
+        env_for(&emu),
+        &[
+            ("PVE_ACCESS_TIER", "full"),
+            ("PVE_MODULE_MODE", "advanced"),
+            ("PVE_TOOL_BLACKLIST", "pve_qemu_resize_disk"),
+        ],
+    );
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let result = call(&client, "pve_provision_qemu_guest", provision()).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = format!("{:?}", result.structured_content);
+    assert!(
+        text.contains("step 2") && text.contains("pve_qemu_resize_disk"),
+        "{text}"
+    );
+    assert!(person.questions().is_empty());
+    assert_eq!(changes(&emu), Vec::<String>::new());
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dry_run_shows_every_step_and_sends_nothing() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    let mut args = provision();
+    args["dry_run"] = json!(true);
+    let result = call(&client, "pve_provision_qemu_guest", args).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    let data = &result.structured_content.as_ref().expect("envelope")["data"];
+    assert_eq!(data["dryRun"], true);
+    assert_eq!(data["decision"]["needsApproval"], true, "{data}");
+    let tools: Vec<&str> = data["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["tool"].as_str())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "pve_qemu_clone",
+            "pve_qemu_resize_disk",
+            "pve_qemu_update_config",
+            "pve_start_qemu_vm"
+        ]
+    );
+    assert!(person.questions().is_empty());
+    assert_eq!(changes(&emu), Vec::<String>::new());
+    client.cancel().await.ok();
+}
