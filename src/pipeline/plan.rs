@@ -213,21 +213,22 @@ pub async fn apply(
         .first()
         .and_then(|j| j.step.arguments.get("newid"))
         .cloned();
-    let result =
-        match provision::report(clusters, approver, context, cluster, &args, newid, &ran).await {
-            Ok(answer) => Ok(answer),
-            Err(why) => {
-                let rolled = rollback(clusters, approver, context, &ran, cluster).await;
-                Err(ToolFailure::new(
-                    codes::PLAN_FAILED,
-                    format!(
-                        "Every step ran, but the guest is not reachable: {why}. {}",
-                        rolled.summary
-                    ),
-                )
-                .with_details(json!({"rollback": rolled.steps})))
-            }
-        };
+    let result = match provision::report(clusters, approver, context, cluster, &args, newid, &ran)
+        .await
+    {
+        Ok(answer) => Ok(answer),
+        Err(why) => {
+            let rolled = rollback(clusters, approver, &undisturbed(context), &ran, cluster).await;
+            Err(ToolFailure::new(
+                codes::PLAN_FAILED,
+                format!(
+                    "Every step ran, but the guest is not reachable: {why}. {}",
+                    rolled.summary
+                ),
+            )
+            .with_details(json!({"rollback": rolled.steps})))
+        }
+    };
     done(&record, entry, started, result).await
 }
 
@@ -464,7 +465,8 @@ async fn run_steps(
                         undo: Some(undo),
                     });
                 }
-                let rolled = rollback(clusters, approver, context, &done, cluster).await;
+                let rolled =
+                    rollback(clusters, approver, &undisturbed(context), &done, cluster).await;
                 let failure = ToolFailure::new(
                     codes::PLAN_FAILED,
                     format!(
@@ -529,6 +531,14 @@ pub(super) fn answer_of(ran: &Ran) -> Result<Value, String> {
     Ok(content)
 }
 
+/// The call's context with a cancellation token of its own: a plan cancelled by its caller
+/// still rolls back (the caller's token is already cancelled, and would stop every revert).
+fn undisturbed(context: &RequestContext<RoleServer>) -> RequestContext<RoleServer> {
+    let mut calm = context.clone();
+    calm.ct = tokio_util::sync::CancellationToken::new();
+    calm
+}
+
 /// What a rollback came to: per step, undone or why not; and one sentence.
 struct Rolled {
     steps: Vec<Value>,
@@ -547,7 +557,8 @@ async fn rollback(
     let mut failed = 0;
     for (i, step) in done.iter().enumerate().rev() {
         let Some(id) = step.undo else {
-            steps.push(json!({"step": i + 1, "tool": step.tool, "undone": false, "why": "nothing to undo (a read, or no undo record)"}));
+            failed += 1;
+            steps.push(json!({"step": i + 1, "tool": step.tool, "undone": false, "why": "no undo record was written for it"}));
             continue;
         };
         let mut arguments = Map::new();
@@ -572,10 +583,11 @@ async fn rollback(
     }
     let summary = match (done.is_empty(), failed) {
         (true, _) => "Nothing had run, so nothing was undone.".to_owned(),
-        (false, 0) => format!(
+        (false, 0) if steps.len() == done.len() => format!(
             "The {} step(s) that ran were undone, last first.",
             done.len()
         ),
+        (false, 0) => "Rolled back last first (see details.rollback).".to_owned(),
         (false, n) => format!(
             "Rolled back last first; {n} step(s) could not be undone (see details.rollback)."
         ),

@@ -221,3 +221,58 @@ async fn a_dry_run_shows_every_step_and_sends_nothing() {
     assert_eq!(changes(&emu), Vec::<String>::new());
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_plan_midway_rolls_it_back() {
+    use rmcp::model::{CallToolRequest, ClientRequest};
+    use rmcp::service::PeerRequestOptions;
+    let emu = crate::mcp_tasks_client::emulator_with_pace(std::time::Duration::from_secs(2)).await;
+    let before = guests(&emu).await;
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        crate::mcp_tasks_client::call("pve_provision_qemu_guest", provision()),
+    ));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("sent");
+    // Cancel while the second step (the disk's growth) runs.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !changes(&emu)
+        .iter()
+        .any(|c| c == "PUT /nodes/pve01/qemu/760/resize")
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "step 2 never started: {:?}",
+            changes(&emu)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    handle
+        .cancel(Some("stop".into()))
+        .await
+        .expect("cancel sent");
+    // The rollback runs on: the clone is deleted, the start never sent.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while guests(&emu).await != before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not rolled back: {:?}",
+            changes(&emu)
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let sent = changes(&emu);
+    assert!(
+        sent.iter().any(|c| c == "DELETE /nodes/pve01/qemu/760"),
+        "{sent:?}"
+    );
+    assert!(
+        !sent.iter().any(|c| c.ends_with("/760/status/start")),
+        "{sent:?}"
+    );
+    client.cancel().await.ok();
+}
