@@ -221,7 +221,7 @@ fn plan_composite(spec: &'static ToolSpec, op: CompositeOp, args: &ValidArgs) ->
         // Planned and checked before the gate (`composite::precheck`): the learned effects.
         CompositeOp::UndoChange => Classified::read(),
         // A plan is never gated as one call: each step is (`pipeline::plan`).
-        CompositeOp::ProvisionQemu => Classified::read(),
+        CompositeOp::ProvisionQemu | CompositeOp::ApplyPlan => Classified::read(),
     }
 }
 

@@ -93,6 +93,8 @@ pub enum CompositeOp {
     /// The built-in plan: a template becomes a reachable guest, step by step under one
     /// approval (`pipeline::plan`); each step is a row of its own.
     ProvisionQemu,
+    /// A plan of the caller's steps, each a row of its own, under one approval.
+    ApplyPlan,
 }
 
 impl CompositeOp {
@@ -127,7 +129,8 @@ impl CompositeOp {
             CompositeOp::DownloadToStorage => {
                 &[(Post, "/nodes/{node}/storage/{storage}/download-url")]
             }
-            CompositeOp::ApiCall => &[],
+            // Whatever its steps' rows reach; each step's privileges are its own row's.
+            CompositeOp::ApiCall | CompositeOp::ApplyPlan => &[],
             CompositeOp::WaitTask => &[
                 (Get, "/nodes/{node}/tasks/{upid}/status"),
                 (Get, "/nodes/{node}/tasks/{upid}/log"),
@@ -200,6 +203,7 @@ impl CompositeOp {
             CompositeOp::ProvisionQemu => {
                 "clone, grow, configure, start, agent wait — each step its own row, one approval"
             }
+            CompositeOp::ApplyPlan => "the caller's steps, each its own row, one approval",
         }
     }
 }

@@ -272,6 +272,17 @@ fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
                 possible: c,
             }
         }
+        CompositeOp::ApplyPlan => {
+            // Whatever its steps do; each step is gated as its own row.
+            let mut possible = Classified::read();
+            for effect in Effect::ALL {
+                possible.add(effect, "a step of the plan: whatever its row does");
+            }
+            ToolEffects {
+                always: EffectSet::of(Effect::Change),
+                possible,
+            }
+        }
         CompositeOp::UndoChange => {
             // A revert sends the opposite of what was recorded: old config values (any
             // key), a stop, a snapshot's or a clone's deletion, pool membership.

@@ -14,6 +14,9 @@ pub enum ParamKind {
     /// A JSON array of strings, sent as the same form key repeated once per item
     /// (how Proxmox reads `type: array` parameters such as the guest-agent `command`).
     StringArray,
+    /// A JSON array of objects, read by the server itself (a plan's steps); never sent to
+    /// Proxmox as such.
+    ObjectArray,
 }
 
 impl ParamKind {
@@ -24,7 +27,7 @@ impl ParamKind {
             ParamKind::Integer => "integer",
             ParamKind::Number => "number",
             ParamKind::Boolean => "boolean",
-            ParamKind::StringArray => "array",
+            ParamKind::StringArray | ParamKind::ObjectArray => "array",
         }
     }
 }

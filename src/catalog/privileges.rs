@@ -268,6 +268,7 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
             ("/vms/{vmid}", "VM.Snapshot"),
         ],
     ),
+    ("pve_apply_plan", &[]),
     (
         "pve_provision_qemu_guest",
         &[

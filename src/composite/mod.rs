@@ -133,6 +133,7 @@ pub async fn execute(
         | CompositeOp::UndoChange
         | CompositeOp::ListLeases
         | CompositeOp::ProvisionQemu
+        | CompositeOp::ApplyPlan
         | CompositeOp::ClustersOverview => Err(unavailable(op, spec)),
     };
     (result, calls.attempts)

@@ -23,7 +23,7 @@ use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 
-use super::{AsStep, Ran, run_call};
+use super::AsStep;
 use crate::approval::{Approver, Question, Verdict};
 use crate::backends::Backends;
 use crate::catalog::{Backend, CompositeOp, ToolSpec};
@@ -36,7 +36,11 @@ use crate::identity::Caller;
 use crate::outcome;
 use crate::registry::Entry;
 
+mod generic;
 mod provision;
+mod run;
+
+use run::{rollback, run_steps, undisturbed};
 
 /// How a plan's steps are recorded: `approval` of each step's audit lines.
 pub const PLAN_APPROVAL: &str = "plan";
@@ -47,7 +51,10 @@ const UNDO_TOOL: &str = "pve_undo_change";
 
 /// Whether the row is a plan (handled here, never dispatched as one call).
 pub fn is_plan(spec: &ToolSpec) -> bool {
-    spec.backend == Backend::Composite(CompositeOp::ProvisionQemu)
+    matches!(
+        spec.backend,
+        Backend::Composite(CompositeOp::ProvisionQemu | CompositeOp::ApplyPlan)
+    )
 }
 
 /// One step: a tool and its arguments, as a call of that tool would carry them.
@@ -59,7 +66,7 @@ pub struct Step {
     pub arguments: Map<String, Value>,
 }
 
-/// A step as it was judged: its entry, its gate's effects and reasons.
+/// A step as it was judged: its gate's effects and reasons.
 struct Judged {
     step: Step,
     clearance: EffectSet,
@@ -124,20 +131,32 @@ pub async fn apply(
         Err(failure) => return done(&record, entry, started, Err(*failure)).await,
     };
     let cancel = &context.ct;
+    let built_in = entry.spec.backend == Backend::Composite(CompositeOp::ProvisionQemu);
     // Every step's arguments are checked against its row before anything is read.
-    let provisional = provision::steps(&args, provision::provisional_id(&args));
-    if let Err(failure) = validate(state, &provisional) {
-        return done(&record, entry, started, Err(failure)).await;
-    }
-    // The reads a refusal owns up to (`details.read`), as any refusal does.
-    let read: Vec<String> = if args.has("newid") {
-        Vec::new()
+    let provisional = if built_in {
+        Ok(provision::steps(&args, provision::provisional_id(&args)))
     } else {
-        vec!["GET /cluster/nextid".to_owned()]
+        generic::steps(&args)
     };
-    let steps = match provision::new_id(acting.client.as_ref(), &args, cancel).await {
-        Ok(newid) => provision::steps(&args, newid),
-        Err(failure) => return done(&record, entry, started, Err(with_read(failure, &read))).await,
+    let provisional = match provisional.and_then(|steps| validate(state, &steps).map(|()| steps)) {
+        Ok(steps) => steps,
+        Err(failure) => return done(&record, entry, started, Err(failure)).await,
+    };
+    // The reads a refusal owns up to (`details.read`), as any refusal does.
+    let read: Vec<String> = if built_in && !args.has("newid") {
+        vec!["GET /cluster/nextid".to_owned()]
+    } else {
+        Vec::new()
+    };
+    let steps = if built_in {
+        match provision::new_id(acting.client.as_ref(), &args, cancel).await {
+            Ok(newid) => provision::steps(&args, newid),
+            Err(failure) => {
+                return done(&record, entry, started, Err(with_read(failure, &read))).await;
+            }
+        }
+    } else {
+        provisional
     };
     let judged = match judge(
         clusters, approver, state, &acting, tier, entry, steps, cancel,
@@ -209,6 +228,9 @@ pub async fn apply(
         Ok(ran) => ran,
         Err(failure) => return done(&record, entry, started, Err(failure)).await,
     };
+    if !built_in {
+        return done(&record, entry, started, Ok(generic::report(&ran))).await;
+    }
     let newid = judged
         .first()
         .and_then(|j| j.step.arguments.get("newid"))
@@ -408,189 +430,4 @@ fn question_text(judged: &[Judged], cluster: Option<&str>, caller: &Caller) -> S
         );
     }
     text
-}
-
-/// What a step came to.
-#[derive(Debug, Clone)]
-pub struct Done {
-    /// The step's tool.
-    pub tool: &'static str,
-    /// Its answer's structured content (the envelope).
-    pub answer: Value,
-    /// Its undo record, when one was written.
-    pub undo: Option<u64>,
-}
-
-/// Runs the steps in order; on the first failure (or a cancel), undoes the ones that ran.
-async fn run_steps(
-    clusters: &Clusters,
-    approver: &Approver,
-    context: &RequestContext<RoleServer>,
-    judged: &[Judged],
-    cluster: Option<&'static str>,
-) -> Result<Vec<Done>, ToolFailure> {
-    let mut done: Vec<Done> = Vec::with_capacity(judged.len());
-    for (i, j) in judged.iter().enumerate() {
-        let step = AsStep {
-            approved_by: PLAN_APPROVAL,
-            approved: Some(j.clearance),
-        };
-        let ran = call_step(
-            clusters,
-            approver,
-            context,
-            j.step.tool,
-            &j.step.arguments,
-            cluster,
-            step,
-        )
-        .await;
-        match answer_of(&ran) {
-            Ok(answer) if !context.ct.is_cancelled() => done.push(Done {
-                tool: j.step.tool,
-                answer,
-                undo: ran.undo,
-            }),
-            outcome => {
-                let why = match outcome {
-                    Err(why) => why,
-                    Ok(_) => "the call was cancelled".to_owned(),
-                };
-                // What ran of a step that failed after its request (a task that failed) is
-                // undone with the rest.
-                if let Some(undo) = ran.undo {
-                    done.push(Done {
-                        tool: j.step.tool,
-                        answer: Value::Null,
-                        undo: Some(undo),
-                    });
-                }
-                let rolled =
-                    rollback(clusters, approver, &undisturbed(context), &done, cluster).await;
-                let failure = ToolFailure::new(
-                    codes::PLAN_FAILED,
-                    format!(
-                        "Step {} ({}) failed: {why}. {}",
-                        i + 1,
-                        j.step.tool,
-                        rolled.summary
-                    ),
-                )
-                .with_details(json!({"failed_step": i + 1, "rollback": rolled.steps}));
-                return Err(failure);
-            }
-        }
-    }
-    Ok(done)
-}
-
-/// Runs one step (or one revert) as a call of its tool.
-pub(super) async fn call_step(
-    clusters: &Clusters,
-    approver: &Approver,
-    context: &RequestContext<RoleServer>,
-    tool: &'static str,
-    arguments: &Map<String, Value>,
-    cluster: Option<&'static str>,
-    step: AsStep,
-) -> Ran {
-    let mut arguments = arguments.clone();
-    if let Some(cluster) = cluster {
-        arguments.insert(crate::schema::CLUSTER.into(), cluster.into());
-    }
-    let Some(entry) = clusters.listing().get(tool).cloned() else {
-        let error = json!({"error": {"code": codes::EFFECT_NOT_APPROVED, "message": format!("{tool} is not exposed by the policy in force")}});
-        return Ran::from(rmcp::model::CallToolResult::structured_error(error));
-    };
-    let request = CallToolRequestParams::new(tool).with_arguments(arguments);
-    Box::pin(run_call(
-        clusters,
-        approver,
-        &entry,
-        &request,
-        context,
-        Some(step),
-    ))
-    .await
-}
-
-/// The step's envelope when it succeeded, else why it failed, in words.
-pub(super) fn answer_of(ran: &Ran) -> Result<Value, String> {
-    let CallToolResponse::Complete(result) = &ran.response else {
-        return Err("it did not answer in this call".to_owned());
-    };
-    let content = result.structured_content.clone().unwrap_or(Value::Null);
-    if result.is_error.unwrap_or(false) {
-        let error = &content["error"];
-        return Err(format!(
-            "{} {}",
-            error["code"].as_str().unwrap_or("ERROR"),
-            error["message"].as_str().unwrap_or("")
-        ));
-    }
-    Ok(content)
-}
-
-/// The call's context with a cancellation token of its own: a plan cancelled by its caller
-/// still rolls back (the caller's token is already cancelled, and would stop every revert).
-fn undisturbed(context: &RequestContext<RoleServer>) -> RequestContext<RoleServer> {
-    let mut calm = context.clone();
-    calm.ct = tokio_util::sync::CancellationToken::new();
-    calm
-}
-
-/// What a rollback came to: per step, undone or why not; and one sentence.
-struct Rolled {
-    steps: Vec<Value>,
-    summary: String,
-}
-
-/// Undoes the steps that ran, last first, each from its undo record.
-async fn rollback(
-    clusters: &Clusters,
-    approver: &Approver,
-    context: &RequestContext<RoleServer>,
-    done: &[Done],
-    cluster: Option<&'static str>,
-) -> Rolled {
-    let mut steps = Vec::new();
-    let mut failed = 0;
-    for (i, step) in done.iter().enumerate().rev() {
-        let Some(id) = step.undo else {
-            failed += 1;
-            steps.push(json!({"step": i + 1, "tool": step.tool, "undone": false, "why": "no undo record was written for it"}));
-            continue;
-        };
-        let mut arguments = Map::new();
-        arguments.insert("id".into(), id.into());
-        let revert = AsStep {
-            approved_by: ROLLBACK_APPROVAL,
-            approved: None,
-        };
-        let ran = call_step(
-            clusters, approver, context, UNDO_TOOL, &arguments, cluster, revert,
-        )
-        .await;
-        match answer_of(&ran) {
-            Ok(_) => {
-                steps.push(json!({"step": i + 1, "tool": step.tool, "undone": true, "change": id}))
-            }
-            Err(why) => {
-                failed += 1;
-                steps.push(json!({"step": i + 1, "tool": step.tool, "undone": false, "change": id, "why": why}));
-            }
-        }
-    }
-    let summary = match (done.is_empty(), failed) {
-        (true, _) => "Nothing had run, so nothing was undone.".to_owned(),
-        (false, 0) if steps.len() == done.len() => format!(
-            "The {} step(s) that ran were undone, last first.",
-            done.len()
-        ),
-        (false, 0) => "Rolled back last first (see details.rollback).".to_owned(),
-        (false, n) => format!(
-            "Rolled back last first; {n} step(s) could not be undone (see details.rollback)."
-        ),
-    };
-    Rolled { steps, summary }
 }

@@ -17,6 +17,7 @@ use serde_json::{Map, Value, json};
 use crate::catalog::indexed::family_pattern;
 use crate::catalog::{Backend, Location, Param, ParamKind, ToolSpec};
 
+mod objects;
 mod shape;
 
 pub use shape::{FIELDS, LIMIT, OFFSET, Shape, is_list, shaping_arguments};
@@ -176,6 +177,10 @@ fn property_schema(param: &Param, rules: bool) -> Value {
         prop.insert("items".into(), json!({"type": "string"}));
         prop.insert("minItems".into(), 1.into());
     }
+    if param.kind == ParamKind::ObjectArray {
+        prop.insert("items".into(), json!({"type": "object"}));
+        prop.insert("minItems".into(), 1.into());
+    }
     prop.insert("description".into(), param.description.into());
     if let Some(default) = param.default {
         prop.insert("default".into(), default_value(param, default));
@@ -231,6 +236,8 @@ pub enum ArgValue {
     Bool(bool),
     /// A list of strings (sent as one repeated form key per item).
     List(Vec<String>),
+    /// A list of JSON objects (a plan's steps), read by the server, never sent as such.
+    Objects(Vec<Map<String, Value>>),
 }
 
 impl ArgValue {
@@ -242,6 +249,7 @@ impl ArgValue {
             ArgValue::Num(n) => n.to_string(),
             ArgValue::Bool(b) => if *b { "1" } else { "0" }.to_owned(),
             ArgValue::List(items) => items.join(" "),
+            ArgValue::Objects(items) => Value::from(items.clone()).to_string(),
         }
     }
 
@@ -430,6 +438,7 @@ fn string_list(value: &Value) -> Result<ArgValue, String> {
 fn check_value(param: &Param, value: &Value, to_proxmox: bool) -> Result<ArgValue, String> {
     let parsed = match (param.kind, value) {
         (ParamKind::StringArray, value) => return string_list(value),
+        (ParamKind::ObjectArray, value) => return objects::object_list(param, value),
         (ParamKind::String, Value::String(s)) => ArgValue::Str(s.clone()),
         (ParamKind::Integer, Value::Number(n)) => match n.as_i64() {
             Some(i) => ArgValue::Int(i),

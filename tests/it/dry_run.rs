@@ -75,6 +75,9 @@ fn sample(param: &Param) -> Value {
         ParamKind::Number => json!(param.minimum.unwrap_or(1)),
         ParamKind::Boolean => json!(true),
         ParamKind::StringArray => json!(["uptime"]),
+        ParamKind::ObjectArray => {
+            json!([{"tool": "pve_start_qemu_vm", "arguments": {"node": "pve01", "vmid": 101}}])
+        }
         // The generic write checks its path against the cluster's schema before the gate.
         ParamKind::String if param.name == "path" => json!("/nodes/pve01/qemu/101/status/start"),
         ParamKind::String => {
@@ -131,7 +134,7 @@ async fn every_mutating_tool_previews_without_sending_a_change() {
             continue;
         }
         // A plan previews its steps (each one's row gated), not one request: tests/it/plans.rs.
-        if spec.name == "pve_provision_qemu_guest" {
+        if spec.name == "pve_provision_qemu_guest" || spec.name == "pve_apply_plan" {
             continue;
         }
         let mut args = minimal_args(spec);

@@ -276,3 +276,84 @@ async fn cancelling_a_plan_midway_rolls_it_back() {
     );
     client.cancel().await.ok();
 }
+
+/// A plan of the caller's own steps: clone, tag, start — `$1.newid` is step 1's `newid`.
+fn callers_plan() -> Value {
+    json!({"steps": [
+        {"tool": "pve_qemu_clone", "arguments": {"node": "pve01", "vmid": 9000, "newid": 771, "name": "db-771"}},
+        {"tool": "pve_qemu_update_config", "arguments": {"node": "pve01", "vmid": "$1.newid", "tags": "db"}},
+        {"tool": "pve_start_qemu_vm", "arguments": {"node": "pve01", "vmid": "$1.newid"}},
+    ]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_of_the_callers_steps_asks_once_and_runs_them_in_order() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    let result = call(&client, "pve_apply_plan", callers_plan()).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(person.questions().len(), 1, "{:#?}", person.questions());
+    assert_eq!(
+        changes(&emu),
+        [
+            "POST /nodes/pve01/qemu/9000/clone",
+            "PUT /nodes/pve01/qemu/771/config",
+            "POST /nodes/pve01/qemu/771/status/start",
+        ]
+    );
+    let data = &result.structured_content.as_ref().expect("envelope")["data"];
+    let steps = data["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 3, "{data}");
+    assert!(
+        steps.iter().all(|s| s["change"].is_u64()),
+        "every change has its undo record: {data}"
+    );
+    client.cancel().await.ok();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_cannot_smuggle_what_its_steps_could_not_do() {
+    // At read-execute the plan is listed, but a clone (full) is not the caller's to make.
+    let emu = emulator().await;
+    let env = with_policy(env_for(&emu), &[("PVE_ACCESS_TIER", "read-execute")]);
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let result = call(&client, "pve_apply_plan", callers_plan()).await;
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    let text = format!("{:?}", result.structured_content);
+    assert!(text.contains("step 1 (pve_qemu_clone)"), "{text}");
+    client.cancel().await.ok();
+
+    let emu = emulator().await;
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    let bad = [
+        (
+            json!({"steps": [{"tool": "pve_apply_plan", "arguments": {"steps": [{}]}}]}),
+            "cannot hold a plan",
+        ),
+        (
+            json!({"steps": [{"tool": "pve_start_qemu_vm", "args": {}}]}),
+            "unknown key",
+        ),
+        (
+            json!({"steps": [{"tool": "pve_start_qemu_vm", "arguments": {"node": "pve03", "vmid": 102, "confirm": true}}]}),
+            "belongs to the plan",
+        ),
+        (
+            json!({"steps": [{"tool": "pve_start_qemu_vm", "arguments": {"node": "pve03", "vmid": "$2.newid"}}]}),
+            "names no earlier step",
+        ),
+        (json!({"steps": [{"tool": "no_such_tool"}]}), "not a tool"),
+        (json!({"steps": []}), "must not be empty"),
+    ];
+    for (args, said) in bad {
+        let result = call(&client, "pve_apply_plan", args.clone()).await;
+        assert_eq!(code(&result), "TOOL_INPUT_REJECTED", "{args}: {result:?}");
+        let text = format!("{:?}", result.structured_content);
+        assert!(text.contains(said), "{args}: {text}");
+    }
+    assert!(person.questions().is_empty());
+    assert!(emu.requests().is_empty(), "{:?}", emu.requests());
+    client.cancel().await.ok();
+}

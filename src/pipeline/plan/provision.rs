@@ -13,7 +13,8 @@ use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{AsStep, Done, PLAN_APPROVAL, Step, answer_of, call_step};
+use super::run::{Done, answer_of, call_step};
+use super::{AsStep, PLAN_APPROVAL, Step};
 use crate::approval::Approver;
 use crate::clusters::Clusters;
 use crate::effects::EffectSet;
@@ -114,6 +115,7 @@ fn value(args: &ValidArgs, name: &str) -> Option<Value> {
         ArgValue::Num(n) => json!(n),
         ArgValue::Bool(b) => Value::Bool(*b),
         ArgValue::List(items) => json!(items),
+        ArgValue::Objects(items) => json!(items),
     })
 }
 

@@ -82,6 +82,7 @@ const WRITES: &[&str] = &[
     "pve_delete_cloudinit_snippet",
     "pve_undo_change",
     "pve_provision_qemu_guest",
+    "pve_apply_plan",
 ];
 const DESTRUCTIVE: &[&str] = &[
     "pve_stop_qemu_vm",
@@ -150,6 +151,7 @@ const DESTRUCTIVE: &[&str] = &[
     "pve_delete_cloudinit_snippet",
     "pve_undo_change",
     "pve_provision_qemu_guest",
+    "pve_apply_plan",
 ];
 const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_update_config",
@@ -170,6 +172,8 @@ const OPEN_WORLD: &[&str] = &[
     "pve_api_call",
     "pve_api_write",
     "pve_undo_change",
+    // Its steps are the caller's: any of them may be one of the rows above.
+    "pve_apply_plan",
     // They run a program the caller chooses, which reaches whatever that program can.
     "pve_exec_qemu_guest_command",
     "pve_exec_in_container",
