@@ -8,6 +8,8 @@
 //! gate (`refused`), read tools included. Invariant: a change is never sent unless its
 //! `sending` line is on disk; any write or sync error refuses it with
 //! `AUDIT_LOG_UNAVAILABLE`. Arguments reach the file only through `redact::mask_arguments`.
+//! Every line written while a plan runs ([`in_plan`]) names the plan, so its question, its
+//! steps and its rollback read as one.
 
 use std::time::Duration;
 
@@ -17,6 +19,21 @@ use super::{AUDIT_LOG_UNAVAILABLE, AuditEntry, AuditLog};
 use crate::catalog::{Backend, ToolSpec};
 use crate::envelope::{ToolFailure, codes};
 use crate::redact;
+
+tokio::task_local! {
+    static PLAN: String;
+}
+
+/// Runs a plan's work with its id in scope: every audit line written meanwhile (the plan
+/// call's, its steps', its reverts') carries `"plan": id`.
+pub async fn in_plan<F: std::future::Future>(id: String, work: F) -> F::Output {
+    PLAN.scope(id, work).await
+}
+
+/// The plan the running call belongs to, if any.
+pub fn plan_of_this_call() -> Option<String> {
+    PLAN.try_with(Clone::clone).ok()
+}
 
 /// Error codes of refusals by an approval gate, the tier in force (a caller's credentials
 /// below the tool's tier, an effect beyond the approved ones) or the kill switch; each one
@@ -103,6 +120,7 @@ pub async fn record_intent(
     line.caller = call.caller.map(str::to_owned);
     // The signed-in person who decided it on the approval page (approved or declined).
     line.approver = crate::approval::approver_of_this_call();
+    line.plan = plan_of_this_call();
     match log.append(line).await {
         Ok(appended) => Ok(appended.map(|a| a.seq)),
         Err(e) => {
@@ -169,6 +187,7 @@ pub fn entry(
         duration,
         caller: None,
         approver: None,
+        plan: None,
     }
 }
 
@@ -248,6 +267,7 @@ pub async fn record_call(
     line.caller = call.caller.map(str::to_owned);
     // The signed-in person who decided it on the approval page (approved or declined).
     line.approver = crate::approval::approver_of_this_call();
+    line.plan = plan_of_this_call();
     if let Err(e) = log.append(line).await {
         tracing::error!(tool = call.wire_name, error = %e, "audit line not written");
     }

@@ -3,7 +3,8 @@
 //! Line format (one JSON object, keys in this order, `hash` last):
 //! `{"seq":N,"time":…,"instance":…,"caller":…,"tool":…,"canonical":…,"arguments":{masked},"decision":…,"approval":…,
 //! "outcome":…,"pveStatus":…,"upid":…,"durationMs":…,"hash":"<64 hex>"}`; a call a signed-in
-//! person approved or declined on the approval page also has `"approver":"oauth:<sub>"` after `approval`.
+//! person approved or declined on the approval page also has `"approver":"oauth:<sub>"` after `approval`,
+//! and a line of a plan (its call, steps and reverts) `"plan":"<id>"` after that.
 //! `hash = SHA-256(previous line's hash + this line without its hash)` in lower-case hex,
 //! where "this line without its hash" is the exact text up to `,"hash":` closed with `}`;
 //! the first line chains to [`GENESIS`]. `seq` counts from 1, so a deleted or reordered
@@ -125,6 +126,9 @@ pub struct AuditEntry {
     /// Who approved it on the approval page after signing in (`oauth:<sub>`), when a person
     /// did; written as `approver` after `approval` (absent otherwise).
     pub approver: Option<String>,
+    /// The plan the call is a step (or a revert) of, when it is one
+    /// ([`call::in_plan`]); written as `plan` after `approver`.
+    pub plan: Option<String>,
 }
 
 /// The line appended for an entry: its number and hash.
@@ -371,6 +375,9 @@ fn render_line(seq: u64, entry: &AuditEntry, instance: Option<&str>, previous: &
     record.insert("approval".into(), entry.approval.clone().into());
     if let Some(approver) = &entry.approver {
         record.insert("approver".into(), approver.clone().into());
+    }
+    if let Some(plan) = &entry.plan {
+        record.insert("plan".into(), plan.clone().into());
     }
     record.insert("outcome".into(), entry.outcome.clone().into());
     record.insert("pveStatus".into(), entry.pve_status.into());

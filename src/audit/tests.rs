@@ -17,6 +17,7 @@ pub(crate) fn entry(tool: &str) -> AuditEntry {
         duration: Duration::from_millis(12),
         caller: Some("static token".into()),
         approver: None,
+        plan: None,
     }
 }
 

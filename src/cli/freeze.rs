@@ -235,6 +235,7 @@ fn record(
         duration: Duration::ZERO,
         caller: Some(format!("cli:{}", who())),
         approver: None,
+        plan: None,
     };
     log.append_blocking(&entry)
         .map(|_| ())

@@ -44,6 +44,15 @@ pub async fn judge(
     undo::revert::prepare(backends.undo, client, id, cancel).await
 }
 
+/// Plans the revert of the record `id` names from the record alone (no read): for a step of
+/// a plan, whose checks against Proxmox run when its turn comes.
+pub async fn judge_from_record(
+    backends: &Backends<'_>,
+    args: &ValidArgs,
+) -> Result<Plan, ToolFailure> {
+    undo::revert::planned(backends.undo, record_id(args)?).await
+}
+
 /// Sends the planned revert (planned again: a plan that moved since is refused).
 pub async fn execute(
     backends: &Backends<'_>,

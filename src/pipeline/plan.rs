@@ -40,7 +40,7 @@ mod generic;
 mod provision;
 mod run;
 
-use run::{rollback, run_steps, undisturbed};
+use run::{Progress, rollback, run_steps, undisturbed};
 
 /// How a plan's steps are recorded: `approval` of each step's audit lines.
 pub const PLAN_APPROVAL: &str = "plan";
@@ -48,6 +48,8 @@ pub const PLAN_APPROVAL: &str = "plan";
 pub const ROLLBACK_APPROVAL: &str = "plan-rollback";
 /// The undo tool a rollback runs for each step that ran.
 const UNDO_TOOL: &str = "pve_undo_change";
+/// The plan tool a finished plan's revert is one call of.
+const APPLY_TOOL: &str = "pve_apply_plan";
 
 /// Whether the row is a plan (handled here, never dispatched as one call).
 pub fn is_plan(spec: &ToolSpec) -> bool {
@@ -93,13 +95,36 @@ pub fn beyond_approved(step: AsStep, spec: &ToolSpec, gate: Option<&Gate>) -> Op
     ))
 }
 
-/// Runs a plan call: judge every step, ask once, apply in order, roll back on failure.
+/// Runs a plan call: judge every step, ask once, apply in order, roll back on failure. Every
+/// audit line of the plan names its id (`plan`), as its answer does.
 pub async fn apply(
     clusters: &Clusters,
     approver: &Approver,
     entry: &Entry,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
+) -> CallToolResponse {
+    let id = new_plan_id();
+    let work = apply_as(clusters, approver, entry, request, context, id.clone());
+    crate::audit::call::in_plan(id, Box::pin(work)).await
+}
+
+/// A plan's id: 12 random hex digits, enough to tell the plans of one audit log apart.
+fn new_plan_id() -> String {
+    use rand::RngCore as _;
+    let mut bytes = [0u8; 6];
+    rand::rng().fill_bytes(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// [`apply`] for the plan `id`.
+async fn apply_as(
+    clusters: &Clusters,
+    approver: &Approver,
+    entry: &Entry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    id: String,
 ) -> CallToolResponse {
     let started = std::time::Instant::now();
     let caller = Caller::of(context);
@@ -224,34 +249,50 @@ pub async fn apply(
         }
     }
     let cluster = entry.cluster;
-    let ran = match run_steps(clusters, approver, context, &judged, cluster).await {
+    let mut progress = Progress::of(context);
+    let ran = match run_steps(clusters, approver, context, &judged, cluster, &mut progress).await {
         Ok(ran) => ran,
-        Err(failure) => return done(&record, entry, started, Err(failure)).await,
+        Err(failure) => return done(&record, entry, started, Err(naming_plan(failure, &id))).await,
     };
     if !built_in {
-        return done(&record, entry, started, Ok(generic::report(&ran))).await;
+        let answer = generic::report(&ran, &id);
+        return done(&record, entry, started, Ok(answer)).await;
     }
     let newid = judged
         .first()
         .and_then(|j| j.step.arguments.get("newid"))
         .cloned();
-    let result = match provision::report(clusters, approver, context, cluster, &args, newid, &ran)
-        .await
-    {
-        Ok(answer) => Ok(answer),
+    let reported = provision::report(clusters, approver, context, cluster, &args, newid, &ran);
+    let result = match reported.await {
+        Ok(mut answer) => {
+            answer["plan"] = id.into();
+            Ok(answer)
+        }
         Err(why) => {
-            let rolled = rollback(clusters, approver, &undisturbed(context), &ran, cluster).await;
-            Err(ToolFailure::new(
+            let calm = undisturbed(context);
+            let rolled = rollback(clusters, approver, &calm, &ran, cluster, &mut progress).await;
+            let failure = ToolFailure::new(
                 codes::PLAN_FAILED,
                 format!(
                     "Every step ran, but the guest is not reachable: {why}. {}",
                     rolled.summary
                 ),
             )
-            .with_details(json!({"rollback": rolled.steps})))
+            .with_details(json!({"rollback": rolled.steps}));
+            Err(naming_plan(failure, &id))
         }
     };
     done(&record, entry, started, result).await
+}
+
+/// A plan's failure, naming the plan (`details.plan`), so its audit lines can be found.
+fn naming_plan(mut failure: ToolFailure, id: &str) -> ToolFailure {
+    if let Some(Value::Object(map)) = failure.details.as_mut() {
+        map.insert("plan".into(), id.into());
+    } else {
+        failure.details = Some(json!({ "plan": id }));
+    }
+    failure
 }
 
 /// The plan call's own answer and audit line.
@@ -334,10 +375,16 @@ async fn judge(
         };
         let spec = entry.spec;
         let args = dispatch::preflight(entry, Some(&step.arguments)).map_err(at)?;
-        let mut prechecked = Box::pin(dispatch::precheck(&backends, spec, &args, cancel))
-            .await
-            .map_err(at)?;
-        let gate = gate::evaluate_with(spec, &args, std::mem::take(&mut prechecked.learned));
+        let learned = if spec.backend == Backend::Composite(CompositeOp::UndoChange) {
+            // A revert's checks against Proxmox wait for its turn: a step ahead of it may be
+            // what makes it possible (a clone is stopped before it is deleted).
+            let planned = crate::composite::undo_change::judge_from_record(&backends, &args);
+            planned.await.map_err(at)?.classified
+        } else {
+            let prechecked = Box::pin(dispatch::precheck(&backends, spec, &args, cancel));
+            prechecked.await.map_err(at)?.learned
+        };
+        let gate = gate::evaluate_with(spec, &args, learned);
         if let Some(failure) = gate::tier_refusal(tier, spec, gate.as_ref()) {
             return Err(at(failure));
         }

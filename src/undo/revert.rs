@@ -37,6 +37,29 @@ pub async fn prepare(
     id: u64,
     cancel: &CancellationToken,
 ) -> Result<Plan, ToolFailure> {
+    let record = revertible(store, id).await?;
+    let mut requests = Vec::new();
+    for part in record.parts.iter().rev() {
+        match check(client, part, cancel).await {
+            Ok(mut more) => requests.append(&mut more),
+            Err(why) => return Err(stale(&record, &why)),
+        }
+    }
+    Ok(planned_as(record, requests))
+}
+
+/// Plans record `id`'s revert from the record alone, reading nothing: the requests are the
+/// ones [`prepare`] would plan, which depend on the record only. For a step of a plan, judged
+/// before the steps ahead of it ran (one of them may be what makes it possible: a clone is
+/// stopped before it is deleted); [`prepare`] checks it against Proxmox when its turn comes.
+pub async fn planned(store: &Store, id: u64) -> Result<Plan, ToolFailure> {
+    let record = revertible(store, id).await?;
+    let requests = record.revert_requests();
+    Ok(planned_as(record, requests))
+}
+
+/// Record `id`, when it can be reverted at all.
+async fn revertible(store: &Store, id: u64) -> Result<Record, ToolFailure> {
     let record = store
         .get(id)
         .await
@@ -55,13 +78,11 @@ pub async fn prepare(
         )
         .with_hint("Nothing was sent to Proxmox."));
     }
-    let mut requests = Vec::new();
-    for part in record.parts.iter().rev() {
-        match check(client, part, cancel).await {
-            Ok(mut more) => requests.append(&mut more),
-            Err(why) => return Err(stale(&record, &why)),
-        }
-    }
+    Ok(record)
+}
+
+/// A revert of `record` sending `requests`, classified.
+fn planned_as(record: Record, requests: Vec<ApiRequest>) -> Plan {
     let mut classified = Classified::read();
     for request in &requests {
         classified.merge(effects::classify_rest(
@@ -70,11 +91,11 @@ pub async fn prepare(
             &request.params,
         ));
     }
-    Ok(Plan {
+    Plan {
         record,
         requests,
         classified,
-    })
+    }
 }
 
 fn stale(record: &Record, why: &str) -> ToolFailure {

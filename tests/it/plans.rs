@@ -357,3 +357,82 @@ async fn a_plan_cannot_smuggle_what_its_steps_could_not_do() {
     assert!(emu.requests().is_empty(), "{:?}", emu.requests());
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_reports_its_progress_names_itself_in_the_audit_and_reverts_in_one_call() {
+    use crate::mcp_tasks_client::{ClientSetup, TestClient, envelope};
+    use rmcp::ServiceExt;
+    let emu = emulator().await;
+    let before = guests(&emu).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("audit.jsonl");
+    let mut env = full_env(&emu);
+    env.push(("PVE_AUDIT_LOG".into(), log.display().to_string()));
+    let (command, _home) = approval_common::run_command(&env);
+    let person = TestClient::new(ClientSetup {
+        tasks: false,
+        approve: Some(true),
+    });
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn");
+    let client = person.clone().serve(transport).await.expect("initialize");
+
+    let (is_error, answer) = envelope(&client, "pve_apply_plan", callers_plan()).await;
+    assert!(!is_error, "{answer}");
+    assert_eq!(person.questions.lock().expect("lock").len(), 1);
+    // One notification per step and one at the end, rising, out of the plan's three steps.
+    let progress = person.progress();
+    let values: Vec<f64> = progress.iter().map(|p| p.progress).collect();
+    assert_eq!(values, [0.0, 1.0, 2.0, 3.0], "{progress:?}");
+    assert!(
+        progress.iter().all(|p| p.total == Some(3.0)),
+        "{progress:?}"
+    );
+    let messages: Vec<&str> = progress
+        .iter()
+        .filter_map(|p| p.message.as_deref())
+        .collect();
+    assert_eq!(messages[1], "Step 2 of 3: pve_qemu_update_config");
+
+    // Every line of the plan — the plan call's and each step's — names the plan's id.
+    let plan = answer["data"]["plan"].as_str().expect("plan id").to_owned();
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .expect("audit log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json line"))
+        .collect();
+    let of_plan: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["plan"] == plan.as_str())
+        .filter_map(|l| l["tool"].as_str())
+        .collect();
+    for tool in [
+        "pve_qemu_clone",
+        "pve_qemu_update_config",
+        "pve_start_qemu_vm",
+        "pve_apply_plan",
+    ] {
+        assert!(of_plan.contains(&tool), "{tool} not linked: {lines:#?}");
+    }
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l["tool"] != "pve_apply_plan")
+            .all(|l| l["plan"] == plan.as_str() && l["approval"] == "plan"),
+        "{lines:#?}"
+    );
+
+    // The answer carries the one call that reverts the plan: the guests equal the start.
+    let revert = &answer["data"]["revert"];
+    assert_eq!(revert["tool"], "pve_apply_plan", "{answer}");
+    let (is_error, reverted) =
+        envelope(&client, "pve_apply_plan", revert["arguments"].clone()).await;
+    assert!(!is_error, "{reverted}");
+    assert_eq!(person.questions.lock().expect("lock").len(), 2);
+    assert_eq!(guests(&emu).await, before, "{:?}", changes(&emu));
+    assert!(
+        changes(&emu).contains(&"DELETE /nodes/pve01/qemu/771".to_owned()),
+        "{:?}",
+        changes(&emu)
+    );
+    client.cancel().await.ok();
+}

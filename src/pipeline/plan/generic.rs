@@ -93,16 +93,18 @@ fn resolve(value: &Value, earlier: &[Step]) -> Result<Value, String> {
     })
 }
 
-/// The plan's answer: each step's tool, its undo record, and its data.
-pub(super) fn report(done: &[Done]) -> Value {
+/// The plan's answer: its id, each step's tool, undo record and data, and the one call that
+/// reverts it.
+pub(super) fn report(done: &[Done], id: &str) -> Value {
     let steps: Vec<Value> = done
         .iter()
         .enumerate()
         .map(|(i, d)| json!({"step": i + 1, "tool": d.tool, "change": d.undo, "data": d.answer["data"]}))
         .collect();
     json!({
+        "plan": id,
         "steps": steps,
-        "revert": "pve_undo_change with each step's change id, last first",
+        "revert": super::run::revert_call(done),
     })
 }
 

@@ -166,7 +166,7 @@ pub(super) async fn report(
         "vmid": vmid,
         "name": value(args, "name"),
         "steps": steps,
-        "revert": "pve_undo_change with each step's change id, last first",
+        "revert": super::run::revert_call(done),
     });
     if !starts() {
         return Ok(out);

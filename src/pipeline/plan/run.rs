@@ -5,18 +5,81 @@
 //! Invariants: a step runs only after every step before it succeeded; a rollback reverts every
 //! step that ran (failed steps whose request went out included), last first, each through the
 //! undo tool and its own checks, under a cancellation token of its own (a cancelled plan still
-//! rolls back); what could not be undone is named.
+//! rolls back); what could not be undone is named. Progress, for a client that asked for it,
+//! is the plan's own — one notification per step and per revert, always rising — and never a
+//! step's (a step's context carries no progress token).
 
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value, json};
 
-use super::{Judged, PLAN_APPROVAL, ROLLBACK_APPROVAL, UNDO_TOOL};
+use super::{APPLY_TOOL, Judged, PLAN_APPROVAL, ROLLBACK_APPROVAL, UNDO_TOOL};
 use crate::approval::Approver;
 use crate::clusters::Clusters;
 use crate::envelope::{ToolFailure, codes};
 use crate::pipeline::{AsStep, Ran, run_call};
+use crate::tasks::follow::ProgressSink;
+
+/// The plan's progress notifications (none when the client sent no progress token).
+pub(super) struct Progress {
+    sink: Option<ProgressSink>,
+    /// The last value sent: every next one is higher.
+    sent: Option<f64>,
+}
+
+impl Progress {
+    /// The progress of the plan call `context` carries.
+    pub fn of(context: &RequestContext<RoleServer>) -> Progress {
+        Progress {
+            sink: crate::tasks::progress_sink(context),
+            sent: None,
+        }
+    }
+
+    /// One notification: `message`, at the next value (or `at`, when that is higher), out of
+    /// `total` when known.
+    pub async fn tell(&mut self, at: Option<usize>, total: Option<usize>, message: String) {
+        let Some(sink) = &self.sink else {
+            return;
+        };
+        #[allow(clippy::cast_precision_loss)] // a plan has at most a few dozen steps
+        let wanted = at.map_or(0.0, |n| n as f64);
+        let progress = self.sent.map_or(wanted, |last| wanted.max(last + 1.0));
+        self.sent = Some(progress);
+        let mut params = rmcp::model::ProgressNotificationParam::new(sink.token.clone(), progress)
+            .with_message(message);
+        if let Some(total) = total {
+            #[allow(clippy::cast_precision_loss)]
+            let total = total as f64;
+            params = params.with_total(total);
+        }
+        // A client that stopped listening does not stop the plan.
+        let _ = sink.peer.notify_progress(params).await;
+    }
+}
+
+/// The ready-made call that reverts a finished plan: one `pve_apply_plan` of its steps'
+/// reverts, last first (`null` when no step left an undo record).
+pub(super) fn revert_call(done: &[Done]) -> Value {
+    let steps: Vec<Value> = done
+        .iter()
+        .rev()
+        .filter_map(|d| d.undo)
+        .map(|id| json!({"tool": UNDO_TOOL, "arguments": {"id": id}}))
+        .collect();
+    if steps.is_empty() {
+        return Value::Null;
+    }
+    json!({"tool": APPLY_TOOL, "arguments": {"steps": steps}})
+}
+
+/// A step's context: the plan's, without its progress token (the plan reports progress).
+fn quiet(context: &RequestContext<RoleServer>) -> RequestContext<RoleServer> {
+    let mut step = context.clone();
+    step.meta.0.0.remove("progressToken");
+    step
+}
 
 /// What a step came to.
 #[derive(Debug, Clone)]
@@ -36,9 +99,13 @@ pub(super) async fn run_steps(
     context: &RequestContext<RoleServer>,
     judged: &[Judged],
     cluster: Option<&'static str>,
+    progress: &mut Progress,
 ) -> Result<Vec<Done>, ToolFailure> {
     let mut done: Vec<Done> = Vec::with_capacity(judged.len());
+    let total = judged.len();
     for (i, j) in judged.iter().enumerate() {
+        let message = format!("Step {} of {total}: {}", i + 1, j.step.tool);
+        progress.tell(Some(i), Some(total), message).await;
         let step = AsStep {
             approved_by: PLAN_APPROVAL,
             approved: Some(j.clearance),
@@ -73,8 +140,8 @@ pub(super) async fn run_steps(
                         undo: Some(undo),
                     });
                 }
-                let rolled =
-                    rollback(clusters, approver, &undisturbed(context), &done, cluster).await;
+                let calm = undisturbed(context);
+                let rolled = rollback(clusters, approver, &calm, &done, cluster, progress).await;
                 let failure = ToolFailure::new(
                     codes::PLAN_FAILED,
                     format!(
@@ -89,6 +156,8 @@ pub(super) async fn run_steps(
             }
         }
     }
+    let message = format!("All {total} steps ran");
+    progress.tell(Some(total), Some(total), message).await;
     Ok(done)
 }
 
@@ -116,7 +185,7 @@ pub(in crate::pipeline) async fn call_step(
         approver,
         &entry,
         &request,
-        context,
+        &quiet(context),
         Some(step),
     ))
     .await
@@ -162,10 +231,13 @@ pub(super) async fn rollback(
     context: &RequestContext<RoleServer>,
     done: &[Done],
     cluster: Option<&'static str>,
+    progress: &mut Progress,
 ) -> Rolled {
     let mut steps = Vec::new();
     let mut failed = 0;
     for (i, step) in done.iter().enumerate().rev() {
+        let message = format!("Undoing step {} ({})", i + 1, step.tool);
+        progress.tell(None, None, message).await;
         let Some(id) = step.undo else {
             failed += 1;
             steps.push(json!({"step": i + 1, "tool": step.tool, "undone": false, "why": "no undo record was written for it"}));
