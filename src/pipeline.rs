@@ -41,8 +41,8 @@ pub mod policy;
 
 /// Runs one `tools/call` of a listed tool (a plan: every step, under one approval).
 pub async fn run(
-    clusters: &Clusters,
-    approver: &Approver,
+    clusters: &std::sync::Arc<Clusters>,
+    approver: &std::sync::Arc<Approver>,
     entry: &Entry,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,

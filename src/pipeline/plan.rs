@@ -18,6 +18,8 @@
 // buy nothing.
 #![allow(clippy::result_large_err)]
 
+use std::sync::Arc;
+
 use rmcp::RoleServer;
 use rmcp::model::{CallToolRequestParams, CallToolResponse};
 use rmcp::service::RequestContext;
@@ -35,6 +37,8 @@ use crate::gate::{self, Gate};
 use crate::identity::Caller;
 use crate::outcome;
 use crate::registry::Entry;
+use crate::schema::ValidArgs;
+use crate::tasks::plan_task::PlanTask;
 
 mod generic;
 mod provision;
@@ -95,18 +99,37 @@ pub fn beyond_approved(step: AsStep, spec: &ToolSpec, gate: Option<&Gate>) -> Op
     ))
 }
 
-/// Runs a plan call: judge every step, ask once, apply in order, roll back on failure. Every
-/// audit line of the plan names its id (`plan`), as its answer does.
+/// Runs a plan call: judge every step, ask once, apply in order, roll back on failure. A
+/// call that declares the tasks extension gets an MCP task once the plan is approved; the plan
+/// then runs in the background. Every audit line of the plan names its id (`plan`), as its
+/// answer does.
 pub async fn apply(
-    clusters: &Clusters,
-    approver: &Approver,
+    clusters: &Arc<Clusters>,
+    approver: &Arc<Approver>,
     entry: &Entry,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
 ) -> CallToolResponse {
     let id = new_plan_id();
-    let work = apply_as(clusters, approver, entry, request, context, id.clone());
-    crate::audit::call::in_plan(id, Box::pin(work)).await
+    let work = async {
+        let ready = match prepare(clusters, approver, entry, request, context).await {
+            Ok(ready) => ready,
+            Err(answered) => return answered,
+        };
+        let steps = ready.judged.len();
+        if crate::tasks::client_follows_tasks(context)
+            && let Some(task) = register_task(clusters, entry, request, context, &id, steps)
+        {
+            return in_background(
+                clusters, approver, entry, request, context, ready, &id, task,
+            );
+        }
+        execute(
+            clusters, approver, entry, request, context, ready, &id, None,
+        )
+        .await
+    };
+    crate::audit::call::in_plan(id.clone(), Box::pin(work)).await
 }
 
 /// A plan's id: 12 random hex digits, enough to tell the plans of one audit log apart.
@@ -117,25 +140,33 @@ fn new_plan_id() -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// [`apply`] for the plan `id`.
-async fn apply_as(
+/// A plan judged (and approved, where it asks), ready to run.
+struct Ready {
+    judged: Vec<Judged>,
+    args: ValidArgs,
+    built_in: bool,
+    started: std::time::Instant,
+}
+
+/// Everything before the first step: route, validate, judge every step, preview (a dry run
+/// answers here), ask. `Err` is the call's answer (a refusal, the preview, an MRTR round).
+async fn prepare(
     clusters: &Clusters,
     approver: &Approver,
     entry: &Entry,
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
-    id: String,
-) -> CallToolResponse {
+) -> Result<Ready, CallToolResponse> {
     let started = std::time::Instant::now();
     let caller = Caller::of(context);
     let caller_name = caller.label();
     let routed = match clusters.route(entry, request.arguments.as_ref()) {
         Ok(routed) => routed,
         Err(refusal) => {
-            return refusal
+            return Err(refusal
                 .conclude(request.arguments.as_ref(), &caller_name, started)
                 .await
-                .into();
+                .into());
         }
     };
     let (state, entry) = (routed.state, &routed.entry);
@@ -149,11 +180,11 @@ async fn apply_as(
     };
     let args = match dispatch::preflight(entry, arguments) {
         Ok(args) => args,
-        Err(failure) => return done(&record, entry, started, Err(failure)).await,
+        Err(failure) => return Err(done(&record, entry, started, Err(failure)).await),
     };
     let acting = match state.acting_for(&caller) {
         Ok(acting) => acting,
-        Err(failure) => return done(&record, entry, started, Err(*failure)).await,
+        Err(failure) => return Err(done(&record, entry, started, Err(*failure)).await),
     };
     let cancel = &context.ct;
     let built_in = entry.spec.backend == Backend::Composite(CompositeOp::ProvisionQemu);
@@ -165,7 +196,7 @@ async fn apply_as(
     };
     let provisional = match provisional.and_then(|steps| validate(state, &steps).map(|()| steps)) {
         Ok(steps) => steps,
-        Err(failure) => return done(&record, entry, started, Err(failure)).await,
+        Err(failure) => return Err(done(&record, entry, started, Err(failure)).await),
     };
     // The reads a refusal owns up to (`details.read`), as any refusal does.
     let read: Vec<String> = if built_in && !args.has("newid") {
@@ -177,7 +208,7 @@ async fn apply_as(
         match provision::new_id(acting.client.as_ref(), &args, cancel).await {
             Ok(newid) => provision::steps(&args, newid),
             Err(failure) => {
-                return done(&record, entry, started, Err(with_read(failure, &read))).await;
+                return Err(done(&record, entry, started, Err(with_read(failure, &read))).await);
             }
         }
     } else {
@@ -189,7 +220,9 @@ async fn apply_as(
     .await
     {
         Ok(judged) => judged,
-        Err(failure) => return done(&record, entry, started, Err(with_read(failure, &read))).await,
+        Err(failure) => {
+            return Err(done(&record, entry, started, Err(with_read(failure, &read))).await);
+        }
     };
     let listing: Vec<Value> = judged
         .iter()
@@ -220,15 +253,17 @@ async fn apply_as(
             audit: None,
             ..record
         };
-        return outcome::conclude(&preview_only, entry, started, Ok(view), 0, None)
-            .await
-            .into();
+        return Err(
+            outcome::conclude(&preview_only, entry, started, Ok(view), 0, None)
+                .await
+                .into(),
+        );
     }
     // A plan that could not be recorded is refused before anyone is asked (fail closed).
     if let Err(failure) =
         crate::audit::call::ensure_change_recordable(&state.audit, entry.spec, true).await
     {
-        return done(&record, entry, started, Err(failure)).await;
+        return Err(done(&record, entry, started, Err(failure)).await);
     }
     if asks {
         let question = Question {
@@ -242,20 +277,130 @@ async fn apply_as(
             .await
         {
             Verdict::Approved(_) | Verdict::Leased(_, _) => {}
-            Verdict::AskClient(input) => return CallToolResponse::InputRequired(*input),
+            Verdict::AskClient(input) => return Err(CallToolResponse::InputRequired(*input)),
             Verdict::Refused(failure) => {
-                return done(&record, entry, started, Err(with_read(failure, &read))).await;
+                return Err(done(&record, entry, started, Err(with_read(failure, &read))).await);
             }
         }
     }
+    Ok(Ready {
+        judged,
+        args,
+        built_in,
+        started,
+    })
+}
+
+/// The plan's task in this process's store and the call's answer that hands it out, when
+/// there is room (else the plan runs in its call).
+fn register_task(
+    clusters: &Clusters,
+    entry: &Entry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    id: &str,
+    steps: usize,
+) -> Option<(Arc<PlanTask>, CallToolResponse)> {
+    let routed = clusters.route(entry, request.arguments.as_ref()).ok()?;
+    let state = routed.state;
+    let task = crate::tasks::plan_task::global().register(id, state.settings.task_ttl)?;
+    let owner = Caller::of(context).owner;
+    let cluster = routed.entry.cluster;
+    let created = crate::tasks::plan_task::created(state, cluster, &owner, &task, steps);
+    Some((task, created))
+}
+
+/// Starts the approved plan in the background and answers `created`, its MCP task;
+/// `tasks/get` reads it, `tasks/cancel` stops it (and so rolls it back).
+#[allow(clippy::too_many_arguments)]
+fn in_background(
+    clusters: &Arc<Clusters>,
+    approver: &Arc<Approver>,
+    entry: &Entry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    ready: Ready,
+    id: &str,
+    (task, created): (Arc<PlanTask>, CallToolResponse),
+) -> CallToolResponse {
+    let (clusters, approver, entry) = (Arc::clone(clusters), Arc::clone(approver), *entry);
+    let (request, id) = (request.clone(), id.to_owned());
+    let mut background = context.clone();
+    background.ct = task.cancel.clone();
+    let approver_name = crate::approval::approver_of_this_call();
+    let plan = id.clone();
+    let work = async move {
+        if let Some(name) = approver_name {
+            crate::approval::note_approver(name);
+        }
+        let ran = execute(
+            &clusters,
+            &approver,
+            &entry,
+            &request,
+            &background,
+            ready,
+            &id,
+            Some(&task),
+        );
+        match ran.await {
+            CallToolResponse::Complete(result) => task.finish(&result),
+            // A plan's steps never ask; should one, the task still ends.
+            _ => task.finish(&rmcp::model::CallToolResult::structured_error(json!({
+                "ok": false,
+                "error": {"code": codes::PLAN_FAILED, "message": "The plan stopped without an answer."},
+            }))),
+        }
+    };
+    let scoped = crate::approval::with_approver_slot(crate::audit::call::in_plan(plan, work));
+    tokio::spawn(scoped);
+    created
+}
+
+/// The steps, then the plan's answer: runs the approved plan and rolls it back on failure.
+#[allow(clippy::too_many_arguments)]
+async fn execute(
+    clusters: &Clusters,
+    approver: &Approver,
+    entry: &Entry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    ready: Ready,
+    id: &str,
+    task: Option<&PlanTask>,
+) -> CallToolResponse {
+    let Ready {
+        judged,
+        args,
+        built_in,
+        started,
+    } = ready;
+    let caller = Caller::of(context);
+    let caller_name = caller.label();
+    let routed = match clusters.route(entry, request.arguments.as_ref()) {
+        Ok(routed) => routed,
+        Err(refusal) => {
+            return refusal
+                .conclude(request.arguments.as_ref(), &caller_name, started)
+                .await
+                .into();
+        }
+    };
+    let (state, entry) = (routed.state, &routed.entry);
+    let record = outcome::Record {
+        tier: caller.tier_within(state.settings.tier),
+        audit: Some(&state.audit),
+        arguments: routed.arguments.as_deref(),
+        caller: Some(&caller_name),
+    };
     let cluster = entry.cluster;
-    let mut progress = Progress::of(context);
+    let mut progress = Progress::of(context, task);
     let ran = match run_steps(clusters, approver, context, &judged, cluster, &mut progress).await {
         Ok(ran) => ran,
-        Err(failure) => return done(&record, entry, started, Err(naming_plan(failure, &id))).await,
+        Err(failure) => return done(&record, entry, started, Err(naming_plan(failure, id))).await,
     };
     if !built_in {
-        let answer = generic::report(&ran, &id);
+        let answer = generic::report(&ran, id);
         return done(&record, entry, started, Ok(answer)).await;
     }
     let newid = judged
@@ -279,7 +424,7 @@ async fn apply_as(
                 ),
             )
             .with_details(json!({"rollback": rolled.steps}));
-            Err(naming_plan(failure, &id))
+            Err(naming_plan(failure, id))
         }
     };
     done(&record, entry, started, result).await

@@ -39,6 +39,14 @@ pub async fn cancel(
     // With several clusters the id names its cluster (sealed): only that cluster is touched.
     let owner = crate::identity::Caller::of(context).owner;
     let (state, cluster, task_id) = super::bound_id::open(clusters, &owner, task_id)?;
+    if super::plan_task::claims(task_id) {
+        // The plan's own rollback runs (and is audited) when its token is cancelled.
+        let plan = super::plan_task::global().find(task_id);
+        plan.ok_or_else(|| id_error(super::id::IdError::Unknown))?
+            .cancel
+            .cancel();
+        return Ok(());
+    }
     if ExecHandle::claims(task_id) {
         ExecHandle::decode(
             task_id,

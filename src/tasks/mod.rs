@@ -18,6 +18,7 @@ mod cancel;
 pub mod exec_task;
 pub mod follow;
 pub mod id;
+pub mod plan_task;
 pub mod progress;
 pub mod pve_io;
 pub mod seal;
@@ -131,7 +132,7 @@ pub fn too_many_waits(busy: Busy, upid: &pve::Upid, started: bool) -> ToolFailur
 /// the MCP Inspector (2.12) declare the extension once and then make plain calls they never
 /// follow, so a task would leave the person with `working` and no outcome; a client that
 /// follows a call declares it on that call (2026-07-28 framing, `@modelcontextprotocol/ext-tasks`).
-fn client_follows_tasks(context: &RequestContext<RoleServer>) -> bool {
+pub fn client_follows_tasks(context: &RequestContext<RoleServer>) -> bool {
     context
         .meta
         .client_capabilities()
@@ -408,6 +409,9 @@ pub async fn get(
     if ExecHandle::claims(inner) {
         return get_exec(state, cluster, task_id, inner, context).await;
     }
+    if plan_task::claims(inner) {
+        return plan_task::get(state, task_id, inner);
+    }
     let handle = TaskHandle::decode(inner, state.settings.task_ttl).map_err(id_error)?;
     // Read with the caller's own Proxmox rights (per-person identity), as the call was made.
     let acting = state
@@ -487,7 +491,7 @@ fn was_interrupted(exitstatus: &str) -> bool {
 
 /// A task record in the `working` state with this server's TTL and polling interval; the
 /// caller sets the message and, when it ended, the payload.
-fn working_task(state: &AppState, task_id: &str, created_at: String) -> Task {
+pub(crate) fn working_task(state: &AppState, task_id: &str, created_at: String) -> Task {
     let ttl_ms = u64::try_from(state.settings.task_ttl.as_millis()).unwrap_or(u64::MAX);
     Task::new(
         task_id,

@@ -84,6 +84,7 @@ mod peer_tools;
 mod people;
 mod pipeline_audit;
 mod plans;
+mod plans_tasks;
 mod policy;
 mod policy_rules;
 mod preview_shapes;

@@ -20,19 +20,23 @@ use crate::clusters::Clusters;
 use crate::envelope::{ToolFailure, codes};
 use crate::pipeline::{AsStep, Ran, run_call};
 use crate::tasks::follow::ProgressSink;
+use crate::tasks::plan_task::PlanTask;
 
-/// The plan's progress notifications (none when the client sent no progress token).
-pub(super) struct Progress {
+/// The plan's progress: notifications (none when the client sent no progress token) and,
+/// for a plan run as an MCP task, the task's status message.
+pub(super) struct Progress<'a> {
     sink: Option<ProgressSink>,
+    task: Option<&'a PlanTask>,
     /// The last value sent: every next one is higher.
     sent: Option<f64>,
 }
 
-impl Progress {
-    /// The progress of the plan call `context` carries.
-    pub fn of(context: &RequestContext<RoleServer>) -> Progress {
+impl<'a> Progress<'a> {
+    /// The progress of the plan call `context` carries (and of its `task`).
+    pub fn of(context: &RequestContext<RoleServer>, task: Option<&'a PlanTask>) -> Progress<'a> {
         Progress {
             sink: crate::tasks::progress_sink(context),
+            task,
             sent: None,
         }
     }
@@ -40,6 +44,9 @@ impl Progress {
     /// One notification: `message`, at the next value (or `at`, when that is higher), out of
     /// `total` when known.
     pub async fn tell(&mut self, at: Option<usize>, total: Option<usize>, message: String) {
+        if let Some(task) = self.task {
+            task.tell(&message);
+        }
         let Some(sink) = &self.sink else {
             return;
         };
@@ -99,7 +106,7 @@ pub(super) async fn run_steps(
     context: &RequestContext<RoleServer>,
     judged: &[Judged],
     cluster: Option<&'static str>,
-    progress: &mut Progress,
+    progress: &mut Progress<'_>,
 ) -> Result<Vec<Done>, ToolFailure> {
     let mut done: Vec<Done> = Vec::with_capacity(judged.len());
     let total = judged.len();
@@ -231,7 +238,7 @@ pub(super) async fn rollback(
     context: &RequestContext<RoleServer>,
     done: &[Done],
     cluster: Option<&'static str>,
-    progress: &mut Progress,
+    progress: &mut Progress<'_>,
 ) -> Rolled {
     let mut steps = Vec::new();
     let mut failed = 0;
