@@ -7,7 +7,9 @@
 //! operator's rules, and the plan's question lists every step with its reasons. Each step then
 //! runs through the ordinary pipeline ([`super::run_call`]) as an [`AsStep`]: audited and undo
 //! recorded like any approved call, its Proxmox task followed to its end, and refused if its
-//! gate now plans more than the question showed for it.
+//! gate now plans more than the question showed for it. A call that declares the tasks
+//! extension gets, once approved, an MCP task ([`crate::tasks::plan_task`]) and the steps run
+//! in the background.
 //!
 //! Invariants: a plan with any step refused sends nothing (reads for the judgement aside); a
 //! declined plan sends nothing; a step never sends more than it was approved for; after a
@@ -42,8 +44,10 @@ use crate::tasks::plan_task::PlanTask;
 
 mod generic;
 mod provision;
+mod question;
 mod run;
 
+use question::{question_text, step_view};
 use run::{Progress, rollback, run_steps, undisturbed};
 
 /// How a plan's steps are recorded: `approval` of each step's audit lines.
@@ -569,57 +573,4 @@ fn in_step(mut failure: ToolFailure, index: usize, tool: &str) -> ToolFailure {
         failure.message
     );
     failure
-}
-
-/// One step as the dry run and the answer show it.
-fn step_view(index: usize, judged: &Judged) -> Value {
-    json!({
-        "step": index + 1,
-        "tool": judged.step.tool,
-        "arguments": judged.step.arguments,
-        "effects": judged.clearance.names(),
-        "reasons": judged.reasons,
-    })
-}
-
-/// The plan's one question: every step with its reasons, escaped as any question is.
-fn question_text(judged: &[Judged], cluster: Option<&str>, caller: &Caller) -> String {
-    use std::fmt::Write as _;
-    let mut text = format!(
-        "Apply this plan of {} steps{}?",
-        judged.len(),
-        cluster.map_or_else(String::new, |c| format!(
-            " in cluster '{}'",
-            crate::preview::escape(c)
-        ))
-    );
-    for (i, j) in judged.iter().enumerate() {
-        let shown: Vec<String> = j
-            .step
-            .arguments
-            .iter()
-            .map(|(k, v)| {
-                let value = match v {
-                    Value::String(s) => crate::preview::bounded(s),
-                    other => crate::preview::bounded(&other.to_string()),
-                };
-                format!("{}={value}", crate::preview::escape(k))
-            })
-            .collect();
-        let _ = write!(text, "\n{}. {} {}", i + 1, j.step.tool, shown.join(" "));
-        for reason in &j.reasons {
-            let _ = write!(text, "\n   - {}", crate::preview::escape(reason));
-        }
-    }
-    text.push_str(
-        "\nThe steps run in this order; if one fails, the ones before it are undone, last first (a clone is deleted).",
-    );
-    if caller.via != crate::identity::Via::Stdio {
-        let _ = write!(
-            text,
-            "\nRequested by {}.",
-            crate::preview::escape(&caller.label())
-        );
-    }
-    text
 }
