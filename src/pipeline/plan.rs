@@ -46,6 +46,8 @@ mod generic;
 mod provision;
 mod question;
 mod run;
+#[cfg(test)]
+mod tests;
 
 use question::{question_text, step_view};
 use run::{Progress, rollback, run_steps, undisturbed};
@@ -81,6 +83,8 @@ struct Judged {
     step: Step,
     clearance: EffectSet,
     reasons: Vec<String>,
+    /// Its target as Proxmox has it now and the values it changes (gated steps only).
+    facts: Vec<String>,
     /// Whether a person must approve it (gated, and no `allow` rule lets it run).
     asks: bool,
 }
@@ -555,9 +559,24 @@ async fn judge(
             return Err(at(failure));
         }
         let asks = gate.is_some() && (ruled.asks() || ruled.approval().is_none());
+        // A guest an earlier step creates has no current values to show yet.
+        let vmid = step.arguments.get("vmid");
+        let made_here = vmid.is_some()
+            && judged
+                .iter()
+                .any(|j: &Judged| j.step.arguments.get("newid") == vmid);
+        let facts = match &gate {
+            Some(_) if made_here => vec!["Target: the guest an earlier step creates".to_owned()],
+            Some(_) => {
+                let preview = crate::preview::build(pve, spec, &args, cancel).await;
+                preview.step_facts(spec)
+            }
+            None => Vec::new(),
+        };
         judged.push(Judged {
             clearance: gate.as_ref().map_or(EffectSet::READ, Gate::clearance),
             reasons: gate.as_ref().map(Gate::reasons).unwrap_or_default(),
+            facts,
             asks,
             step,
         });

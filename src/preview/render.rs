@@ -115,32 +115,7 @@ impl Preview {
         } else {
             lines.extend(reasons.iter().map(|r| format!("  - {}", escape(r))));
         }
-        if let Some(target) = &self.target {
-            let what = if target.kind == "qemu" {
-                "VM"
-            } else {
-                "container"
-            };
-            let name = target
-                .name
-                .as_deref()
-                .map(|n| format!(" {}", quoted(n)))
-                .unwrap_or_default();
-            let mut line = format!(
-                "Target: {what} {}{name} on node {}",
-                escape(&target.vmid),
-                whole(&target.node)
-            );
-            if let Some(cluster) = self.cluster {
-                line.push_str(&format!(" in cluster {}", escape(cluster)));
-            }
-            if let Some(asked) = &target.requested_node {
-                line.push_str(&format!(
-                    " (the request names node {}; /cluster/resources says the guest lives on {})",
-                    whole(asked),
-                    whole(&target.node)
-                ));
-            }
+        if let Some(line) = self.target_line() {
             lines.push(line);
         } else if let Some(cluster) = self.cluster {
             lines.push(format!("Cluster: {}", escape(cluster)));
@@ -214,6 +189,48 @@ impl Preview {
             lines.extend(self.notes.iter().map(|n| format!("  - {}", escape(n))));
         }
         lines.join("\n")
+    }
+
+    /// `Target: VM 101 'name' on node pve01…`, when the call acts on a guest.
+    fn target_line(&self) -> Option<String> {
+        let target = self.target.as_ref()?;
+        let what = if target.kind == "qemu" {
+            "VM"
+        } else {
+            "container"
+        };
+        let name = target
+            .name
+            .as_deref()
+            .map(|n| format!(" {}", quoted(n)))
+            .unwrap_or_default();
+        let mut line = format!(
+            "Target: {what} {}{name} on node {}",
+            escape(&target.vmid),
+            whole(&target.node)
+        );
+        if let Some(cluster) = self.cluster {
+            line.push_str(&format!(" in cluster {}", escape(cluster)));
+        }
+        if let Some(asked) = &target.requested_node {
+            line.push_str(&format!(
+                " (the request names node {}; /cluster/resources says the guest lives on {})",
+                whole(asked),
+                whole(&target.node)
+            ));
+        }
+        Some(line)
+    }
+
+    /// What a plan's question shows of one step beside its arguments: its target as Proxmox
+    /// has it now and, for an update, each value that changes (current → new).
+    pub fn step_facts(&self, spec: &ToolSpec) -> Vec<String> {
+        let mut lines: Vec<String> = self.target_line().into_iter().collect();
+        if self.update && !self.changes.is_empty() {
+            lines.push("Changes:".into());
+            lines.extend(self.changes.iter().map(|c| change_line(spec, c)));
+        }
+        lines
     }
 
     /// Why a person is asked when the gate gave no reason: what the tool creates, or that it

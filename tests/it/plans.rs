@@ -436,3 +436,46 @@ async fn a_plan_reports_its_progress_names_itself_in_the_audit_and_reverts_in_on
     );
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plans_question_shows_each_targets_current_values() {
+    let emu = emulator().await;
+    let person = Person::new(Answer::Decline);
+    let (client, _home) = connect_stdio(person.clone(), &full_env(&emu)).await;
+    let plan = json!({"steps": [
+        // Detaching the boot disk: shown as the removal it is, with the value it had.
+        {"tool": "pve_qemu_update_config", "arguments": {"node": "pve01", "vmid": 101, "memory": 6144, "delete": "scsi0"}},
+        {"tool": "pve_qemu_clone", "arguments": {"node": "pve01", "vmid": 9000, "newid": 790}},
+        {"tool": "pve_start_qemu_vm", "arguments": {"node": "pve01", "vmid": "$2.newid"}},
+    ]});
+    let result = call(&client, "pve_apply_plan", plan).await;
+    assert_eq!(code(&result), "CONFIRMATION_DECLINED", "{result:?}");
+    assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
+    let question = &person.questions()[0];
+    let step = |n: usize| {
+        let from = question.find(&format!("\n{n}. ")).expect("step listed");
+        let to = question[from + 1..]
+            .find(&format!("\n{}. ", n + 1))
+            .map_or(question.len(), |i| from + 1 + i);
+        &question[from..to]
+    };
+    // Step 1: its target as Proxmox has it now and each value that changes, current → new.
+    let first = step(1);
+    assert!(
+        first.contains("Target: VM 101 \"vm-web\" on node pve01"),
+        "{first}"
+    );
+    assert!(first.contains("memory: 4096 → 6144"), "{first}");
+    assert!(
+        first.contains("scsi0: local-lvm:vm-101-disk-0,iothread=1,size=32G → (removed)"),
+        "{first}"
+    );
+    // Step 2 acts on the template; step 3 on the guest step 2 creates (nothing to read yet).
+    assert!(step(2).contains("\"tmpl-debian\""), "{}", step(2));
+    assert!(
+        step(3).contains("the guest an earlier step creates"),
+        "{}",
+        step(3)
+    );
+    client.cancel().await.ok();
+}

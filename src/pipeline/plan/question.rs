@@ -17,6 +17,7 @@ pub(super) fn step_view(index: usize, judged: &Judged) -> Value {
         "arguments": judged.step.arguments,
         "effects": judged.clearance.names(),
         "reasons": judged.reasons,
+        "now": judged.facts,
     })
 }
 
@@ -47,6 +48,10 @@ pub(super) fn question_text(judged: &[Judged], cluster: Option<&str>, caller: &C
         let _ = write!(text, "\n{}. {} {}", i + 1, j.step.tool, shown.join(" "));
         for reason in &j.reasons {
             let _ = write!(text, "\n   - {}", crate::preview::escape(reason));
+        }
+        // Already escaped by the preview, as in any question.
+        for fact in &j.facts {
+            let _ = write!(text, "\n   {fact}");
         }
     }
     text.push_str(
