@@ -85,8 +85,10 @@ struct Judged {
     reasons: Vec<String>,
     /// Its target as Proxmox has it now and the values it changes (gated steps only).
     facts: Vec<String>,
-    /// Whether a person must approve it (gated, and no `allow` rule lets it run).
+    /// Whether a person must approve it (gated, no `allow` rule lets it run, no lease covers it).
     asks: bool,
+    /// The person's lease that lets it run unasked (`lease:<id>`), when one does.
+    leased: Option<String>,
 }
 
 /// A refusal for a step that would send more than its approval covers.
@@ -222,11 +224,18 @@ async fn prepare(
     } else {
         provisional
     };
-    let judged = match judge(
-        clusters, approver, state, &acting, tier, entry, steps, cancel,
-    )
-    .await
-    {
+    let holder = super::leases::holder_of(context, &caller);
+    let judging = Judging {
+        clusters,
+        approver,
+        state,
+        acting: &acting,
+        tier,
+        plan: entry,
+        holder,
+        caller_name: &caller_name,
+    };
+    let judged = match judge(&judging, steps, cancel).await {
         Ok(judged) => judged,
         Err(failure) => {
             return Err(done(&record, entry, started, Err(with_read(failure, &read))).await);
@@ -242,7 +251,7 @@ async fn prepare(
         let approval = if asks {
             approver.describe(context)
         } else {
-            "none: every step is a read or the operator's policy lets it run"
+            "none: every step is a read, a person's lease covers it, or the operator's policy lets it run"
         };
         // The shape of any dry run (`dryRun`, `sent`, `decision`), with the steps for the
         // one request a single call would show.
@@ -273,7 +282,12 @@ async fn prepare(
     {
         return Err(done(&record, entry, started, Err(failure)).await);
     }
+    let mut judged = judged;
     if asks {
+        // The person approves the whole plan: no step runs on a lease.
+        for j in &mut judged {
+            j.leased = None;
+        }
         let question = Question {
             message: question_text(&judged, entry.cluster, &caller),
             tool: entry.spec.name,
@@ -290,6 +304,9 @@ async fn prepare(
                 return Err(done(&record, entry, started, Err(with_read(failure, &read))).await);
             }
         }
+    } else if let Some(lease) = judged.iter().find_map(|j| j.leased.clone()) {
+        // Unasked because a person's lease covers every step that would ask: the lines name it.
+        crate::approval::note_approver(lease);
     }
     Ok(Ready {
         judged,
@@ -497,18 +514,35 @@ fn not_exposed(index: usize, tool: &str) -> ToolFailure {
     )
 }
 
-/// Judges every step; the first step refused refuses the plan, naming it.
-#[allow(clippy::too_many_arguments)]
-async fn judge(
-    clusters: &Clusters,
-    approver: &Approver,
-    state: &crate::state::AppState,
-    acting: &crate::state::Acting,
+/// What judging a plan's steps needs besides the steps.
+struct Judging<'a> {
+    clusters: &'a Clusters,
+    approver: &'a Approver,
+    state: &'a crate::state::AppState,
+    acting: &'a crate::state::Acting,
     tier: crate::catalog::Tier,
-    plan: &Entry,
+    plan: &'a Entry,
+    /// Who a person's lease would have been granted to ([`super::leases::holder_of`]).
+    holder: Option<String>,
+    caller_name: &'a str,
+}
+
+/// Judges every step; the first step refused refuses the plan, naming it. A step a person's
+/// lease covers does not ask, as it would not on its own.
+async fn judge(
+    judging: &Judging<'_>,
     steps: Vec<Step>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> Result<Vec<Judged>, ToolFailure> {
+    let Judging {
+        clusters,
+        approver,
+        state,
+        acting,
+        tier,
+        plan,
+        ..
+    } = *judging;
     let pve = acting.client.as_ref();
     let backends = Backends {
         pve,
@@ -559,6 +593,22 @@ async fn judge(
             return Err(at(failure));
         }
         let asks = gate.is_some() && (ruled.asks() || ruled.approval().is_none());
+        let leased = match (&gate, &judging.holder) {
+            (Some(gate), Some(holder)) if asks && !ruled.asks() => {
+                let scope =
+                    super::leases::scope_of(holder.clone(), plan.cluster, spec, &args, gate);
+                let found = super::leases::lookup(
+                    approver.leases(),
+                    &scope,
+                    freeze,
+                    &state.audit,
+                    judging.caller_name,
+                );
+                found.await.as_ref().map(super::leases::approval_of)
+            }
+            _ => None,
+        };
+        let asks = asks && leased.is_none();
         // A guest an earlier step creates has no current values to show yet.
         let vmid = step.arguments.get("vmid");
         let made_here = vmid.is_some()
@@ -578,6 +628,7 @@ async fn judge(
             reasons: gate.as_ref().map(Gate::reasons).unwrap_or_default(),
             facts,
             asks,
+            leased,
             step,
         });
     }

@@ -515,3 +515,49 @@ async fn a_lease_chosen_in_an_input_required_round_trip_is_granted_the_same_way(
     assert_eq!(person.questions().len(), 2);
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_covers_a_plans_steps_it_would_cover_alone_and_no_others() {
+    let emu = emulator().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let person = Person::new(Answer::Lease(30));
+    let (client, _home) = connect_stdio(person.clone(), &env(&emu, dir.path(), &[])).await;
+    run(&client, update(102, "pve03", "one")).await;
+    assert_eq!(person.questions().len(), 1);
+
+    // Two more changes to 102 as one plan: the lease covers both, so nobody is asked.
+    let step = |text: &str| json!({"tool": "pve_qemu_update_config", "arguments": {"node": "pve03", "vmid": 102, "description": text}});
+    let plan = json!({"steps": [step("two"), step("three")]});
+    let result = call(&client, "pve_apply_plan", plan).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(person.questions().len(), 1, "{:#?}", person.questions());
+    let steps: Vec<Value> = audit_lines(dir.path())
+        .into_iter()
+        .filter(|l| l["tool"] == "pve_qemu_update_config" && l["plan"].is_string())
+        .collect();
+    assert_eq!(
+        steps.len(),
+        4,
+        "a sending and an executed line per step: {steps:#?}"
+    );
+    assert!(
+        steps.iter().all(|l| l["approval"] == "lease"
+            && l["approver"]
+                .as_str()
+                .is_some_and(|a| a.starts_with("lease:"))),
+        "{steps:#?}"
+    );
+
+    // A plan with one step beyond the lease (another guest) is asked whole.
+    let other = json!({"tool": "pve_qemu_update_config", "arguments": {"node": "pve01", "vmid": 101, "description": "x"}});
+    let plan = json!({"steps": [step("four"), other]});
+    let result = call(&client, "pve_apply_plan", plan).await;
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    assert_eq!(person.questions().len(), 2);
+    assert!(
+        person.questions()[1].contains("vmid=101"),
+        "{}",
+        person.questions()[1]
+    );
+    client.cancel().await.ok();
+}

@@ -18,6 +18,7 @@ use super::{APPLY_TOOL, Judged, PLAN_APPROVAL, ROLLBACK_APPROVAL, UNDO_TOOL};
 use crate::approval::Approver;
 use crate::clusters::Clusters;
 use crate::envelope::{ToolFailure, codes};
+use crate::pipeline::leases::LEASED;
 use crate::pipeline::{AsStep, Ran, run_call};
 use crate::tasks::follow::ProgressSink;
 use crate::tasks::plan_task::PlanTask;
@@ -114,7 +115,7 @@ pub(super) async fn run_steps(
         let message = format!("Step {} of {total}: {}", i + 1, j.step.tool);
         progress.tell(Some(i), Some(total), message).await;
         let step = AsStep {
-            approved_by: PLAN_APPROVAL,
+            approved_by: j.leased.as_ref().map_or(PLAN_APPROVAL, |_| LEASED),
             approved: Some(j.clearance),
         };
         let ran = call_step(
