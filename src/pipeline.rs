@@ -89,6 +89,23 @@ impl From<CallToolResponse> for Ran {
     }
 }
 
+/// The call bound to the cluster it names, or the answer refusing it (audited in that
+/// cluster's log when it exists).
+pub(crate) async fn route<'a>(
+    clusters: &'a Clusters,
+    entry: &'a Entry,
+    request: &'a CallToolRequestParams,
+    caller_name: &str,
+    started: Instant,
+) -> Result<crate::clusters::Routed<'a>, rmcp::model::CallToolResult> {
+    match clusters.route(entry, request.arguments.as_ref()) {
+        Ok(routed) => Ok(routed),
+        Err(refusal) => Err(refusal
+            .conclude(request.arguments.as_ref(), caller_name, started)
+            .await),
+    }
+}
+
 /// One call through every stage; `step`: as a step of an approved plan (no question of its
 /// own, no MCP task of its own, at most the effects approved for it).
 pub async fn run_call(
@@ -104,14 +121,9 @@ pub async fn run_call(
     let caller_name = caller.label();
     // Stage: the cluster the call names (several clusters only; the plain case passes through).
     // From here on, the call sees only that cluster, and arguments without `cluster`.
-    let routed = match clusters.route(entry, request.arguments.as_ref()) {
+    let routed = match route(clusters, entry, request, &caller_name, started).await {
         Ok(routed) => routed,
-        Err(refusal) => {
-            return refusal
-                .conclude(request.arguments.as_ref(), &caller_name, started)
-                .await
-                .into();
-        }
+        Err(refused) => return refused.into(),
     };
     let (state, entry) = (routed.state, &routed.entry);
     let arguments = routed.arguments.as_deref();

@@ -170,15 +170,9 @@ async fn prepare(
     let started = std::time::Instant::now();
     let caller = Caller::of(context);
     let caller_name = caller.label();
-    let routed = match clusters.route(entry, request.arguments.as_ref()) {
-        Ok(routed) => routed,
-        Err(refusal) => {
-            return Err(refusal
-                .conclude(request.arguments.as_ref(), &caller_name, started)
-                .await
-                .into());
-        }
-    };
+    let routed = super::route(clusters, entry, request, &caller_name, started)
+        .await
+        .map_err(CallToolResponse::from)?;
     let (state, entry) = (routed.state, &routed.entry);
     let arguments = routed.arguments.as_deref();
     let tier = caller.tier_within(state.settings.tier);
@@ -402,14 +396,9 @@ async fn execute(
     } = ready;
     let caller = Caller::of(context);
     let caller_name = caller.label();
-    let routed = match clusters.route(entry, request.arguments.as_ref()) {
+    let routed = match super::route(clusters, entry, request, &caller_name, started).await {
         Ok(routed) => routed,
-        Err(refusal) => {
-            return refusal
-                .conclude(request.arguments.as_ref(), &caller_name, started)
-                .await
-                .into();
-        }
+        Err(refused) => return refused.into(),
     };
     let (state, entry) = (routed.state, &routed.entry);
     let record = outcome::Record {

@@ -14,6 +14,19 @@ fn env_of(pairs: &[(String, String)]) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// `doctor --check permissions --json`, which must exit 1: its report and all it printed.
+async fn failing_permissions_report(d: &CliDirs, env: &[(String, String)]) -> (Value, String) {
+    let out = d
+        .run(
+            &["doctor", "--check", "permissions", "--json"],
+            &env_of(env),
+            None,
+        )
+        .await;
+    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
+    (serde_json::from_slice(&out.stdout).unwrap(), text_of(&out))
+}
+
 fn item<'a>(report: &'a Value, check: &str) -> &'a Value {
     report["items"]
         .as_array()
@@ -142,15 +155,7 @@ async fn missing_privileges_name_the_tools_that_will_fail() {
     .unwrap();
     let d = CliDirs::new();
     let env = common::env_for(&emu);
-    let out = d
-        .run(
-            &["doctor", "--check", "permissions", "--json"],
-            &env_of(&env),
-            None,
-        )
-        .await;
-    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, _) = failing_permissions_report(&d, &env).await;
     let p = item(&report, "permissions");
     assert_eq!(p["status"], "RED");
     let detail = p["detail"].as_str().unwrap();
@@ -397,15 +402,7 @@ async fn each_persons_own_token_is_checked() {
     }
     let mut env = common::env_for(&emu);
     env.push(("PVE_PEOPLE_FILE".into(), people.display().to_string()));
-    let out = d
-        .run(
-            &["doctor", "--check", "permissions", "--json"],
-            &env_of(&env),
-            None,
-        )
-        .await;
-    assert_eq!(out.status.code(), Some(1), "{}", text_of(&out));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (report, shown) = failing_permissions_report(&d, &env).await;
     assert_eq!(item(&report, "permissions")["status"], "GREEN");
     assert_eq!(
         item(&report, "permissions of alice (alice@pve!mcp)")["status"],
@@ -417,7 +414,6 @@ async fn each_persons_own_token_is_checked() {
         mallory["detail"].as_str().unwrap().contains("cannot read"),
         "{mallory}"
     );
-    let shown = text_of(&out);
     assert!(
         !shown.contains(alice_secret) && !shown.contains(wrong_secret),
         "{shown}"

@@ -6,6 +6,7 @@
 use crate::approval_common;
 use crate::common;
 use crate::harness;
+use crate::harness::change_lines as changes;
 use crate::link_common;
 
 use std::path::Path;
@@ -16,15 +17,6 @@ use approval_common::{Answer, Person, call, code, connect_stdio, envelope};
 use common::{emulator, env_for, with_policy};
 use pve_emulator::Emulator;
 use serde_json::{Value, json};
-
-/// The non-GET requests the emulator received, as `METHOD path`.
-fn changes(emu: &Emulator) -> Vec<String> {
-    emu.requests()
-        .iter()
-        .filter(|r| r.method != "GET")
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect()
-}
 
 fn env(emu: &Emulator, dir: &Path, extra: &[(&str, &str)]) -> Vec<(String, String)> {
     let audit = dir.join("audit.jsonl");

@@ -16,10 +16,7 @@ use std::time::Duration;
 use harness::{oauth_serve, pve_client};
 use mcp_tasks_client::{ClientSetup, TestClient, call_once, emulator_with_pace, envelope};
 use nandi_proxmox_mcp::audit::{AuditLog, AuditTarget};
-use nandi_proxmox_mcp::policy::Settings;
 use nandi_proxmox_mcp::pve::ApiRequest;
-use nandi_proxmox_mcp::registry::Registry;
-use nandi_proxmox_mcp::server::{AppState, Server};
 use nandi_proxmox_mcp::transport::http::HttpServer;
 use oauth_issuer::Issuer;
 use pve_emulator::{Emulator, EmulatorOptions};
@@ -64,22 +61,11 @@ async fn serve(issuer: &Issuer, emu: &Emulator, dir: &Path, unmapped: &str) -> H
         ("PVE_HUMAN_APPROVAL", "confirm"),
         ("PVE_PEOPLE_FILE", people.as_str()),
     ];
-    let settings = Settings::from_lookup(|k| {
-        vars.iter()
-            .find(|(name, _)| *name == k)
-            .map(|(_, v)| (*v).to_owned())
-    })
-    .expect("policy with a people file");
-    harness::isolate_schema_cache();
-    let server = Server::new(AppState {
-        registry: Registry::build(&settings),
-        settings,
-        pve: Some(pve_client(emu)),
-        connection_note: "test".into(),
-        ssh: None,
-        ssh_note: String::new(),
-        audit: AuditLog::new(AuditTarget::File(dir.join("audit.jsonl"))),
-    });
+    let server = harness::server_audited(
+        harness::settings_of(&vars),
+        Some(pve_client(emu)),
+        AuditLog::new(AuditTarget::File(dir.join("audit.jsonl"))),
+    );
     oauth_serve(&issuer.url, server, &[]).await
 }
 

@@ -7,20 +7,12 @@
 
 use crate::approval_common;
 use crate::common;
+use crate::harness::{change_lines as changes, guest_ids as guests};
 
 use approval_common::{Answer, Person, call, code, connect_stdio};
 use common::{emulator, env_for, with_policy};
 use pve_emulator::{Emulator, Fault, FaultKind};
 use serde_json::{Value, json};
-
-/// Non-GET requests the emulator received, as `METHOD path`.
-fn changes(emu: &Emulator) -> Vec<String> {
-    emu.requests()
-        .iter()
-        .filter(|r| r.method != "GET")
-        .map(|r| format!("{} {}", r.method, r.path))
-        .collect()
-}
 
 fn full_env(emu: &Emulator) -> Vec<(String, String)> {
     with_policy(
@@ -36,27 +28,6 @@ fn provision() -> Value {
         "grow": "+2G", "cores": 2, "memory": 2048, "ciuser": "ops",
         "ipconfig0": "ip=dhcp", "tags": "web;lab"
     })
-}
-
-/// The guests the emulator has, by VMID (from its own cluster resources).
-async fn guests(emu: &Emulator) -> Vec<i64> {
-    let client = crate::harness::pve_client(emu);
-    let data = client
-        .call(
-            nandi_proxmox_mcp::pve::ApiRequest::get("/cluster/resources"),
-            &tokio_util::sync::CancellationToken::new(),
-        )
-        .await
-        .result
-        .expect("resources");
-    let mut ids: Vec<i64> = data
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r["vmid"].as_i64())
-        .collect();
-    ids.sort_unstable();
-    ids
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,12 +4,12 @@
 //! emulator's own state is the oracle; rmcp's client side drives the protocol.
 
 use crate::common;
+use crate::harness::guest_ids as guests;
 use crate::mcp_tasks_client;
 
 use std::time::Duration;
 
 use mcp_tasks_client::{Client, ClientSetup, call_once, connect, server};
-use pve_emulator::Emulator;
 use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, TaskPayload, TaskStatus};
 use serde_json::{Value, json};
 
@@ -25,27 +25,6 @@ fn plan(newid: u32) -> Value {
         {"tool": "pve_qemu_update_config", "arguments": {"node": "pve01", "vmid": "$1.newid", "tags": "planned"}},
         {"tool": "pve_start_qemu_vm", "arguments": {"node": "pve01", "vmid": "$1.newid"}},
     ]})
-}
-
-/// The emulator's guests, by VMID.
-async fn guests(emu: &Emulator) -> Vec<i64> {
-    let client = crate::harness::pve_client(emu);
-    let data = client
-        .call(
-            nandi_proxmox_mcp::pve::ApiRequest::get("/cluster/resources"),
-            &tokio_util::sync::CancellationToken::new(),
-        )
-        .await
-        .result
-        .expect("resources");
-    let mut ids: Vec<i64> = data
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r["vmid"].as_i64())
-        .collect();
-    ids.sort_unstable();
-    ids
 }
 
 /// Starts the plan as a task: its id.

@@ -48,6 +48,15 @@ pub fn mcp_server(pve: Option<pve::Client>) -> Server {
 
 /// An in-process server with `settings`, in front of `pve`, its audit off.
 pub fn server_with(settings: Settings, pve: Option<pve::Client>) -> Server {
+    server_audited(settings, pve, nandi_proxmox_mcp::audit::AuditLog::off())
+}
+
+/// An in-process server with `settings`, in front of `pve`, writing `audit`.
+pub fn server_audited(
+    settings: Settings,
+    pve: Option<pve::Client>,
+    audit: nandi_proxmox_mcp::audit::AuditLog,
+) -> Server {
     isolate_schema_cache();
     Server::new(AppState {
         registry: Registry::build(&settings),
@@ -56,8 +65,47 @@ pub fn server_with(settings: Settings, pve: Option<pve::Client>) -> Server {
         connection_note: "test".into(),
         ssh: None,
         ssh_note: String::new(),
-        audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        audit,
     })
+}
+
+/// Settings from these variables alone.
+pub fn settings_of(vars: &[(&str, &str)]) -> Settings {
+    Settings::from_lookup(|k| {
+        vars.iter()
+            .find(|(name, _)| *name == k)
+            .map(|(_, v)| (*v).to_owned())
+    })
+    .expect("settings")
+}
+
+/// The guests the emulator has, by VMID (from its own cluster resources).
+pub async fn guest_ids(emu: &Emulator) -> Vec<i64> {
+    let data = pve_client(emu)
+        .call(
+            pve::ApiRequest::get("/cluster/resources"),
+            &tokio_util::sync::CancellationToken::new(),
+        )
+        .await
+        .result
+        .expect("resources");
+    let mut ids: Vec<i64> = data
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["vmid"].as_i64())
+        .collect();
+    ids.sort_unstable();
+    ids
+}
+
+/// The requests beyond a read the emulator received, as `METHOD path`.
+pub fn change_lines(emu: &Emulator) -> Vec<String> {
+    emu.requests()
+        .iter()
+        .filter(|r| r.method != "GET")
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect()
 }
 
 /// A running transport plus what tests need to talk to it.
