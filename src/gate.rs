@@ -213,6 +213,7 @@ fn plan_composite(spec: &'static ToolSpec, op: CompositeOp, args: &ValidArgs) ->
         CompositeOp::QemuAgentDiagnose
         | CompositeOp::QemuBootDiagnose
         | CompositeOp::InventoryOverview
+        | CompositeOp::BackupHealth
         | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
         | CompositeOp::ListChanges

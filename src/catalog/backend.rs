@@ -74,6 +74,8 @@ pub enum CompositeOp {
     QemuGuestExec,
     /// Cluster inventory from a few cluster-wide reads.
     InventoryOverview,
+    /// Per guest, its newest backup on each backup storage, age and verify state.
+    BackupHealth,
     /// What this server can do here: tools, SSH, PVE version, the token's permissions.
     Capabilities,
     /// Download-to-storage behind the address guard.
@@ -126,6 +128,10 @@ impl CompositeOp {
                 (Get, "/cluster/status"),
             ],
             CompositeOp::Capabilities => &[(Get, "/version"), (Get, "/access/permissions")],
+            CompositeOp::BackupHealth => &[
+                (Get, "/cluster/resources"),
+                (Get, "/nodes/{node}/storage/{storage}/content"),
+            ],
             CompositeOp::DownloadToStorage => {
                 &[(Post, "/nodes/{node}/storage/{storage}/download-url")]
             }
@@ -190,6 +196,7 @@ impl CompositeOp {
             CompositeOp::QemuBootDiagnose => "config + status + agent + cloud-init dumps",
             CompositeOp::QemuGuestExec => "agent/exec then agent/exec-status until exited",
             CompositeOp::InventoryOverview => "/cluster/resources + /version + /cluster/status",
+            CompositeOp::BackupHealth => "/cluster/resources + each backup storage's content",
             CompositeOp::Capabilities => "registry + SSH probe + /version + /access/permissions",
             CompositeOp::DownloadToStorage => "address guard, then storage download-url",
             CompositeOp::ApiCall => "checked against the cluster's apidata.js, then the call",

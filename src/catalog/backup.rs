@@ -7,7 +7,8 @@
 use super::params::{NEW_VMID, NODE, POOL_BODY, STORAGE_PATTERN, VMID_LIST_PATTERN};
 use super::storage::{STORAGE, STORAGE_ID_PATTERN};
 use super::types::{
-    ArgRule, Category, Effect, Legs, Location, Param, ParamKind, Tier, ToolSpec, delete, get, post,
+    ArgRule, Backend, Category, CompositeOp, Effect, Legs, Location, Param, ParamKind, Tier,
+    ToolSpec, delete, get, post,
 };
 
 /// A restore replaces or creates a whole guest: never retried, confirm-gated.
@@ -166,6 +167,19 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         ],
         backend: get("/nodes/{node}/storage/{storage}/content"),
         long_list: true,
+        ..ToolSpec::BASE
+    },
+    ToolSpec {
+        name: "pve_backup_health",
+        title: "Backup health",
+        description: "Per guest: newest backup on each backup storage (PBS too), age, verify state; the guests with none, or none verified, within `days`.",
+        category: Category::Backup,
+        legs: Legs::UNTRUSTED,
+        params: &[
+            Param::arg("days", ParamKind::Integer, "Age limit in days (default 7).").range(1, 3650),
+        ],
+        backend: Backend::Composite(CompositeOp::BackupHealth),
+        timeout_ms: 60_000,
         ..ToolSpec::BASE
     },
     ToolSpec {

@@ -312,6 +312,7 @@ fn composite(spec: &ToolSpec, op: CompositeOp) -> ToolEffects {
         CompositeOp::QemuAgentDiagnose
         | CompositeOp::QemuBootDiagnose
         | CompositeOp::InventoryOverview
+        | CompositeOp::BackupHealth
         | CompositeOp::ClustersOverview
         | CompositeOp::Capabilities
         | CompositeOp::ListChanges

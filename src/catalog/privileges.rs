@@ -241,6 +241,10 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         &[("/storage/{storage}", "Datastore.Audit")],
     ),
     (
+        "pve_backup_health",
+        &[("/storage/{storage}", "Datastore.Audit")],
+    ),
+    (
         "pve_run_backup",
         &[("/", "Datastore.AllocateSpace"), ("/", "VM.Backup")],
     ),

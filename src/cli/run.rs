@@ -49,7 +49,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     let server = if args.demo {
         let (emulator, client) = start_demo(limits).await?;
         let note = format!(
-            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203). Nothing real is touched.",
+            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203; backups on a Proxmox Backup Server storage pbs-demo). Nothing real is touched.",
             emulator.base_url()
         );
         eprintln!("nandi-proxmox-mcp: {note}");
@@ -207,7 +207,32 @@ async fn start_demo(limits: pve::ClientLimits) -> Result<(Emulator, pve::Client)
         .map_err(|e| CliError::Runtime(format!("could not start the demo emulator: {e}")))?;
     let client = pve::Client::with_limits(&connection(&emulator), limits)
         .map_err(|e| CliError::Runtime(format!("demo client: {e}")))?;
+    seed_demo_backups(&emulator);
     Ok((emulator, client))
+}
+
+/// The demo's Proxmox Backup Server datastore (a shared `pbs` storage) with a few backups
+/// of different ages and verify states, so `pve_backup_health` has something to say.
+fn seed_demo_backups(emulator: &Emulator) {
+    const DAY: u64 = 86_400;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    emulator.add_backup_storage("pbs-demo", "pbs", true);
+    for (vmid, age_days, verified) in [
+        (101, 1, Some("ok")),
+        (102, 2, None),
+        (102, 9, Some("ok")),
+        (201, 12, Some("ok")),
+        (203, 3, Some("failed")),
+    ] {
+        emulator.add_backup(
+            "pbs-demo",
+            vmid,
+            now.saturating_sub(age_days * DAY),
+            verified,
+        );
+    }
 }
 
 /// The SSH router when SSH is configured, and the sentence the instructions carry about it.

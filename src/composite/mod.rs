@@ -16,6 +16,7 @@ mod api_call;
 pub mod api_call_cache;
 pub mod api_call_check;
 pub mod api_call_schema;
+mod backup_health;
 mod calls;
 mod clusters_overview;
 mod diagnose;
@@ -123,6 +124,7 @@ pub async fn execute(
         CompositeOp::QemuBootDiagnose => diagnose::boot(&mut calls, args).await,
         CompositeOp::QemuGuestExec => exec::run(&mut calls, args).await,
         CompositeOp::InventoryOverview => overview::inventory(&mut calls).await,
+        CompositeOp::BackupHealth => backup_health::run(&mut calls, args).await,
         CompositeOp::DownloadToStorage => {
             download::run(&mut calls, args, &backends.settings.download_allow).await
         }

@@ -30,6 +30,7 @@ mod approval_url_unreachable;
 mod approval_webhook;
 mod audit;
 mod audit_fail_closed;
+mod backup_health;
 mod bench_figures;
 mod budget;
 mod catalog;

@@ -444,6 +444,21 @@ async fn demo_mode_serves_the_built_in_emulator() {
             .iter()
             .all(|r| r["type"] != "node")
     );
+    // The demo's PBS storage answers the backup-health question.
+    let result = mcp.call("pve_backup_health", json!({"days": 7})).await;
+    let env = envelope(&result);
+    assert_eq!(env["ok"], true, "{env}");
+    let shared: Vec<&Value> = env["data"]["storages_read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["type"] == "pbs")
+        .collect();
+    assert_eq!(shared.len(), 1, "{env}");
+    assert_eq!(
+        env["data"]["without_verified_backup_within_days"][0], 102,
+        "{env}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

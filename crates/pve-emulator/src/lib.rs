@@ -359,6 +359,55 @@ impl Emulator {
         true
     }
 
+    /// Adds a storage that holds backups, as `pvesm add` would: `kind` is its plugin (`pbs`
+    /// for a Proxmox Backup Server datastore), `shared` whether every node sees the same one.
+    pub fn add_backup_storage(&self, id: &str, kind: &str, shared: bool) {
+        let mut extra = serde_json::Map::new();
+        if shared {
+            extra.insert("shared".into(), 1.into());
+        }
+        lock(&self.shared.state).storages.push(state::Storage {
+            id: id.to_owned(),
+            kind: kind.to_owned(),
+            content: "backup".into(),
+            extra,
+            total: 1 << 40,
+            used: 1 << 36,
+        });
+    }
+
+    /// Adds a backup archive of guest `vmid` to `storage`, made at `ctime` (Unix seconds),
+    /// verified `ok` / `failed` or never (`None`); returns its volid.
+    pub fn add_backup(
+        &self,
+        storage: &str,
+        vmid: u32,
+        ctime: u64,
+        verified: Option<&str>,
+    ) -> String {
+        let kind = if (200..300).contains(&vmid) {
+            "ct"
+        } else {
+            "vm"
+        };
+        let volid = format!("{storage}:backup/{kind}/{vmid}/{ctime}");
+        lock(&self.shared.state)
+            .infra
+            .volumes
+            .push(state_infra::Volume {
+                storage: storage.to_owned(),
+                volid: volid.clone(),
+                content: "backup".into(),
+                format: "pbs-vm".into(),
+                size: 1 << 30,
+                vmid: Some(vmid),
+                ctime,
+                notes: None,
+                verification: verified.map(str::to_owned),
+            });
+        volid
+    }
+
     /// Puts guest `vmid` under HA with `state` (`started`, …), as `ha-manager add` would.
     pub fn manage_by_ha(&self, vmid: u32, state: &str) {
         lock(&self.shared.state)

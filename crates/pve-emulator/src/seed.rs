@@ -278,6 +278,7 @@ fn seed_infra(names: &[&str]) -> InfraState {
             vmid: backup.map(|(vmid, _)| vmid),
             ctime,
             notes: backup.map(|(_, notes)| notes.to_string()),
+            verification: None,
         }
     };
     infra.volumes = vec![

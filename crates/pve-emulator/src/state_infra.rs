@@ -54,6 +54,8 @@ pub(super) struct Volume {
     pub ctime: u64,
     /// Backup notes.
     pub notes: Option<String>,
+    /// A Proxmox Backup Server's verify state of a backup (`ok`, `failed`), when verified.
+    pub verification: Option<String>,
 }
 
 impl Volume {
@@ -82,6 +84,9 @@ impl Volume {
             row.insert("protected".into(), json!(0));
             if let Some(notes) = &self.notes {
                 row.insert("notes".into(), json!(notes));
+            }
+            if let Some(state) = &self.verification {
+                row.insert("verification".into(), json!({"state": state}));
             }
         }
         Value::Object(row)

@@ -163,6 +163,7 @@ pub(in super::super) fn vzdump(call: &mut Call<'_>) -> Result<Value, ApiError> {
             vmid: Some(*vmid),
             ctime: now,
             notes: notes.clone(),
+            verification: None,
         });
     }
     let id = match selected.as_slice() {

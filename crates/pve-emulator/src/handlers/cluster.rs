@@ -86,7 +86,7 @@ fn storage_resources(st: &EmuState) -> Vec<Value> {
                 "content": s.content,
                 "disk": s.used,
                 "maxdisk": s.total,
-                "shared": 0,
+                "shared": i32::from(s.extra.get("shared").is_some_and(|v| v == 1)),
             }));
         }
     }

@@ -316,6 +316,7 @@ pub(in super::super) fn download_url(call: &mut Call<'_>) -> Result<Value, ApiEr
         vmid: None,
         ctime: unix_now(),
         notes: None,
+        verification: None,
     });
     Ok(json!(
         call.st.spawn_task(&node, "download", &storage, "download")
