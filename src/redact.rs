@@ -141,19 +141,29 @@ pub fn redact_outcome(
     }
 }
 
-/// Values of secret-named arguments worth looking for (very short ones would mask noise).
+/// Values of secret-named arguments worth looking for (very short ones would mask noise),
+/// nested ones included (a plan's steps carry their own arguments).
 fn secret_argument_values(arguments: Option<&Map<String, Value>>) -> Vec<String> {
-    let mut values: Vec<String> = arguments
-        .into_iter()
-        .flatten()
-        .filter(|(key, _)| is_secret_field(key))
-        .filter_map(|(_, value)| match value {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        })
-        .filter(|s| s.chars().count() >= 4)
-        .collect();
+    fn collect(map: &Map<String, Value>, into: &mut Vec<String>) {
+        for (key, value) in map {
+            match value {
+                Value::String(s) if is_secret_field(key) => into.push(s.clone()),
+                Value::Number(n) if is_secret_field(key) => into.push(n.to_string()),
+                Value::Object(inner) => collect(inner, into),
+                Value::Array(items) => {
+                    for inner in items.iter().filter_map(Value::as_object) {
+                        collect(inner, into);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut values = Vec::new();
+    if let Some(arguments) = arguments {
+        collect(arguments, &mut values);
+    }
+    values.retain(|s| s.chars().count() >= 4);
     // Longest first, so a secret that contains another is masked whole.
     values.sort_by_key(|s| std::cmp::Reverse(s.len()));
     values

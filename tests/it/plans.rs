@@ -450,3 +450,42 @@ async fn the_plans_question_shows_each_targets_current_values() {
     );
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_steps_secret_is_masked_in_the_question_the_dry_run_and_the_audit() {
+    const CANARY: &str = "Canary-Plan-Secret-7781";
+    let emu = emulator().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("audit.jsonl");
+    let mut env = full_env(&emu);
+    env.push(("PVE_AUDIT_LOG".into(), log.display().to_string()));
+    let person = Person::new(Answer::Decline);
+    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let step =
+        json!({"tool": "pve_create_user", "arguments": {"userid": "ops@pve", "password": CANARY}});
+    let preview = call(
+        &client,
+        "pve_apply_plan",
+        json!({"steps": [step.clone()], "dry_run": true}),
+    )
+    .await;
+    let shown = format!("{preview:?}");
+    assert!(
+        shown.contains("pve_create_user") && !shown.contains(CANARY),
+        "{shown}"
+    );
+    let declined = call(&client, "pve_apply_plan", json!({"steps": [step]})).await;
+    assert_eq!(code(&declined), "CONFIRMATION_DECLINED");
+    let question = &person.questions()[0];
+    assert!(
+        question.contains("password=") && !question.contains(CANARY),
+        "{question}"
+    );
+    let audit = std::fs::read_to_string(&log).expect("audit log");
+    assert!(
+        audit.contains("pve_apply_plan") && !audit.contains(CANARY),
+        "{audit}"
+    );
+    assert!(changes(&emu).is_empty());
+    client.cancel().await.ok();
+}

@@ -2,7 +2,8 @@
 //! reasons, and the plan's one question.
 //!
 //! Invariant: every value from the caller or from Proxmox in the question is escaped and
-//! bounded as in any question (`preview::escape`, `preview::bounded`).
+//! bounded as in any question (`preview::escape`, `preview::bounded`), and a secret-named
+//! argument is masked (`redact::mask_arguments`) in the question and the dry run alike.
 
 use serde_json::{Value, json};
 
@@ -14,7 +15,7 @@ pub(super) fn step_view(index: usize, judged: &Judged) -> Value {
     json!({
         "step": index + 1,
         "tool": judged.step.tool,
-        "arguments": judged.step.arguments,
+        "arguments": crate::redact::mask_arguments(&judged.step.arguments),
         "effects": judged.clearance.names(),
         "reasons": judged.reasons,
         "now": judged.facts,
@@ -33,10 +34,12 @@ pub(super) fn question_text(judged: &[Judged], cluster: Option<&str>, caller: &C
         ))
     );
     for (i, j) in judged.iter().enumerate() {
-        let shown: Vec<String> = j
-            .step
-            .arguments
-            .iter()
+        // Secret-named arguments (a password, a key) are masked as in any question.
+        let masked = crate::redact::mask_arguments(&j.step.arguments);
+        let shown: Vec<String> = masked
+            .as_object()
+            .into_iter()
+            .flatten()
             .map(|(k, v)| {
                 let value = match v {
                     Value::String(s) => crate::preview::bounded(s),
