@@ -228,6 +228,8 @@ async fn prepare(
         plan: entry,
         holder,
         caller_name: &caller_name,
+        // Current values cost reads: only for a person who will read them, or a preview.
+        with_facts: args.dry_run || approver.asks_person(crate::approval::Channel::of(context)),
     };
     let judged = match judge(&judging, steps, cancel).await {
         Ok(judged) => judged,
@@ -514,6 +516,8 @@ struct Judging<'a> {
     /// Who a person's lease would have been granted to ([`super::leases::holder_of`]).
     holder: Option<String>,
     caller_name: &'a str,
+    /// Whether to read each gated step's target for the question (see [`Judged::facts`]).
+    with_facts: bool,
 }
 
 /// Judges every step; the first step refused refuses the plan, naming it. A step a person's
@@ -606,11 +610,11 @@ async fn judge(
                 .any(|j: &Judged| j.step.arguments.get("newid") == vmid);
         let facts = match &gate {
             Some(_) if made_here => vec!["Target: the guest an earlier step creates".to_owned()],
-            Some(_) => {
+            Some(_) if judging.with_facts => {
                 let preview = crate::preview::build(pve, spec, &args, cancel).await;
                 preview.step_facts(spec)
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         judged.push(Judged {
             clearance: gate.as_ref().map_or(EffectSet::READ, Gate::clearance),

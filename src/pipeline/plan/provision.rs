@@ -30,6 +30,8 @@ const GROWN_DISK: &str = "scsi0";
 const AGENT_WAIT: Duration = Duration::from_secs(120);
 /// How often the guest agent is asked while it does not answer yet.
 const AGENT_POLL: Duration = Duration::from_secs(2);
+/// What Proxmox answers for an agent call to a guest whose config does not enable the agent.
+const NO_AGENT: &str = "No QEMU guest agent configured";
 
 /// The new guest's VMID: the caller's `newid`, else Proxmox's next free one (a read).
 pub(super) async fn new_id(
@@ -190,6 +192,12 @@ pub(super) async fn report(
             }
             Err(why) => why,
         };
+        // Proxmox's words for a guest whose config has no agent: waiting cannot help.
+        if last.contains(NO_AGENT) {
+            return Err(format!(
+                "the guest has no QEMU guest agent enabled (agent=1 in its config), so it cannot report an address ({last})"
+            ));
+        }
         if Instant::now() + AGENT_POLL > deadline {
             return Err(format!(
                 "the guest agent did not answer within {} s (last: {last})",
