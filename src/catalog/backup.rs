@@ -11,6 +11,18 @@ use super::types::{
     ToolSpec, delete, get, post,
 };
 
+/// The storage and the group a prune (or its preview) works on, and the retention.
+const PRUNE_PARAMS: &[Param] = &[
+    NODE,
+    STORAGE,
+    Param::query(
+        "prune-backups",
+        ParamKind::String,
+        "e.g. keep-last=3 (default: the storage's).",
+    ),
+    Param::query("vmid", ParamKind::Integer, "One guest.").range(100, 999_999_999),
+];
+
 /// A restore replaces or creates a whole guest: never retried, confirm-gated.
 const RESTORE: Effect = Effect::Write {
     destructive: true,
@@ -172,14 +184,36 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_backup_health",
         title: "Backup health",
-        description: "Per guest: newest backup on each backup storage (PBS too), age, verify state; the guests with none, or none verified, within `days`.",
+        description: "Per guest: newest backup per storage (PBS too), age, verified; guests with none (verified) within `days`.",
         category: Category::Backup,
         legs: Legs::UNTRUSTED,
-        params: &[
-            Param::arg("days", ParamKind::Integer, "Age limit in days (default 7).").range(1, 3650),
-        ],
+        params: &[Param::arg("days", ParamKind::Integer, "Default 7.").range(1, 3650)],
         backend: Backend::Composite(CompositeOp::BackupHealth),
         timeout_ms: 60_000,
+        ..ToolSpec::BASE
+    },
+    ToolSpec {
+        name: "pve_preview_prune_backups",
+        title: "Preview a prune of backups",
+        description: "Which backups a prune would keep, remove or protect.",
+        category: Category::Backup,
+        params: PRUNE_PARAMS,
+        backend: get("/nodes/{node}/storage/{storage}/prunebackups"),
+        ..ToolSpec::BASE
+    },
+    ToolSpec {
+        name: "pve_prune_backups",
+        starts_task: true,
+        title: "Prune backups",
+        description: "Delete the backups a prune marks remove (see the preview). Returns a task UPID.",
+        category: Category::Backup,
+        tier: Tier::Full,
+        effect: Effect::Write {
+            destructive: true,
+            idempotent: false,
+        },
+        params: PRUNE_PARAMS,
+        backend: delete("/nodes/{node}/storage/{storage}/prunebackups"),
         ..ToolSpec::BASE
     },
     ToolSpec {

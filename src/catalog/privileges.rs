@@ -245,6 +245,18 @@ pub const TOOL_PRIVILEGES: &[(&str, &[(&str, &str)])] = &[
         &[("/storage/{storage}", "Datastore.Audit")],
     ),
     (
+        "pve_preview_prune_backups",
+        &[("/storage/{storage}", "Datastore.Audit")],
+    ),
+    (
+        "pve_prune_backups",
+        &[
+            ("/", "Datastore.Allocate"),
+            ("/", "Datastore.AllocateSpace"),
+            ("/", "VM.Backup"),
+        ],
+    ),
+    (
         "pve_run_backup",
         &[("/", "Datastore.AllocateSpace"), ("/", "VM.Backup")],
     ),

@@ -133,3 +133,73 @@ async fn which_guests_have_no_verified_backup_within_a_week_is_one_read() {
     );
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prune_is_previewed_then_asked_as_destruction_and_removes_only_what_it_marked() {
+    let emu = emulator().await;
+    let now = u64::try_from(chrono::Utc::now().timestamp()).expect("after 1970");
+    emu.add_backup_storage("pbs-main", "pbs", true);
+    let volids: Vec<String> = (1..=4)
+        .map(|age| emu.add_backup("pbs-main", 101, now - age * DAY, Some("ok")))
+        .collect();
+    emu.add_backup("pbs-main", 102, now - DAY, None);
+    // keep-last=2 per guest: 101's two newest are kept, its two oldest removed; 102 kept.
+    let args =
+        serde_json::json!({"node": "pve01", "storage": "pbs-main", "prune-backups": "keep-last=2"});
+    let declines = Person::new(Answer::Decline);
+    let (client, _home) = connect_stdio(declines.clone(), &full(&emu)).await;
+    let preview = call(&client, "pve_preview_prune_backups", args.clone()).await;
+    let marks = envelope(&preview)["data"].clone();
+    let marked = |volid: &str| {
+        marks
+            .as_array()
+            .expect("marks")
+            .iter()
+            .find(|m| m["volid"] == volid)
+            .map(|m| m["mark"].clone())
+    };
+    assert_eq!(marked(&volids[0]), Some("keep".into()), "{marks:#}");
+    assert_eq!(marked(&volids[1]), Some("keep".into()));
+    assert_eq!(marked(&volids[2]), Some("remove".into()));
+    assert_eq!(marked(&volids[3]), Some("remove".into()));
+    assert!(declines.questions().is_empty(), "a preview is a read");
+
+    // Declined: asked as destruction, nothing sent.
+    let declined = call(&client, "pve_prune_backups", args.clone()).await;
+    assert_eq!(approval_common::code(&declined), "CONFIRMATION_DECLINED");
+    assert!(
+        declines.questions()[0].contains("destroy"),
+        "{}",
+        declines.questions()[0]
+    );
+    assert!(emu.requests().iter().all(|r| r.method == "GET"));
+    client.cancel().await.ok();
+
+    // Approved: exactly the archives marked remove are gone.
+    let (client, _home) = connect_stdio(Person::new(Answer::Accept), &full(&emu)).await;
+    let pruned = call(&client, "pve_prune_backups", args).await;
+    assert_ne!(pruned.is_error, Some(true), "{pruned:?}");
+    let listed = call(
+        &client,
+        "pve_list_backups",
+        serde_json::json!({"node": "pve01", "storage": "pbs-main"}),
+    )
+    .await;
+    let left: Vec<String> = envelope(&listed)["data"]
+        .as_array()
+        .expect("backups")
+        .iter()
+        .filter_map(|b| b["volid"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(left.len(), 3, "{left:?}");
+    assert!(left.contains(&volids[0]) && left.contains(&volids[1]));
+    assert!(!left.contains(&volids[2]) && !left.contains(&volids[3]));
+    client.cancel().await.ok();
+}
+
+fn full(emu: &pve_emulator::Emulator) -> Vec<(String, String)> {
+    common::with_policy(
+        env_for(emu),
+        &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")],
+    )
+}

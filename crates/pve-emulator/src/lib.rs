@@ -404,6 +404,7 @@ impl Emulator {
                 ctime,
                 notes: None,
                 verification: verified.map(str::to_owned),
+                protected: false,
             });
         volid
     }

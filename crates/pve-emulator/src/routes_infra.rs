@@ -7,7 +7,7 @@
 //! this file compares every route of this table with it.
 
 use super::api::{Param, bool, int, one_of, s};
-use super::handlers::{backup, cluster_infra, monitoring, network, pools, storage};
+use super::handlers::{backup, cluster_infra, monitoring, network, pools, prune, storage};
 use super::route::{Route, STORAGE_TYPES, delete, get, post, put};
 
 /// Values of `format` (PVE 9.1 schema), shared by the routes that take it.
@@ -329,6 +329,13 @@ const SYSLOG: &[Param] = &[
     s("until"),
 ];
 
+/// `prunebackups` parameters (GET preview and DELETE alike).
+const PRUNE: &[Param] = &[
+    s("prune-backups"),
+    one_of("type", &["qemu", "lxc"]),
+    int("vmid"),
+];
+
 /// Routes of this table (see `routes::TABLES`).
 pub(super) static ROUTES: &[Route] = &[
     get("/cluster/log", &[int("max")], cluster_infra::log),
@@ -349,6 +356,16 @@ pub(super) static ROUTES: &[Route] = &[
         "/nodes/{node}/storage/{storage}/content",
         &[s("content"), int("vmid")],
         storage::content,
+    ),
+    get(
+        "/nodes/{node}/storage/{storage}/prunebackups",
+        PRUNE,
+        prune::preview,
+    ),
+    delete(
+        "/nodes/{node}/storage/{storage}/prunebackups",
+        PRUNE,
+        prune::prune,
     ),
     get("/cluster/backup/{id}", &[], backup::get),
     post("/cluster/backup", BACKUP_JOB_CREATE, backup::create),

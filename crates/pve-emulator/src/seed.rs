@@ -279,6 +279,7 @@ fn seed_infra(names: &[&str]) -> InfraState {
             ctime,
             notes: backup.map(|(_, notes)| notes.to_string()),
             verification: None,
+            protected: false,
         }
     };
     infra.volumes = vec![

@@ -56,6 +56,8 @@ pub(super) struct Volume {
     pub notes: Option<String>,
     /// A Proxmox Backup Server's verify state of a backup (`ok`, `failed`), when verified.
     pub verification: Option<String>,
+    /// Protected from pruning and removal.
+    pub protected: bool,
 }
 
 impl Volume {
@@ -81,7 +83,7 @@ impl Volume {
         }
         if self.content == "backup" {
             row.insert("subtype".into(), json!(self.backup_subtype()));
-            row.insert("protected".into(), json!(0));
+            row.insert("protected".into(), json!(i32::from(self.protected)));
             if let Some(notes) = &self.notes {
                 row.insert("notes".into(), json!(notes));
             }

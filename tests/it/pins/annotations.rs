@@ -83,6 +83,7 @@ const WRITES: &[&str] = &[
     "pve_undo_change",
     "pve_provision_qemu_guest",
     "pve_apply_plan",
+    "pve_prune_backups",
 ];
 const DESTRUCTIVE: &[&str] = &[
     "pve_stop_qemu_vm",
@@ -152,6 +153,7 @@ const DESTRUCTIVE: &[&str] = &[
     "pve_undo_change",
     "pve_provision_qemu_guest",
     "pve_apply_plan",
+    "pve_prune_backups",
 ];
 const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_update_config",

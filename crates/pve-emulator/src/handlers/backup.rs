@@ -164,6 +164,7 @@ pub(in super::super) fn vzdump(call: &mut Call<'_>) -> Result<Value, ApiError> {
             ctime: now,
             notes: notes.clone(),
             verification: None,
+            protected: false,
         });
     }
     let id = match selected.as_slice() {

@@ -19,6 +19,7 @@ pub(super) mod network;
 pub(super) mod nodes;
 pub(super) mod peer;
 pub(super) mod pools;
+pub(super) mod prune;
 pub(super) mod snapshots;
 pub(super) mod storage;
 pub(super) mod tasks;

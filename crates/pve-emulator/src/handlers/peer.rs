@@ -317,6 +317,7 @@ pub(in super::super) fn download_url(call: &mut Call<'_>) -> Result<Value, ApiEr
         ctime: unix_now(),
         notes: None,
         verification: None,
+        protected: false,
     });
     Ok(json!(
         call.st.spawn_task(&node, "download", &storage, "download")
