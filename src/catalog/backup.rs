@@ -7,8 +7,8 @@
 use super::params::{NEW_VMID, NODE, POOL_BODY, STORAGE_PATTERN, VMID_LIST_PATTERN};
 use super::storage::{STORAGE, STORAGE_ID_PATTERN};
 use super::types::{
-    ArgRule, Backend, Category, CompositeOp, Effect, Legs, Location, Param, ParamKind, Tier,
-    ToolSpec, delete, get, post,
+    ArgRule, Backend, Category, CompositeOp, Effect, Legs, Location, Module, Param, ParamKind,
+    Tier, ToolSpec, delete, get, post,
 };
 
 /// The storage and the group a prune (or its preview) works on, and the retention.
@@ -184,7 +184,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pve_backup_health",
         title: "Backup health",
-        description: "Per guest: newest backup per storage (PBS too), age, verified; guests with none (verified) within `days`.",
+        description: "Newest backup per guest and storage (PBS too), age, verified; guests with none (verified) in `days`.",
         category: Category::Backup,
         legs: Legs::UNTRUSTED,
         params: &[Param::arg("days", ParamKind::Integer, "Default 7.").range(1, 3650)],
@@ -197,6 +197,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Preview a prune of backups",
         description: "Which backups a prune would keep, remove or protect.",
         category: Category::Backup,
+        module: Module::Advanced,
         params: PRUNE_PARAMS,
         backend: get("/nodes/{node}/storage/{storage}/prunebackups"),
         ..ToolSpec::BASE
@@ -207,6 +208,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         title: "Prune backups",
         description: "Delete the backups a prune marks remove (see the preview). Returns a task UPID.",
         category: Category::Backup,
+        module: Module::Advanced,
         tier: Tier::Full,
         effect: Effect::Write {
             destructive: true,

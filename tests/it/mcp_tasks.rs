@@ -409,7 +409,7 @@ fn prepare(spec: &catalog::ToolSpec) -> Option<(&'static str, Value)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_task_starting_row_answers_a_upid_from_the_emulator() {
     let rows: Vec<&catalog::ToolSpec> = catalog::all().filter(|s| s.starts_task).collect();
-    assert_eq!(rows.len(), 34, "task-starting rows");
+    assert_eq!(rows.len(), 35, "task-starting rows");
     let mut failures = Vec::new();
     for spec in rows {
         // A fresh cluster per row: deleting or migrating a guest must not affect the next.

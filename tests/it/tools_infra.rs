@@ -222,6 +222,24 @@ fn cases() -> Vec<Case> {
         ),
         (
             case(
+                "pve_preview_prune_backups",
+                "GET",
+                "/nodes/pve01/storage/local/prunebackups",
+                &[("prune-backups", "keep-last=1"), ("vmid", "101")],
+            ),
+            json!({"node": "pve01", "storage": "local", "prune-backups": "keep-last=1", "vmid": 101}),
+        ),
+        (
+            case(
+                "pve_prune_backups",
+                "DELETE",
+                "/nodes/pve01/storage/local/prunebackups",
+                &[("prune-backups", "keep-last=1"), ("vmid", "101")],
+            ),
+            json!({"node": "pve01", "storage": "local", "prune-backups": "keep-last=1", "vmid": 101, "confirm": true}),
+        ),
+        (
+            case(
                 "pve_run_backup",
                 "POST",
                 "/nodes/pve01/vzdump",
@@ -594,6 +612,8 @@ async fn confirm_tools_are_refused_without_confirm_and_send_nothing() {
         // backup of one guest that prunes nothing is routine, so not every backup call asks.
         "pve_get_storage_config",
         "pve_create_pool",
+        // A prune deletes backups: always asked.
+        "pve_prune_backups",
     ]
     .into();
     assert_eq!(gated, expected);
@@ -624,7 +644,9 @@ fn every_reference_infra_tool_has_a_row() {
             "pve_apply_network_changes",
             "pve_get_lxc_metrics",
             "pve_get_node_metrics",
-            "pve_get_qemu_metrics"
+            "pve_get_qemu_metrics",
+            "pve_preview_prune_backups",
+            "pve_prune_backups"
         ],
         "new tools"
     );
