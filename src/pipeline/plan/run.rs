@@ -2,8 +2,9 @@
 //! [`AsStep`]), in order, and the rollback of the steps that ran when one fails or the call
 //! is cancelled.
 //!
-//! Invariants: a step runs only after every step before it succeeded; a rollback reverts every
-//! step that ran (failed steps whose request went out included), last first, each through the
+//! Invariants: a step runs only after every step before it succeeded, and is never cut short
+//! (a cancel takes effect between steps); a rollback reverts every step that ran (failed steps
+//! whose request went out included), last first, each through the
 //! undo tool and its own checks, under a cancellation token of its own (a cancelled plan still
 //! rolls back); what could not be undone is named. Progress, for a client that asked for it,
 //! is the plan's own — one notification per step and per revert, always rising — and never a
@@ -118,16 +119,11 @@ pub(super) async fn run_steps(
             approved_by: j.leased.as_ref().map_or(PLAN_APPROVAL, |_| LEASED),
             approved: Some(j.clearance),
         };
-        let ran = call_step(
-            clusters,
-            approver,
-            context,
-            j.step.tool,
-            &j.step.arguments,
-            cluster,
-            step,
-        )
-        .await;
+        // A step in flight is never cut short: a cancel takes effect once it ended (its
+        // Proxmox task followed to the end), so the rollback finds what it made.
+        let calm = undisturbed(context);
+        let (tool, arguments) = (j.step.tool, &j.step.arguments);
+        let ran = call_step(clusters, approver, &calm, tool, arguments, cluster, step).await;
         match answer_of(&ran) {
             Ok(answer) if !context.ct.is_cancelled() => done.push(Done {
                 tool: j.step.tool,

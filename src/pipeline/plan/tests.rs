@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::effects::classify_rest;
+use crate::gate;
 
 fn update_config() -> &'static ToolSpec {
     crate::catalog::find("pve_qemu_update_config").expect("row")
