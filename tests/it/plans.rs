@@ -489,3 +489,22 @@ async fn a_steps_secret_is_masked_in_the_question_the_dry_run_and_the_audit() {
     assert!(changes(&emu).is_empty());
     client.cancel().await.ok();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_is_refused_while_frozen_before_anyone_is_asked() {
+    let emu = emulator().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let frozen = dir.path().join("frozen");
+    std::fs::write(&frozen, "maintenance").expect("freeze file");
+    let mut env = full_env(&emu);
+    env.push(("PVE_FREEZE_FILE".into(), frozen.display().to_string()));
+    let person = Person::new(Answer::Accept);
+    let (client, _home) = connect_stdio(person.clone(), &env).await;
+    let result = call(&client, "pve_apply_plan", callers_plan()).await;
+    assert_eq!(code(&result), "FROZEN", "{result:?}");
+    let text = format!("{:?}", result.structured_content);
+    assert!(text.contains("step 1 (pve_qemu_clone)"), "{text}");
+    assert!(person.questions().is_empty(), "{:#?}", person.questions());
+    assert!(changes(&emu).is_empty(), "{:?}", changes(&emu));
+    client.cancel().await.ok();
+}
