@@ -448,11 +448,16 @@ async fn execute(
 }
 
 /// A plan's failure, naming the plan (`details.plan`), so its audit lines can be found.
-fn naming_plan(mut failure: ToolFailure, id: &str) -> ToolFailure {
+fn naming_plan(failure: ToolFailure, id: &str) -> ToolFailure {
+    with_detail(failure, "plan", id.into())
+}
+
+/// A failure with `key` set in its details (an object; other details are replaced).
+fn with_detail(mut failure: ToolFailure, key: &str, value: Value) -> ToolFailure {
     if let Some(Value::Object(map)) = failure.details.as_mut() {
-        map.insert("plan".into(), id.into());
+        map.insert(key.into(), value);
     } else {
-        failure.details = Some(json!({ "plan": id }));
+        failure.details = Some(json!({ key: value }));
     }
     failure
 }
@@ -470,15 +475,9 @@ async fn done(
 }
 
 /// A refusal naming the reads the plan made before it (`details.read`).
-fn with_read(mut failure: ToolFailure, read: &[String]) -> ToolFailure {
+fn with_read(failure: ToolFailure, read: &[String]) -> ToolFailure {
     if read.is_empty() {
         return failure;
     }
-    match failure.details.as_mut() {
-        Some(Value::Object(map)) => {
-            map.insert("read".into(), json!(read));
-        }
-        _ => failure.details = Some(json!({ "read": read })),
-    }
-    failure
+    with_detail(failure, "read", json!(read))
 }
