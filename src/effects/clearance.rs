@@ -83,6 +83,16 @@ pub fn admit(method: &str, path: &str, params: &[(String, String)]) -> Result<Cl
     check(format!("{method} {path}"), classified)
 }
 
+/// [`admit`] for a request to a Proxmox Backup Server, classified by PBS's own schema.
+pub fn admit_pbs(
+    method: &str,
+    path: &str,
+    params: &[(String, String)],
+) -> Result<Classified, Stopped> {
+    let classified = super::pbs::classify_pbs(method, path, params);
+    check(format!("PBS {method} {path}"), classified)
+}
+
 /// Admits a request already classified elsewhere (the generic call's classification by the
 /// cluster's own schema) like [`admit`]: `what` names it in a refusal.
 pub fn admit_classified(what: String, classified: Classified) -> Result<Classified, Stopped> {

@@ -205,7 +205,7 @@ fn privilege_effects(privilege: &str, path: &str) -> Vec<Effect> {
 }
 
 /// The kind of a parameter whose value can add an effect, from its format, pattern and name.
-fn param_kind(name: &str, param: &Value) -> Option<ParamKind> {
+pub(super) fn param_kind(name: &str, param: &Value) -> Option<ParamKind> {
     let format = param.get("format").and_then(Value::as_str).unwrap_or("");
     let pattern = param.get("pattern").and_then(Value::as_str).unwrap_or("");
     // `scsi[n]` and `efidisk0` alike: the family is the name without its index.

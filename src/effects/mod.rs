@@ -24,6 +24,7 @@
 pub mod clearance;
 pub mod derive;
 pub mod freeze;
+pub mod pbs;
 pub mod request;
 pub mod reviewed;
 pub mod routine;
@@ -31,8 +32,11 @@ mod table;
 
 use std::fmt;
 
-pub use clearance::{Refusal, Stopped, admit, admit_classified, admit_ssh, with_clearance};
+pub use clearance::{
+    Refusal, Stopped, admit, admit_classified, admit_pbs, admit_ssh, with_clearance,
+};
 pub use freeze::{FreezeNote, FreezeSwitch, Frozen};
+pub use pbs::classify_pbs;
 pub use request::{SshKind, classify_rest, classify_rest_with, classify_ssh};
 pub use table::{Endpoint, endpoint, endpoints, endpoints_for_template, render as table_render};
 

@@ -101,57 +101,90 @@ impl Endpoint {
     }
 }
 
-/// Every endpoint of the table, parsed once.
-pub fn endpoints() -> &'static [Endpoint] {
-    static TABLE: OnceLock<Vec<Endpoint>> = OnceLock::new();
-    TABLE.get_or_init(|| TSV.lines().filter_map(parse_line).collect())
+/// A parsed endpoint table with its lookup buckets (the PVE one here, the PBS one in
+/// [`super::pbs`]): one set of matching rules for both.
+pub(super) struct Table {
+    endpoints: Vec<Endpoint>,
+    /// Endpoint indexes by (method, segment count): a lookup scans a few dozen rows, not all.
+    buckets: HashMap<(String, usize), Vec<usize>>,
 }
 
-/// Endpoints bucketed by (method, segment count): a lookup scans a few dozen rows, not all.
-fn buckets() -> &'static HashMap<(String, usize), Vec<&'static Endpoint>> {
-    static BUCKETS: OnceLock<HashMap<(String, usize), Vec<&'static Endpoint>>> = OnceLock::new();
-    BUCKETS.get_or_init(|| {
-        let mut map: HashMap<(String, usize), Vec<&'static Endpoint>> = HashMap::new();
-        for e in endpoints() {
-            map.entry((e.method.to_ascii_uppercase(), e.segments.len()))
+impl Table {
+    /// Parses a generated `.tsv` table.
+    pub(super) fn parse(tsv: &str) -> Table {
+        let endpoints: Vec<Endpoint> = tsv.lines().filter_map(parse_line).collect();
+        let mut buckets: HashMap<(String, usize), Vec<usize>> = HashMap::new();
+        for (index, e) in endpoints.iter().enumerate() {
+            buckets
+                .entry((e.method.to_ascii_uppercase(), e.segments.len()))
                 .or_default()
-                .push(e);
+                .push(index);
         }
-        map
-    })
+        Table { endpoints, buckets }
+    }
+
+    /// Every endpoint of the table.
+    pub(super) fn all(&self) -> &[Endpoint] {
+        &self.endpoints
+    }
+
+    /// The endpoint a request's method and rendered path reach, if the table knows it.
+    pub(super) fn endpoint(&self, method: &str, path: &str) -> Option<&Endpoint> {
+        let path = path.split('?').next().unwrap_or(path);
+        let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let segments: &[&str] = if segments == [""] { &[] } else { &segments };
+        self.buckets
+            .get(&(method.to_ascii_uppercase(), segments.len()))?
+            .iter()
+            .filter_map(|i| {
+                let e = &self.endpoints[*i];
+                e.matches(segments).map(|score| (score, e))
+            })
+            .max_by_key(|(score, _)| *score)
+            .map(|(_, e)| e)
+    }
+
+    /// Every endpoint a path template can reach, the best matches only.
+    pub(super) fn for_template(&self, method: &str, template: &str) -> Vec<&Endpoint> {
+        let segments: Vec<&str> = template.trim_matches('/').split('/').collect();
+        let segments: &[&str] = if segments == [""] { &[] } else { &segments };
+        let matching: Vec<(usize, &Endpoint)> = self
+            .endpoints
+            .iter()
+            .filter(|e| e.method.eq_ignore_ascii_case(method))
+            .filter_map(|e| e.matches(segments).map(|score| (score, e)))
+            .collect();
+        // Where a literal segment decides, keep only the best matches.
+        let best = matching.iter().map(|(s, _)| *s).max().unwrap_or(0);
+        matching
+            .into_iter()
+            .filter(|(s, _)| *s == best)
+            .map(|(_, e)| e)
+            .collect()
+    }
+}
+
+/// The PVE table, parsed once.
+fn pve() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| Table::parse(TSV))
+}
+
+/// Every endpoint of the table, parsed once.
+pub fn endpoints() -> &'static [Endpoint] {
+    pve().all()
 }
 
 /// The endpoint a request's method and rendered path (`/nodes/pve01/qemu/101/config`,
 /// without `/api2/json`) reach, if the table knows it.
 pub fn endpoint(method: &str, path: &str) -> Option<&'static Endpoint> {
-    let path = path.split('?').next().unwrap_or(path);
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let segments: &[&str] = if segments == [""] { &[] } else { &segments };
-    buckets()
-        .get(&(method.to_ascii_uppercase(), segments.len()))?
-        .iter()
-        .filter_map(|e| e.matches(segments).map(|score| (score, *e)))
-        .max_by_key(|(score, _)| *score)
-        .map(|(_, e)| e)
+    pve().endpoint(method, path)
 }
 
 /// Every endpoint a path *template* can reach (`/nodes/{node}/{guest_type}/{vmid}/config`
 /// reaches both the QEMU and the LXC one), for static per-tool answers.
 pub fn endpoints_for_template(method: &str, template: &str) -> Vec<&'static Endpoint> {
-    let segments: Vec<&str> = template.trim_matches('/').split('/').collect();
-    let segments: &[&str] = if segments == [""] { &[] } else { &segments };
-    let matching: Vec<(usize, &'static Endpoint)> = endpoints()
-        .iter()
-        .filter(|e| e.method.eq_ignore_ascii_case(method))
-        .filter_map(|e| e.matches(segments).map(|score| (score, e)))
-        .collect();
-    // Where a literal segment decides, keep only the best matches.
-    let best = matching.iter().map(|(s, _)| *s).max().unwrap_or(0);
-    matching
-        .into_iter()
-        .filter(|(s, _)| *s == best)
-        .map(|(_, e)| e)
-        .collect()
+    pve().for_template(method, template)
 }
 
 fn is_placeholder(segment: &str) -> bool {
@@ -201,10 +234,18 @@ fn parse_line(line: &str) -> Option<Endpoint> {
 /// Renders the table from the flattened schema (`{path: {METHOD: entry}}`), sorted by path
 /// then method — the exact content of `endpoints.tsv`.
 pub fn render(schema: &Value) -> String {
+    render_with(schema, derive::facts)
+}
+
+/// Renders a table from a flattened schema with the given derivation rules.
+pub(super) fn render_with(
+    schema: &Value,
+    facts: fn(&str, &str, &Value) -> derive::Facts,
+) -> String {
     let mut rows: Vec<String> = Vec::new();
     for (path, methods) in schema.as_object().into_iter().flatten() {
         for (method, entry) in methods.as_object().into_iter().flatten() {
-            let facts = derive::facts(method, path, entry);
+            let facts = facts(method, path, entry);
             let class = if method == "GET" {
                 if facts.read_satisfies {
                     "read"

@@ -52,6 +52,7 @@ mod docs_tools;
 mod dry_run;
 mod effects_every_endpoint;
 mod effects_gate;
+mod effects_pbs;
 mod effects_schema;
 mod fault_matrix;
 mod fixtures;

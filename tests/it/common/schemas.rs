@@ -4,6 +4,7 @@
 //!
 //! - `tests/data/apidata-pve-9.1.3.js.gz`: `api-viewer/apidata.js` of the public pve-docs
 //!   repository at "bump version to 9.1.3" (schema updated 2026-04-30), gzipped.
+//! - `tests/data/apidoc-pbs-4.js.gz`: Proxmox Backup Server 4's API viewer schema (below).
 //! - `tests/data/pve-9.2-ops.json`: the PVE 9.2 operations (path and method only), a public
 //!   list fetched 2026-09-19; no 9.2 schema with permissions is public.
 
@@ -15,6 +16,12 @@ use sha2::{Digest, Sha256};
 /// SHA-256 of `tests/data/apidata-pve-9.1.3.js.gz`.
 pub const APIDATA_9_1_3_SHA256: &str =
     "7cfe14b1c09c9555efd877f2d2a4c626715a9f027836c34a2618c999482c8e28";
+/// SHA-256 of `tests/data/apidoc-pbs-4.js.gz`: the Proxmox Backup Server 4 API viewer's
+/// `apidoc.js` (public repository basher83/Proxmox-OpenAPI, `proxmox-backup-server/apidoc.js`
+/// at 17d1f4b, 2026-07-05; the file itself has SHA-256
+/// c62063edd60fbc288c376ec1a71efd1b16239cdf9ff88cb8f873ae1a7410f64a), gzipped (`gzip -9 -n`).
+pub const APIDOC_PBS_4_SHA256: &str =
+    "8aae026713df8d04c6f148d291464f8b35b142118e3985fac8a5f9b1710c9ede";
 /// SHA-256 of `tests/data/pve-9.2-ops.json`.
 pub const OPS_9_2_SHA256: &str = "7767dfcc88c03d8c90c7bca24ece5107b69a49857db4af32c1e112e15fac4c3b";
 
@@ -42,6 +49,22 @@ pub fn apidata_9_1_3() -> Value {
     )
     .expect("gzip text");
     nandi_proxmox_mcp::composite::api_call_schema::extract_array(&text).expect("apidata.js array")
+}
+
+/// The PBS 4 `apidoc.js` array (the tree with `children`).
+pub fn apidoc_pbs_4() -> Value {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(data("apidoc-pbs-4.js.gz").as_slice()),
+        &mut text,
+    )
+    .expect("gzip text");
+    nandi_proxmox_mcp::composite::api_call_schema::extract_array(&text).expect("apidoc.js array")
+}
+
+/// The PBS 4 schema, flattened like the PVE ones.
+pub fn pbs_4() -> Value {
+    flatten(&apidoc_pbs_4())
 }
 
 /// The 9.1.3 schema, flattened.
