@@ -162,7 +162,7 @@ fn described_privileges(text: &str) -> Vec<String> {
         .iter()
         .flat_map(|re| re.find_iter(text).map(|m| m.as_str().to_owned()))
         .collect();
-    for re in constant {
+    if let Some(re) = constant {
         for c in re.captures_iter(text) {
             out.push(format!("{}.{}", title(&c[1]), title(&c[2])));
         }
