@@ -142,6 +142,46 @@ pub(crate) const ENV_VARS: &[EnvVarDoc] = &[
         "–",
         false,
     ),
+    doc(
+        "PBS_HOST",
+        "Proxmox Backup Server host; with PBS_USER, PBS_TOKEN_NAME and PBS_TOKEN_SECRET it adds one PBS (more go in an instance file's `pbs` list)",
+        "–",
+        false,
+    ),
+    doc("PBS_PORT", "PBS API port", "8007", false),
+    doc("PBS_USER", "PBS API user without realm", "–", false),
+    doc("PBS_REALM", "Realm of the PBS API user", "pbs", false),
+    doc(
+        "PBS_TOKEN_NAME",
+        "PBS API token id (the part after `!`)",
+        "–",
+        false,
+    ),
+    doc("PBS_TOKEN_SECRET", "PBS API token secret", "–", true),
+    doc(
+        "PBS_TLS_FINGERPRINT",
+        "SHA-256 fingerprint of the PBS certificate to pin",
+        "–",
+        false,
+    ),
+    doc(
+        "PBS_TLS_CA_FILE",
+        "PEM file of the CA that signed the PBS certificate",
+        "–",
+        false,
+    ),
+    doc(
+        "PBS_ALLOW_INSECURE_TLS",
+        "`true` turns PBS certificate checks off (last resort)",
+        "false",
+        false,
+    ),
+    doc(
+        "PBS_NAME",
+        "The name PBS tools call this server by",
+        "pbs",
+        false,
+    ),
 ];
 
 const fn doc(
@@ -295,6 +335,7 @@ pub(crate) fn load(env: &dyn EnvSource, home: Option<&Path>) -> Result<Config, C
         ssh,
         source: ConfigSource::Env,
         policy: super::PolicyKeys::default(),
+        pbs: super::pbs::from_env(env, home)?.into_iter().collect(),
     })
 }
 

@@ -280,6 +280,7 @@ fn build(
         proxmox: Some(proxmox),
         ssh,
         policy: super::policy_keys::parse(path, map)?,
+        pbs: super::pbs::from_file(path, map, home, origin == FileOrigin::Trusted)?,
         source: ConfigSource::File {
             path: path.to_path_buf(),
             instance: instances::instance_name_for(path),

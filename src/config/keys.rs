@@ -174,6 +174,11 @@ pub(crate) const FILE_KEYS: &[FileKeyDoc] = &[
         false,
     ),
     doc(
+        super::pbs::KEY,
+        "Proxmox Backup Servers: one object or a list of {\"name\", \"host\", \"port\" (8007), \"user\", \"realm\" (`pbs`), \"tokenName\", \"tokenSecret\", \"tlsFingerprint\" | \"tlsCaFile\" | \"allowInsecureTls\"}",
+        false,
+    ),
+    doc(
         policy_keys::DEFAULT,
         "`true`: with several clusters, calls without a `cluster` argument go to this one (at most one); default false",
         false,

@@ -32,6 +32,7 @@ mod fields;
 mod file;
 pub mod instances;
 mod keys;
+pub mod pbs;
 mod policy_keys;
 mod scope;
 pub mod trust;
@@ -187,6 +188,8 @@ pub struct Config {
     pub source: ConfigSource,
     /// The cluster's own policy keys (instance files only; empty otherwise).
     pub policy: PolicyKeys,
+    /// The Proxmox Backup Servers beside it (an instance file's `pbs`, or `PBS_*`).
+    pub pbs: Vec<pbs::PbsConfig>,
 }
 
 impl Config {
@@ -197,6 +200,7 @@ impl Config {
             ssh: None,
             source: ConfigSource::Unconfigured,
             policy: PolicyKeys::default(),
+            pbs: Vec::new(),
         }
     }
 }
@@ -558,11 +562,13 @@ pub fn parse_instance_object(
     path: &Path,
     map: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<Config, ConfigError> {
-    let (proxmox, ssh) = keys::parse_object(path, map, home_from_env(&ProcessEnv).as_deref())?;
+    let home = home_from_env(&ProcessEnv);
+    let (proxmox, ssh) = keys::parse_object(path, map, home.as_deref())?;
     Ok(Config {
         proxmox: Some(proxmox),
         ssh,
         policy: policy_keys::parse(path, map)?,
+        pbs: pbs::from_file(path, map, home.as_deref(), false)?,
         source: ConfigSource::File {
             path: path.to_path_buf(),
             instance: instances::instance_name_for(path),

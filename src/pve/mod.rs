@@ -83,6 +83,17 @@ impl fmt::Debug for Connection {
     }
 }
 
+/// Which Proxmox product a client talks to. Both serve `/api2/json` with the same envelope;
+/// they differ in the token's header and in the API schema requests are classified by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Product {
+    /// Proxmox VE (`pveproxy`, port 8006).
+    #[default]
+    Pve,
+    /// Proxmox Backup Server (`proxmox-backup-proxy`, port 8007).
+    Pbs,
+}
+
 /// How the server's TLS certificate is checked.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum TlsMode {

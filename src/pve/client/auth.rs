@@ -5,17 +5,21 @@
 
 use reqwest::header::HeaderValue;
 
-use super::super::Connection;
 use super::super::error::PveError;
+use super::super::{Connection, Product};
 
-/// `PVEAPIToken=user@realm!token=secret`, validated and marked sensitive. Errors never echo it.
-pub(super) fn auth_header(conn: &Connection) -> Result<HeaderValue, PveError> {
-    token_header(TokenParts {
-        user: &conn.user,
-        realm: &conn.realm,
-        token_name: &conn.token_name,
-        secret: &conn.token_secret,
-    })
+/// `PVEAPIToken=user@realm!token=secret` (PBS: `PBSAPIToken=user@realm!token:secret`),
+/// validated and marked sensitive. Errors never echo it.
+pub(super) fn auth_header(conn: &Connection, product: Product) -> Result<HeaderValue, PveError> {
+    token_header(
+        TokenParts {
+            user: &conn.user,
+            realm: &conn.realm,
+            token_name: &conn.token_name,
+            secret: &conn.token_secret,
+        },
+        product,
+    )
 }
 
 /// One API token: `user@realm!token_name` and its secret.
@@ -32,7 +36,10 @@ pub struct TokenParts<'a> {
 }
 
 /// The header of any token (the server's own, or a person's), checked as [`auth_header`] is.
-pub(super) fn token_header(token: TokenParts<'_>) -> Result<HeaderValue, PveError> {
+pub(super) fn token_header(
+    token: TokenParts<'_>,
+    product: Product,
+) -> Result<HeaderValue, PveError> {
     let parts = [
         ("the API user", token.user),
         ("the API user's realm", token.realm),
@@ -53,10 +60,16 @@ pub(super) fn token_header(token: TokenParts<'_>) -> Result<HeaderValue, PveErro
     if token.secret.trim().is_empty() {
         return Err(PveError::Config("the API token secret is empty".to_owned()));
     }
-    let text = format!(
-        "PVEAPIToken={}@{}!{}={}",
-        token.user, token.realm, token.token_name, token.secret
-    );
+    let text = match product {
+        Product::Pve => format!(
+            "PVEAPIToken={}@{}!{}={}",
+            token.user, token.realm, token.token_name, token.secret
+        ),
+        Product::Pbs => format!(
+            "PBSAPIToken={}@{}!{}:{}",
+            token.user, token.realm, token.token_name, token.secret
+        ),
+    };
     let mut value = HeaderValue::from_str(&text).map_err(|_| {
         PveError::Config(
             "the API token secret contains characters that cannot be sent in an HTTP header"
@@ -96,7 +109,7 @@ mod tests {
 
     #[test]
     fn auth_header_is_sensitive() {
-        let value = auth_header(&conn("pve01")).unwrap();
+        let value = auth_header(&conn("pve01"), Product::Pve).unwrap();
         assert!(value.is_sensitive());
         assert_eq!(
             value.to_str().unwrap(),
@@ -105,5 +118,12 @@ mod tests {
         assert!(!format!("{value:?}").contains("s3cr3t"));
         let client = Client::new(&conn("pve01")).unwrap();
         assert!(!format!("{client:?}").contains("s3cr3t"));
+        let pbs = auth_header(&conn("pbs01"), Product::Pbs).unwrap();
+        assert!(pbs.is_sensitive());
+        assert_eq!(
+            pbs.to_str().unwrap(),
+            "PBSAPIToken=svc_mcp@pve!mcp:s3cr3t-value"
+        );
+        assert!(!format!("{pbs:?}").contains("s3cr3t"));
     }
 }

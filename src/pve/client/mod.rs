@@ -32,7 +32,8 @@ use super::error::PveError;
 use super::path::{check_api_path, url_host};
 use super::response::{classify_transport, interpret, snippet};
 use super::{
-    ApiRequest, ClientLimits, Connection, MAX_ATTEMPTS, Method, Outcome, RetryPolicy, TlsMode, tls,
+    ApiRequest, ClientLimits, Connection, MAX_ATTEMPTS, Method, Outcome, Product, RetryPolicy,
+    TlsMode, tls,
 };
 
 /// Longest connect phase allowed, whatever the request timeout.
@@ -57,8 +58,12 @@ struct Inner {
     /// `base_url` parsed once; each request's URL is this with its path and query set, so
     /// the scheme and host are never parsed again.
     base: Url,
-    /// `PVEAPIToken=…`; sensitive, so it is never printed by `http`'s `Debug`.
+    /// `PVEAPIToken=…` (or PBS's `PBSAPIToken=…`); sensitive, so it is never printed by
+    /// `http`'s `Debug`.
     auth: HeaderValue,
+    /// Which Proxmox product answers: it decides the token's header and the schema every
+    /// request is classified by before it leaves.
+    product: Product,
     /// One permit per request allowed in flight; shared by every identity's client of one
     /// cluster ([`Client::as_token`]), so the bound is the cluster's.
     slots: Arc<Semaphore>,
@@ -99,6 +104,20 @@ impl Client {
     /// As [`Client::new`], with explicit in-flight and deadline limits (`PVE_MAX_INFLIGHT`,
     /// `PVE_CALL_DEADLINE_SECS`). A `max_inflight` of 0 is treated as 1.
     pub fn with_limits(conn: &Connection, limits: ClientLimits) -> Result<Client, PveError> {
+        Client::for_product(conn, limits, Product::Pve)
+    }
+
+    /// A client of a Proxmox Backup Server (`PBSAPIToken=…:secret`, requests classified by
+    /// PBS's schema), with explicit limits. No network I/O.
+    pub fn pbs(conn: &Connection, limits: ClientLimits) -> Result<Client, PveError> {
+        Client::for_product(conn, limits, Product::Pbs)
+    }
+
+    fn for_product(
+        conn: &Connection,
+        limits: ClientLimits,
+        product: Product,
+    ) -> Result<Client, PveError> {
         let host = url_host(&conn.host).map_err(PveError::Config)?;
         if conn.port == 0 {
             return Err(PveError::Config(
@@ -109,7 +128,7 @@ impl Client {
         let base = Url::parse(&base_url).map_err(|e| {
             PveError::Config(format!("the Proxmox host {:?} is invalid: {e}", conn.host))
         })?;
-        let auth = auth::auth_header(conn)?;
+        let auth = auth::auth_header(conn, product)?;
         let tls_config = tls::client_config(&conn.tls)?;
         if conn.tls == TlsMode::Insecure {
             tracing::warn!(
@@ -138,6 +157,7 @@ impl Client {
                 base_url,
                 base,
                 auth,
+                product,
                 slots: Arc::new(Semaphore::new(limits.max_inflight.max(1))),
                 limits,
             }),
@@ -148,17 +168,23 @@ impl Client {
     /// in-flight bound and the same limits; only the `Authorization` header differs. No
     /// network I/O. The token's parts are checked as the server's own are.
     pub fn as_token(&self, token: TokenParts<'_>) -> Result<Client, PveError> {
-        let auth = auth::token_header(token)?;
+        let auth = auth::token_header(token, self.inner.product)?;
         Ok(Client {
             inner: Arc::new(Inner {
                 http: self.inner.http.clone(),
                 base_url: self.inner.base_url.clone(),
                 base: self.inner.base.clone(),
                 auth,
+                product: self.inner.product,
                 slots: Arc::clone(&self.inner.slots),
                 limits: self.inner.limits,
             }),
         })
+    }
+
+    /// Which Proxmox product this client talks to.
+    pub fn product(&self) -> Product {
+        self.inner.product
     }
 
     /// `https://host:port/api2/json` (IPv6 hosts in brackets).
@@ -180,7 +206,11 @@ impl Client {
         // The choke point: a request whose effects the running call was not cleared for
         // never leaves (see `effects::clearance`).
         // While changes are frozen, it refuses anything beyond a plain read as well.
-        if let Err(stopped) = crate::effects::admit(req.method.as_str(), &req.path, &req.params) {
+        let admitted = match self.inner.product {
+            Product::Pve => crate::effects::admit(req.method.as_str(), &req.path, &req.params),
+            Product::Pbs => crate::effects::admit_pbs(req.method.as_str(), &req.path, &req.params),
+        };
+        if let Err(stopped) = admitted {
             tracing::info!(method = %req.method, path = %req.path, reason = %stopped, "request refused before sending");
             return Outcome {
                 result: Err(PveError::from(stopped)),
