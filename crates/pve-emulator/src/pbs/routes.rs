@@ -235,7 +235,6 @@ pub(super) static ROUTES: &[Route] = &[
         NONE,
         tasks::list,
     ),
-    get("/nodes/{node}/tasks/{upid}", &[], NONE, tasks::index),
     get(
         "/nodes/{node}/tasks/{upid}/status",
         &[],

@@ -62,12 +62,6 @@ pub(super) fn list(call: &mut Call<'_>) -> Result<Value, PbsError> {
     Ok(Value::Array(page))
 }
 
-/// `GET /nodes/{node}/tasks/{upid}`: the subdirectories.
-pub(super) fn index(call: &mut Call<'_>) -> Result<Value, PbsError> {
-    addressed(call)?;
-    Ok(json!([{"name": "log"}, {"name": "status"}]))
-}
-
 /// `GET /nodes/{node}/tasks/{upid}/status`.
 pub(super) fn status(call: &mut Call<'_>) -> Result<Value, PbsError> {
     Ok(addressed(call)?.status_entry())
