@@ -107,12 +107,28 @@ pub(super) struct Param {
     pub kind: Kind,
     /// Whether the request must carry it.
     pub required: bool,
+    /// Smallest integer value allowed.
+    pub min: Option<i64>,
+    /// Largest integer value allowed.
+    pub max: Option<i64>,
 }
 
 impl Param {
     /// Marks the parameter as mandatory.
     pub const fn required(mut self) -> Self {
         self.required = true;
+        self
+    }
+
+    /// Sets the smallest integer value allowed.
+    pub const fn at_least(mut self, min: i64) -> Self {
+        self.min = Some(min);
+        self
+    }
+
+    /// Sets the largest integer value allowed.
+    pub const fn at_most(mut self, max: i64) -> Self {
+        self.max = Some(max);
         self
     }
 }
@@ -123,6 +139,8 @@ pub(super) const fn s(name: &'static str) -> Param {
         name,
         kind: Kind::Str,
         required: false,
+        min: None,
+        max: None,
     }
 }
 
@@ -132,6 +150,8 @@ pub(super) const fn int(name: &'static str) -> Param {
         name,
         kind: Kind::Int,
         required: false,
+        min: None,
+        max: None,
     }
 }
 
@@ -141,6 +161,8 @@ pub(super) const fn flag(name: &'static str) -> Param {
         name,
         kind: Kind::Bool,
         required: false,
+        min: None,
+        max: None,
     }
 }
 
@@ -150,6 +172,8 @@ pub(super) const fn one_of(name: &'static str, values: &'static [&'static str]) 
         name,
         kind: Kind::Enum(values),
         required: false,
+        min: None,
+        max: None,
     }
 }
 
@@ -166,10 +190,23 @@ pub(super) fn parse_bool(value: &str) -> Option<bool> {
 }
 
 /// Checks one value, giving `proxmox-schema`'s reason on failure.
-fn check_value(kind: Kind, value: &str) -> Result<(), String> {
-    match kind {
+fn check_value(param: &Param, value: &str) -> Result<(), String> {
+    match param.kind {
         Kind::Str => Ok(()),
-        Kind::Int => value.parse::<i64>().map(drop).map_err(|e| e.to_string()),
+        Kind::Int => {
+            let n = value.parse::<i64>().map_err(|e| e.to_string())?;
+            if let Some(min) = param.min.filter(|min| n < *min) {
+                return Err(format!(
+                    "value must have a minimum value of {min} (got {n})"
+                ));
+            }
+            if let Some(max) = param.max.filter(|max| n > *max) {
+                return Err(format!(
+                    "value must have a maximum value of {max} (got {n})"
+                ));
+            }
+            Ok(())
+        }
         Kind::Bool => parse_bool(value)
             .map(drop)
             .ok_or_else(|| "Unable to parse boolean option.".to_owned()),
@@ -200,7 +237,7 @@ pub(super) fn validate(
         match declared.iter().find(|p| p.name == name) {
             None => push(name, "schema does not allow additional properties".into()),
             Some(param) => {
-                if let Err(reason) = check_value(param.kind, value) {
+                if let Err(reason) = check_value(param, value) {
                     push(name, reason);
                 }
             }
@@ -348,12 +385,23 @@ mod tests {
     #[test]
     fn booleans_and_enums_follow_proxmox_schema() {
         for v in ["1", "0", "true", "False", "yes", "off"] {
-            assert!(check_value(Kind::Bool, v).is_ok(), "{v}");
+            assert!(check_value(&flag("f"), v).is_ok(), "{v}");
         }
-        assert!(check_value(Kind::Bool, "2").is_err());
-        assert!(check_value(Kind::Enum(BACKUP_TYPES), "vm").is_ok());
+        assert!(check_value(&flag("f"), "2").is_err());
+        let types = one_of("backup-type", BACKUP_TYPES);
+        assert!(check_value(&types, "vm").is_ok());
+        let depth = int("max-depth").at_least(0).at_most(7);
         assert_eq!(
-            check_value(Kind::Enum(BACKUP_TYPES), "lxc").unwrap_err(),
+            check_value(&depth, "8").unwrap_err(),
+            "value must have a maximum value of 7 (got 8)"
+        );
+        assert!(
+            check_value(&depth, "-1")
+                .unwrap_err()
+                .contains("minimum value of 0")
+        );
+        assert_eq!(
+            check_value(&types, "lxc").unwrap_err(),
             "value 'lxc' is not defined in the enumeration."
         );
     }

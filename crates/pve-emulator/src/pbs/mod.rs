@@ -49,7 +49,9 @@ pub struct PbsOptions {
     pub node: String,
     /// How long a task runs before it stops (default 300 ms).
     pub task_duration: Duration,
-    /// The token's privileges on `/`; `None` (default) holds every privilege.
+    /// The token's privileges on `/` (propagating); `None` (default) holds every privilege
+    /// (all `Datastore.*`, `Remote.*`, `Sys.Audit`, `Sys.Modify`). A route needing a
+    /// privilege the token lacks answers 403 `permission check failed`, as PBS does.
     pub privileges: Option<Vec<String>>,
 }
 

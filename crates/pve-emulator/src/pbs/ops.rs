@@ -208,10 +208,9 @@ pub(super) fn prune(call: &mut Call<'_>) -> Result<Value, PbsError> {
     let backup_id = call.str("backup-id").unwrap_or("").to_owned();
     let mut keeps = Vec::new();
     for option in KEEP_OPTIONS {
+        // Validated as at least 1 before the handler runs.
         if let Some(n) = call.int(option) {
-            let n = u64::try_from(n)
-                .map_err(|_| PbsError::param(option, "value must have a minimum value of 1"))?;
-            keeps.push((option, n));
+            keeps.push((option, u64::try_from(n).unwrap_or(0)));
         }
     }
     let dry_run = call.opt_flag("dry-run").unwrap_or(false);

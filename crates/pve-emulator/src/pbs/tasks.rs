@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 
 use super::api::{Call, PbsError};
+use super::state::PbsState;
 use super::task::{PbsTask, Upid};
 
 /// The task the `{upid}` capture names: a malformed UPID is a parameter error.
@@ -21,10 +22,16 @@ fn addressed<'c>(call: &'c Call<'_>) -> Result<&'c PbsTask, PbsError> {
     call.st.task(text)
 }
 
-/// Whether `task` belongs to datastore `store` (PBS's `check_job_store`).
-fn of_store(task: &PbsTask, store: &str) -> bool {
+/// Whether `task` belongs to datastore `store` (PBS's `check_job_store`): its worker id
+/// names the store, or it is a run of a job of that store (whose worker id is the job id).
+fn of_store(st: &PbsState, task: &PbsTask, store: &str) -> bool {
     let id = &task.upid.id;
-    id == store || id.starts_with(&format!("{store}:"))
+    let jobs = match task.upid.kind.as_str() {
+        "syncjob" => &st.sync_jobs,
+        "verificationjob" => &st.verify_jobs,
+        _ => return id == store || id.starts_with(&format!("{store}:")),
+    };
+    jobs.iter().any(|j| &j.id == id && j.store == store)
 }
 
 /// `GET /nodes/{node}/tasks`.
@@ -45,7 +52,7 @@ pub(super) fn list(call: &mut Call<'_>) -> Result<Value, PbsError> {
         .rev()
         .filter(|t| !running || t.is_running())
         .filter(|t| !errors || t.exitstatus().is_some_and(|s| s != "OK"))
-        .filter(|t| store.is_none_or(|s| of_store(t, s)))
+        .filter(|t| store.is_none_or(|s| of_store(call.st, t, s)))
         .filter(|t| typefilter.is_none_or(|f| t.upid.kind.contains(f)))
         .filter(|t| userfilter.is_none_or(|f| t.upid.auth_id.contains(f)))
         .filter(|t| since.is_none_or(|s| t.upid.starttime >= s))

@@ -349,6 +349,14 @@ async fn jobs_run_and_a_task_can_be_aborted() {
         (Some(3), 2)
     );
     assert_eq!(all["data"][0]["upid"], upid.as_str(), "newest first");
+    let of_store1 = h
+        .ok_envelope(Method::GET, "/nodes/pbs01/tasks", &[("store", "store1")])
+        .await;
+    assert_eq!(of_store1["total"], 1, "the verification job's run");
+    let of_offsite = h
+        .ok_envelope(Method::GET, "/nodes/pbs01/tasks", &[("store", "offsite")])
+        .await;
+    assert_eq!(of_offsite["total"], 2, "the sync job's runs");
     let errors = h
         .ok_envelope(Method::GET, "/nodes/pbs01/tasks", &[("errors", "true")])
         .await;

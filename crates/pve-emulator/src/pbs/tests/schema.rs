@@ -92,6 +92,15 @@ fn every_route_and_parameter_is_in_the_pinned_pbs_schema() {
                     param.name
                 ));
             }
+            if param.kind == Kind::Int
+                && (schema["minimum"].as_i64() != param.min
+                    || schema["maximum"].as_i64() != param.max)
+            {
+                failures.push(format!(
+                    "{where_}: {} range {:?}..{:?}, the schema says {}..{}",
+                    param.name, param.min, param.max, schema["minimum"], schema["maximum"]
+                ));
+            }
             if let Kind::Enum(values) = param.kind {
                 let allowed: Vec<&str> = schema["enum"]
                     .as_array()

@@ -126,6 +126,20 @@ async fn undeclared_and_mistyped_parameters_are_400_naming_them() {
             .await;
         assert_eq!(status, 200, "{truthy}: {body}");
     }
+    let (status, body) = h
+        .send(
+            Method::POST,
+            prune,
+            &[group[0], group[1], ("keep-last", "0")],
+        )
+        .await;
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            400,
+            "parameter verification failed - 'keep-last': value must have a minimum value of 1 (got 0)"
+        )
+    );
     let (status, body) = h.send(Method::POST, prune, &[group[0]]).await;
     assert_eq!(
         (status, body.as_str()),
