@@ -21,6 +21,7 @@ mod dispatch;
 mod faults;
 mod guest_params;
 mod handlers;
+mod pbs;
 mod route;
 mod routes;
 mod routes_guests;
@@ -49,6 +50,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use tokio::task::JoinHandle;
 
 pub use faults::{Fault, FaultKind};
+pub use pbs::{PbsEmulator, PbsOptions, PbsSnapshotSeed, PbsSnapshotView};
 pub use tls::fingerprint_of;
 
 use faults::FaultSet;
