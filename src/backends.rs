@@ -9,7 +9,10 @@
 
 use std::time::Duration;
 
+use serde_json::json;
+
 use crate::catalog::{HttpMethod, Location, ToolSpec};
+use crate::envelope::{ToolFailure, codes};
 use crate::policy::Settings;
 use crate::pve::{self, ApiRequest, RetryPolicy};
 use crate::registry::Registry;
@@ -37,6 +40,56 @@ pub struct Backends<'a> {
     pub leases: &'a crate::approval::lease::Leases,
     /// Whose call this is, as a lease holder (`None`: the caller can hold no lease).
     pub lease_holder: Option<&'a str>,
+    /// The configured Proxmox Backup Servers (none for a person acting under their own
+    /// Proxmox token: the PBS token is the server's).
+    pub pbs: &'a [PbsServer],
+}
+
+/// One configured Proxmox Backup Server, named as tools' `pbs` argument names it.
+#[derive(Debug, Clone)]
+pub struct PbsServer {
+    /// Its name (`pbs` unless the configuration names it).
+    pub name: String,
+    /// Its REST client (`PBSAPIToken`, requests classified by PBS's schema).
+    pub client: pve::Client,
+}
+
+/// The PBS a call's `pbs` argument names — or the only one, when it names none. No PBS, an
+/// unknown name, or several without a name are refused before anything is sent.
+pub fn pbs_server<'a>(
+    backends: &Backends<'a>,
+    args: &ValidArgs,
+) -> Result<&'a PbsServer, ToolFailure> {
+    let names = || {
+        backends
+            .pbs
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (args.str("pbs"), backends.pbs) {
+        (_, []) => Err(ToolFailure::new(
+            codes::PROXMOX_NOT_CONFIGURED,
+            "No Proxmox Backup Server is configured for this call.",
+        )
+        .with_hint(
+            "Add a `pbs` entry to the instance file (or set PBS_HOST, PBS_USER, PBS_TOKEN_NAME and PBS_TOKEN_SECRET) and restart the server; `nandi-proxmox-mcp bootstrap --pbs` prints the token commands. Under a person's own Proxmox token, PBS tools are not available.",
+        )),
+        (None, [only]) => Ok(only),
+        (None, _) => Err(ToolFailure::new(
+            codes::TOOL_INPUT_REJECTED,
+            format!("Several Proxmox Backup Servers are configured: name one with `pbs` ({}).", names()),
+        )
+        .with_details(json!({"errors": {"pbs": "required when several PBS are configured"}}))),
+        (Some(name), servers) => servers.iter().find(|s| s.name == name).ok_or_else(|| {
+            ToolFailure::new(
+                codes::TOOL_INPUT_REJECTED,
+                format!("No Proxmox Backup Server is called {name:?}; configured: {}.", names()),
+            )
+            .with_details(json!({"errors": {"pbs": "not a configured PBS"}}))
+        }),
+    }
 }
 
 /// One configured cluster's REST client, named.

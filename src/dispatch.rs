@@ -41,6 +41,15 @@ pub async fn execute(
         (Backend::Composite(op), _) => {
             crate::composite::execute(op, backends, spec, args, prechecked, cancel).await
         }
+        (Backend::Pbs { method, path }, _) => {
+            let server = match crate::backends::pbs_server(backends, args) {
+                Ok(server) => server,
+                Err(failure) => return (Err(failure), 0),
+            };
+            let request = build_request(spec, method, path, args, &[]);
+            let outcome = server.client.call(request, cancel).await;
+            (outcome.result.map_err(failure_from), outcome.attempts)
+        }
         (_, None) => (Err(not_configured()), 0),
         (_, Some(client)) => execute_api(client, spec, args, cancel).await,
     }
@@ -61,6 +70,10 @@ pub async fn precheck(
         Backend::Ssh(op) => ssh::ops::precheck(op, args).map(|()| Prechecked::default()),
         Backend::Composite(op) => {
             crate::composite::precheck(op, backends, spec, args, cancel).await
+        }
+        // Which PBS: settled before anyone is asked about the call.
+        Backend::Pbs { .. } => {
+            crate::backends::pbs_server(backends, args).map(|_| Prechecked::default())
         }
         Backend::Rest { .. } | Backend::PerNodeList { .. } => Ok(Prechecked::default()),
     }
@@ -168,7 +181,7 @@ async fn execute_api(
         Backend::PerNodeList { path } => per_node_list(client, spec, path, args, cancel).await,
         // Routed in `execute` before a REST client is required; kept for exhaustiveness.
         Backend::Ssh(op) => ssh::ops::execute(op, spec, None, Some(client), args, cancel).await,
-        Backend::Composite(_) => (Err(not_configured()), 0),
+        Backend::Composite(_) | Backend::Pbs { .. } => (Err(not_configured()), 0),
     };
     // A declared result filter selects what the API cannot (e.g. templates only).
     match spec.result_filter {

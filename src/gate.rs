@@ -184,6 +184,10 @@ pub fn plan(spec: &'static ToolSpec, args: &ValidArgs) -> Classified {
             effects::classify_rest(request.method.as_str(), &request.path, &request.params)
         }
         Backend::PerNodeList { .. } => Classified::read(),
+        Backend::Pbs { method, path } => {
+            let request = crate::backends::build_request(spec, method, path, args, &[]);
+            effects::classify_pbs(request.method.as_str(), &request.path, &request.params)
+        }
         Backend::Ssh(op) => effects::classify_ssh(op.effect_kind(), op.describe()),
         Backend::Composite(op) => plan_composite(spec, op, args),
     }

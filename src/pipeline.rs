@@ -175,6 +175,12 @@ pub async fn run_call(
         undo: state.audit.undo(),
         leases: approver.leases(),
         lease_holder: holder.as_deref(),
+        // The PBS token is the server's: never for a person acting as themself.
+        pbs: if acting.is_personal() {
+            &[]
+        } else {
+            &state.pbs
+        },
     };
     // Stage: the server's own guards (input rules, address guard, the cluster's schema) run
     // before the gate, so nobody is asked about a call that would be refused anyway, and the

@@ -59,11 +59,16 @@ pub struct Registry {
 pub struct Capabilities {
     /// SSH is configured (key path set, strategy not `disabled`).
     pub ssh: bool,
+    /// At least one Proxmox Backup Server is configured: its rows are listed only then.
+    pub pbs: bool,
 }
 
 impl Capabilities {
     /// Every backend available (listings, tests).
-    pub const ALL: Capabilities = Capabilities { ssh: true };
+    pub const ALL: Capabilities = Capabilities {
+        ssh: true,
+        pbs: true,
+    };
 }
 
 impl Registry {
@@ -79,6 +84,7 @@ impl Registry {
         let mut registry = Registry::from_specs_with(
             catalog::all()
                 .filter(|spec| capabilities.ssh || !spec.backend.is_ssh())
+                .filter(|spec| capabilities.pbs || !spec.backend.is_pbs())
                 // Offered by the cluster set only when there are several (`clusters`).
                 .filter(|spec| !spec.spans_clusters())
                 .filter(|spec| settings.decide(spec)),
@@ -344,9 +350,27 @@ pub fn tool_counts() -> crate::docs::ToolCounts {
         module: Module::Advanced,
         ..Settings::default()
     };
-    let max = Registry::build_for(&full, Capabilities { ssh: true });
-    let without_ssh = Registry::build_for(&full, Capabilities { ssh: false });
-    let default = Registry::build_for(&Settings::default(), Capabilities { ssh: false });
+    let max = Registry::build_for(
+        &full,
+        Capabilities {
+            ssh: true,
+            pbs: false,
+        },
+    );
+    let without_ssh = Registry::build_for(
+        &full,
+        Capabilities {
+            ssh: false,
+            pbs: false,
+        },
+    );
+    let default = Registry::build_for(
+        &Settings::default(),
+        Capabilities {
+            ssh: false,
+            pbs: false,
+        },
+    );
     crate::docs::ToolCounts {
         rows,
         superseded,

@@ -35,6 +35,8 @@ pub struct AppState {
     pub ssh_note: String,
     /// The audit trail of changes and refusals (`PVE_AUDIT_LOG`).
     pub audit: AuditLog,
+    /// The Proxmox Backup Servers configured beside this cluster.
+    pub pbs: Vec<crate::backends::PbsServer>,
 }
 
 /// Whose Proxmox rights one call uses.

@@ -29,6 +29,16 @@ impl HttpMethod {
         }
     }
 
+    /// The method as listings show a PBS row's (`PBS GET`, …).
+    pub const fn pbs_str(self) -> &'static str {
+        match self {
+            HttpMethod::Get => "PBS GET",
+            HttpMethod::Post => "PBS POST",
+            HttpMethod::Put => "PBS PUT",
+            HttpMethod::Delete => "PBS DELETE",
+        }
+    }
+
     /// GET and DELETE carry parameters in the query string; POST and PUT in a form body.
     pub const fn uses_query(self) -> bool {
         matches!(self, HttpMethod::Get | HttpMethod::Delete)
@@ -55,6 +65,14 @@ pub enum Backend {
     /// `GET /nodes` when `node` is omitted, results concatenated.
     PerNodeList {
         /// Path template containing `{node}`.
+        path: &'static str,
+    },
+    /// One REST request to a Proxmox Backup Server (the call's `pbs` argument names which);
+    /// `path` is relative to PBS's `/api2/json`, classified by PBS's own schema.
+    Pbs {
+        /// HTTP method.
+        method: HttpMethod,
+        /// Path template, e.g. `/admin/datastore/{store}/snapshots`.
         path: &'static str,
     },
     /// A command run over SSH from a fixed argv template (see `ssh::ops`).
@@ -312,7 +330,7 @@ impl Backend {
         match self {
             Backend::Rest { method, path } => Some((method, path)),
             Backend::PerNodeList { path } => Some((HttpMethod::Get, path)),
-            Backend::Ssh(_) | Backend::Composite(_) => None,
+            Backend::Pbs { .. } | Backend::Ssh(_) | Backend::Composite(_) => None,
         }
     }
 
@@ -321,6 +339,7 @@ impl Backend {
         match self {
             Backend::Rest { method, path } => (method.as_str(), path),
             Backend::PerNodeList { path } => ("GET", path),
+            Backend::Pbs { method, path } => (method.pbs_str(), path),
             Backend::Ssh(op) => ("SSH", op.describe()),
             Backend::Composite(op) => ("COMPOSITE", op.describe()),
         }
@@ -329,6 +348,20 @@ impl Backend {
     /// Whether the tool runs over SSH (and so exists only when SSH is configured).
     pub const fn is_ssh(self) -> bool {
         matches!(self, Backend::Ssh(_))
+    }
+
+    /// Whether the tool asks a Proxmox Backup Server (and so exists only where one is
+    /// configured).
+    pub const fn is_pbs(self) -> bool {
+        matches!(self, Backend::Pbs { .. })
+    }
+
+    /// The PBS method and path template, for PBS rows.
+    pub const fn pbs_method_and_path(self) -> Option<(HttpMethod, &'static str)> {
+        match self {
+            Backend::Pbs { method, path } => Some((method, path)),
+            _ => None,
+        }
     }
 }
 
@@ -362,4 +395,9 @@ pub const fn put(path: &'static str) -> Backend {
         method: HttpMethod::Put,
         path,
     }
+}
+
+/// Shorthand for a PBS backend.
+pub const fn pbs(method: HttpMethod, path: &'static str) -> Backend {
+    Backend::Pbs { method, path }
 }

@@ -121,6 +121,7 @@ fn classify(spec: &ToolSpec) -> ToolEffects {
     let mut out = match spec.backend {
         Backend::Rest { method, path } => rest(spec, method.as_str(), path),
         Backend::PerNodeList { .. } => ToolEffects::default(),
+        Backend::Pbs { method, path } => pbs_row(spec, method.as_str(), path),
         Backend::Ssh(op) => {
             let c = effects::classify_ssh(op.effect_kind(), op.describe());
             ToolEffects {
@@ -142,6 +143,21 @@ fn classify(spec: &ToolSpec) -> ToolEffects {
         );
     }
     out
+}
+
+/// A PBS row: its endpoint's effects with the row's fixed arguments (a preview's `dry-run`).
+fn pbs_row(spec: &ToolSpec, method: &str, path: &str) -> ToolEffects {
+    let fixed: Vec<(String, String)> = spec
+        .params
+        .iter()
+        .filter(|p| p.fixed)
+        .filter_map(|p| Some((p.api_name().to_owned(), p.default?.to_owned())))
+        .collect();
+    let c = effects::classify_pbs(method, path, &fixed);
+    ToolEffects {
+        always: c.effects,
+        possible: c,
+    }
 }
 
 /// A REST row: the endpoint's own effects on every call, plus what its parameters can add.

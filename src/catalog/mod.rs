@@ -31,6 +31,7 @@ mod nodes;
 mod overview;
 mod param;
 pub mod params;
+mod pbs;
 mod plans;
 mod pools;
 pub mod privileges;
@@ -65,6 +66,7 @@ pub fn all() -> impl Iterator<Item = &'static ToolSpec> {
         storage::TOOLS,
         downloads::TOOLS,
         backup::TOOLS,
+        pbs::TOOLS,
         tasks::TOOLS,
         changes::TOOLS,
         plans::TOOLS,

@@ -12,7 +12,7 @@ pub use super::filter::{FilterValue, ResultFilter};
 
 pub use super::gate::{ArgRule, When};
 
-pub use super::backend::{Backend, CompositeOp, HttpMethod, SshOp, delete, get, post, put};
+pub use super::backend::{Backend, CompositeOp, HttpMethod, SshOp, delete, get, pbs, post, put};
 
 /// Access tier: how much a tool may change. Ordered: a tool is exposed only when its
 /// tier is at or below the configured one.

@@ -17,6 +17,7 @@ mod jsonc;
 mod lease;
 mod list;
 mod man;
+mod pbs_servers;
 mod policy;
 pub mod probe;
 pub mod report;

@@ -45,15 +45,17 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
     announce_people(&settings, http_settings.as_ref());
 
     // Held until the server stops: dropping it stops the demo emulator.
-    let mut _demo: Option<Emulator> = None;
+    let mut _demo: Option<(Emulator, pve_emulator::PbsEmulator)> = None;
     let server = if args.demo {
         let (emulator, client) = start_demo(limits).await?;
+        let (pbs_emulator, pbs) = super::pbs_servers::start_demo(limits).await?;
         let note = format!(
-            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203; backups on a Proxmox Backup Server storage pbs-demo). Nothing real is touched.",
-            emulator.base_url()
+            "DEMO MODE: connected to a built-in Proxmox emulator at {} (nodes pve01, pve02, pve03; VMs 101 and 102, template VM 9000, containers 201, 202, 203; backups on a Proxmox Backup Server storage pbs-demo; an emulated PBS `pbs` at {} with datastores store1 and offsite). Nothing real is touched.",
+            emulator.base_url(),
+            pbs_emulator.base_url()
         );
         eprintln!("nandi-proxmox-mcp: {note}");
-        _demo = Some(emulator);
+        _demo = Some((emulator, pbs_emulator));
         // The demo's changes are not the user's: no record unless PVE_AUDIT_LOG asks for one.
         let audit = if std::env::var_os("PVE_AUDIT_LOG").is_none() {
             eprintln!(
@@ -63,7 +65,7 @@ pub async fn run(args: RunArgs) -> Result<(), CliError> {
         } else {
             audit_log()?.with_instance("demo (built-in emulator)")
         };
-        let state = cluster_state(settings, (Some(client), note, None), audit);
+        let state = cluster_state(settings, (Some(client), note, None), vec![pbs], audit);
         eprintln!(
             "nandi-proxmox-mcp: {}",
             state.registry.exposure(&state.settings)
@@ -116,10 +118,17 @@ fn audit_log() -> Result<crate::audit::AuditLog, CliError> {
 fn cluster_state(
     settings: Settings,
     (pve, connection_note, ssh_config): Connected,
+    pbs: Vec<crate::backends::PbsServer>,
     audit: crate::audit::AuditLog,
 ) -> AppState {
     let (ssh, ssh_note) = build_ssh(ssh_config.as_ref());
-    let registry = Registry::build_for(&settings, Capabilities { ssh: ssh.is_some() });
+    let registry = Registry::build_for(
+        &settings,
+        Capabilities {
+            ssh: ssh.is_some(),
+            pbs: !pbs.is_empty(),
+        },
+    );
     tracing::info!(
         tools = registry.canonical_count(),
         aliases = registry.alias_count(),
@@ -134,6 +143,7 @@ fn cluster_state(
         ssh,
         ssh_note,
         audit,
+        pbs,
     }
 }
 
@@ -158,13 +168,19 @@ fn serve_clusters(settings: Settings, limits: pve::ClientLimits) -> Result<Serve
     let mut members = Vec::new();
     for cluster in set.clusters {
         let settings = super::served::cluster_settings(&settings, &cluster)?;
+        let pbs = super::pbs_servers::servers(&cluster.config.pbs, limits)?;
         let connected = connect(cluster.config, limits)?;
         let instance = match (&connected.0, several) {
             (_, true) => cluster.name.clone(),
             (Some(client), false) => client.base_url().to_owned(),
             (None, false) => "not configured".to_owned(),
         };
-        let state = cluster_state(settings, connected, audit.clone().with_instance(&instance));
+        let state = cluster_state(
+            settings,
+            connected,
+            pbs,
+            audit.clone().with_instance(&instance),
+        );
         members.push((cluster.name, state));
     }
     if several {

@@ -35,7 +35,7 @@ pub fn print(args: ToolsArgs) -> Result<(), CliError> {
             eprintln!("nandi-proxmox-mcp: configuration not loaded ({e}); SSH tools not listed");
             let settings = Settings::from_lookup(|key| std::env::var(key).ok())
                 .map_err(|e| CliError::Config(e.to_string()))?;
-            let registry = Registry::build_for(&settings, capabilities(&args, false));
+            let registry = Registry::build_for(&settings, capabilities(&args, false, false));
             return emit(&args, &[(None, registry, settings)]);
         }
     };
@@ -43,8 +43,10 @@ pub fn print(args: ToolsArgs) -> Result<(), CliError> {
     let built: Vec<Listed> = clusters
         .into_iter()
         .map(|c| {
-            let registry =
-                Registry::build_for(&c.settings, capabilities(&args, c.config.ssh.is_some()));
+            let registry = Registry::build_for(
+                &c.settings,
+                capabilities(&args, c.config.ssh.is_some(), !c.config.pbs.is_empty()),
+            );
             let cluster = several.then(|| Cluster {
                 name: c.name.clone(),
                 path: c.path.clone(),
@@ -71,11 +73,11 @@ fn several_requested() -> bool {
         .unwrap_or(false)
 }
 
-fn capabilities(args: &ToolsArgs, ssh: bool) -> Capabilities {
+fn capabilities(args: &ToolsArgs, ssh: bool, pbs: bool) -> Capabilities {
     if args.all_backends {
         Capabilities::ALL
     } else {
-        Capabilities { ssh }
+        Capabilities { ssh, pbs }
     }
 }
 

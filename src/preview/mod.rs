@@ -107,6 +107,17 @@ pub async fn build(
             preview.request = json!({"ssh": op.describe(), "arguments": masked_arguments(args)});
             return preview;
         }
+        // A PBS request: shown exactly; PBS holds no guest config to compare against.
+        Backend::Pbs { method, path } => {
+            let request = build_request(spec, method, path, args, &[]);
+            preview.request = json!({
+                "pbs": args.str("pbs"),
+                "method": method.as_str(),
+                "path": request.path,
+                "params": request.params.iter().map(|(k, v)| json!([k, masked(k, v)])).collect::<Vec<_>>(),
+            });
+            return preview;
+        }
         Backend::Composite(op) => {
             preview.request =
                 json!({"composite": op.describe(), "arguments": masked_arguments(args)});

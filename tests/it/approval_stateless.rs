@@ -43,6 +43,7 @@ async fn serve(emu: &Emulator, stateless: bool) -> HttpServer {
         ssh: None,
         ssh_note: String::new(),
         audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        pbs: Vec::new(),
     });
     let stateless = if stateless { "true" } else { "false" };
     let vars: HashMap<&str, &str> = HashMap::from([

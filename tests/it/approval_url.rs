@@ -163,6 +163,7 @@ async fn serve_via(emu: &Emulator, timeout: &str, via: &str) -> HttpServer {
         ssh: None,
         ssh_note: String::new(),
         audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        pbs: Vec::new(),
     });
     let vars: HashMap<&str, &str> = HashMap::from([("MCP_PORT", "0"), ("MCP_AUTH_TOKEN", TOKEN)]);
     let mut settings =
@@ -576,6 +577,7 @@ async fn a_webhook_off_loopback_needs_the_public_base_url() {
             ssh: None,
             ssh_note: String::new(),
             audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+            pbs: Vec::new(),
         });
         let token = "k9Qm2Xv7Lp4Rt8Wz1Nc6Bh3Yd5Fs0Ja9Ge2Ku7Mx4";
         let vars: HashMap<&str, &str> = HashMap::from([

@@ -65,6 +65,7 @@ async fn serve_stateless(emu: &Emulator, policy: &[(&str, &str)]) -> HttpServer 
         ssh: None,
         ssh_note: String::new(),
         audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        pbs: Vec::new(),
     });
     let vars: HashMap<&str, &str> = HashMap::from([
         ("MCP_PORT", "0"),

@@ -438,6 +438,7 @@ fn tasks_server(emu: &Emulator, audit: &Path) -> Server {
         ssh: None,
         ssh_note: String::new(),
         audit: AuditLog::new(AuditTarget::File(audit.to_path_buf())),
+        pbs: Vec::new(),
     })
 }
 

@@ -53,7 +53,7 @@ fn model_visible(tools: &[Tool]) -> usize {
 /// surface), with or without SSH configured.
 fn measure(vars: &[(&str, &str)], ssh: bool) -> (usize, usize) {
     let settings = settings(vars);
-    let registry = Registry::build_for(&settings, Capabilities { ssh });
+    let registry = Registry::build_for(&settings, Capabilities { ssh, pbs: false });
     let tools = match settings.surface {
         Surface::Compact => compact::tools(&registry),
         Surface::Full => registry.tools().as_ref().clone(),

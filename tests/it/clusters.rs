@@ -39,6 +39,7 @@ fn state(emu: &Emulator, vars: &[(&str, &str)], audit: &AuditLog, name: &str) ->
         ssh: None,
         ssh_note: String::new(),
         audit: audit.clone().with_instance(name),
+        pbs: Vec::new(),
     }
 }
 

@@ -602,7 +602,7 @@ fn tool_counts_in_the_docs_come_from_the_registry() {
     };
     let registry = nandi_proxmox_mcp::registry::Registry::build_for(
         &full,
-        nandi_proxmox_mcp::registry::Capabilities { ssh: true },
+        nandi_proxmox_mcp::registry::Capabilities::ALL,
     );
     assert!(
         registry.exposure(&full).starts_with(&format!(

@@ -386,6 +386,7 @@ async fn serve_http(emu: &Emulator) -> nandi_proxmox_mcp::transport::http::HttpS
         ssh: None,
         ssh_note: String::new(),
         audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        pbs: Vec::new(),
     });
     let vars = [("MCP_PORT", "0"), ("MCP_AUTH_TOKEN", harness::TOKEN)];
     let mut settings = HttpSettings::from_lookup(|k| {

@@ -80,6 +80,7 @@ mod oauth_algorithms;
 mod oauth_mock_server;
 mod oauth_token_kinds;
 mod packaging;
+mod pbs;
 mod peer_download_guard;
 mod peer_ssh_node_access;
 mod peer_tools;

@@ -86,6 +86,7 @@ async fn serve_policy(
         ssh: None,
         ssh_note: String::new(),
         audit,
+        pbs: Vec::new(),
     });
     let mut vars: HashMap<&str, String> = HashMap::from([
         ("MCP_PORT", "0".to_owned()),

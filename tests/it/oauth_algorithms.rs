@@ -105,6 +105,7 @@ async fn serve_with(issuer: &Issuer, algorithms: &str, extra: &[(&str, &str)]) -
         ssh: None,
         ssh_note: String::new(),
         audit: AuditLog::off(),
+        pbs: Vec::new(),
     });
     let mut vars: HashMap<&str, String> = HashMap::from([
         ("MCP_PORT", "0".to_owned()),

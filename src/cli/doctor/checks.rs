@@ -74,7 +74,8 @@ pub(super) async fn permissions(
             );
         }
     };
-    let registry = Registry::build_for(&settings, Capabilities { ssh });
+    // The PVE token's privileges; PBS rows are checked against the PBS token.
+    let registry = Registry::build_for(&settings, Capabilities { ssh, pbs: false });
     let table: BTreeMap<&str, &[(&str, &str)]> = TOOL_PRIVILEGES.iter().copied().collect();
     let mut failing: Vec<String> = Vec::new();
     let mut missing_all: BTreeSet<&str> = BTreeSet::new();

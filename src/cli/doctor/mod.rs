@@ -500,6 +500,7 @@ async fn check_cluster(
                 &settings,
                 crate::registry::Capabilities {
                     ssh: config.ssh.is_some(),
+                    pbs: !config.pbs.is_empty(),
                 },
             );
             report.push(Item::green("tools", registry.exposure(&settings)));

@@ -84,6 +84,11 @@ pub(super) async fn judge(
         undo: state.audit.undo(),
         leases: approver.leases(),
         lease_holder: None,
+        pbs: if acting.is_personal() {
+            &[]
+        } else {
+            &state.pbs
+        },
     };
     let mut judged = Vec::with_capacity(steps.len());
     for (i, step) in steps.into_iter().enumerate() {

@@ -66,6 +66,7 @@ pub fn server_audited(
         ssh: None,
         ssh_note: String::new(),
         audit,
+        pbs: Vec::new(),
     })
 }
 

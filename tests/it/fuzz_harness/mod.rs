@@ -102,7 +102,13 @@ pub async fn serve_with(
             .map(|(_, v)| (*v).to_owned())
     };
     let settings = Settings::from_lookup(lookup).expect("policy settings");
-    let registry = Registry::build_for(&settings, Capabilities { ssh: false });
+    let registry = Registry::build_for(
+        &settings,
+        Capabilities {
+            ssh: false,
+            pbs: false,
+        },
+    );
     isolate_schema_cache();
     let server = Server::new(AppState {
         registry,
@@ -112,6 +118,7 @@ pub async fn serve_with(
         ssh: None,
         ssh_note: "SSH is not configured in this test.".into(),
         audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        pbs: Vec::new(),
     });
     let (server_io, client_io) = tokio::io::duplex(1 << 22);
     tokio::spawn(async move {

@@ -64,6 +64,7 @@ pub async fn serve(
         ssh: None,
         ssh_note: String::new(),
         audit: AuditLog::new(AuditTarget::File(audit.clone())),
+        pbs: Vec::new(),
     });
     let vars: HashMap<&str, String> = HashMap::from([
         ("MCP_PORT", "0".to_owned()),

@@ -139,6 +139,7 @@ pub fn server(emu: &Emulator, vars: &[(&str, &str)]) -> Server {
         ssh: None,
         ssh_note: String::new(),
         audit: nandi_proxmox_mcp::audit::AuditLog::off(),
+        pbs: Vec::new(),
     })
 }
 
