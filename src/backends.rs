@@ -56,6 +56,8 @@ pub struct PbsServer {
 
 /// The PBS a call's `pbs` argument names — or the only one, when it names none. No PBS, an
 /// unknown name, or several without a name are refused before anything is sent.
+// Failures are the cold path (see `dispatch`).
+#[allow(clippy::result_large_err)]
 pub fn pbs_server<'a>(
     backends: &Backends<'a>,
     args: &ValidArgs,
