@@ -32,10 +32,12 @@ pub struct ToolCounts {
     /// Tools served only when several clusters are configured.
     pub multi_cluster_only: usize,
     /// The most one cluster serves: `PVE_ACCESS_TIER=full`, `PVE_MODULE_MODE=advanced`, SSH
-    /// configured.
+    /// and a Proxmox Backup Server configured.
     pub one_cluster_max: usize,
     /// The same without SSH configured.
     pub full_without_ssh: usize,
+    /// Tools that ask a Proxmox Backup Server (listed only where one is configured).
+    pub pbs: usize,
     /// Tools that run over SSH (the difference of the two above).
     pub ssh: usize,
     /// Served with the defaults (read-only tier, core module, no SSH).
@@ -48,7 +50,7 @@ pub struct ToolCounts {
 impl ToolCounts {
     /// Every figure, with the name a document's generated marker uses for it
     /// (`<!-- count:NAME -->N<!-- /count -->`).
-    pub fn named(&self) -> [(&'static str, usize); 9] {
+    pub fn named(&self) -> [(&'static str, usize); 10] {
         [
             ("rows", self.rows),
             ("superseded", self.superseded),
@@ -57,6 +59,7 @@ impl ToolCounts {
             ("one-cluster-max", self.one_cluster_max),
             ("full-without-ssh", self.full_without_ssh),
             ("ssh", self.ssh),
+            ("pbs", self.pbs),
             ("default", self.default),
             ("alias-names", self.alias_names),
         ]
@@ -69,8 +72,9 @@ impl ToolCounts {
              and `doctor` uses these words): the catalog has {rows} rows; {superseded} of them \
              are superseded reference tools, served under their old names like aliases, so \
              there are **{tools} tools**. One cluster serves at most **{max}** of them \
-             (`PVE_ACCESS_TIER=full`, `PVE_MODULE_MODE=advanced`, SSH configured; {no_ssh} \
-             without SSH, since {ssh} run over SSH); {multi} more is served only when several \
+             (`PVE_ACCESS_TIER=full`, `PVE_MODULE_MODE=advanced`, SSH and a Proxmox Backup \
+             Server configured; {no_ssh} without SSH, since {ssh} run over SSH; {pbs} ask a \
+             PBS and are listed only where one is configured); {multi} more is served only when several \
              clusters are configured. **The defaults serve {default}** (read-only tier, core \
              module). Besides the tools there are at most **{aliases} legacy alias names** \
              (the rows' aliases and the superseded names; callable, listed only with \
@@ -82,6 +86,7 @@ impl ToolCounts {
             max = self.one_cluster_max,
             no_ssh = self.full_without_ssh,
             ssh = self.ssh,
+            pbs = self.pbs,
             multi = self.multi_cluster_only,
             default = self.default,
             aliases = self.alias_names,

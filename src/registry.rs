@@ -72,10 +72,17 @@ impl Capabilities {
 }
 
 impl Registry {
-    /// Builds the registry for `settings` from the whole catalog, assuming every backend
-    /// is available (see [`Registry::build_for`]).
+    /// Builds the registry for `settings` from the whole catalog, assuming SSH is
+    /// available and no Proxmox Backup Server is configured (its rows are listed only where
+    /// one is; see [`Registry::build_for`]).
     pub fn build(settings: &Settings) -> Registry {
-        Registry::build_for(settings, Capabilities::ALL)
+        Registry::build_for(
+            settings,
+            Capabilities {
+                ssh: true,
+                pbs: false,
+            },
+        )
     }
 
     /// Builds the registry for `settings`, leaving out tools whose backend is missing
@@ -298,7 +305,8 @@ impl Registry {
         let how_to_see_more = if exposed < total {
             format!(
                 "; PVE_ACCESS_TIER=full PVE_MODULE_MODE=advanced exposes all {total} (SSH tools \
-                 need SSH configured; `nandi-proxmox-mcp tools --all-backends` lists them)"
+                 need SSH configured, PBS tools a Proxmox Backup Server; `nandi-proxmox-mcp \
+                 tools --all-backends` lists them)"
             )
         } else {
             String::new()
@@ -350,17 +358,18 @@ pub fn tool_counts() -> crate::docs::ToolCounts {
         module: Module::Advanced,
         ..Settings::default()
     };
-    let max = Registry::build_for(
-        &full,
-        Capabilities {
-            ssh: true,
-            pbs: false,
-        },
-    );
+    let max = Registry::build_for(&full, Capabilities::ALL);
     let without_ssh = Registry::build_for(
         &full,
         Capabilities {
             ssh: false,
+            pbs: true,
+        },
+    );
+    let without_pbs = Registry::build_for(
+        &full,
+        Capabilities {
+            ssh: true,
             pbs: false,
         },
     );
@@ -379,6 +388,7 @@ pub fn tool_counts() -> crate::docs::ToolCounts {
         one_cluster_max: max.canonical_count(),
         full_without_ssh: without_ssh.canonical_count(),
         ssh: max.canonical_count() - without_ssh.canonical_count(),
+        pbs: max.canonical_count() - without_pbs.canonical_count(),
         default: default.canonical_count(),
         alias_names: max.alias_count(),
     }

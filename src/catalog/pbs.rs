@@ -13,37 +13,25 @@ use super::types::{
 };
 
 /// Which PBS; only needed when several are configured.
-const PBS: Param = Param::arg(
-    "pbs",
-    ParamKind::String,
-    "Which PBS (name); only with several.",
-)
-.pattern("^[a-z0-9-]{1,32}$", 32);
+const PBS: Param =
+    Param::arg("pbs", ParamKind::String, "PBS name (if several).").pattern("^[a-z0-9-]{1,32}$", 32);
 
 const NAME: &str = "^[A-Za-z0-9_][A-Za-z0-9._\\-]*$";
 const NS_PATTERN: &str =
     "^(?:(?:(?:[A-Za-z0-9_][A-Za-z0-9._\\-]*)/){0,7}(?:[A-Za-z0-9_][A-Za-z0-9._\\-]*))?$";
 const UPID: &str = "^UPID:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?:[0-9A-Fa-f]{8}:[0-9A-Fa-f]{8,9}:[0-9A-Fa-f]{8,16}:[0-9A-Fa-f]{8}:[^:\\s]+:[^:\\s]*:[^:\\s]+:$";
 
-const STORE: Param = Param::path("store", ParamKind::String, "Datastore.").pattern(NAME, 32);
-const NS: Param = Param::query(
-    "ns",
-    ParamKind::String,
-    "Namespace, e.g. prod/web; root if omitted.",
-)
-.pattern(NS_PATTERN, 256);
+const STORE: Param = Param::path("store", ParamKind::String, "Datastore name.").pattern(NAME, 32);
+const NS: Param =
+    Param::query("ns", ParamKind::String, "Namespace (default root).").pattern(NS_PATTERN, 256);
 const BACKUP_TYPES: &[&str] = &["vm", "ct", "host"];
 const TYPE: Param =
     Param::query("backup-type", ParamKind::String, "vm, ct or host.").one_of(BACKUP_TYPES);
 const ID: Param =
     Param::query("backup-id", ParamKind::String, "Guest ID, e.g. 101.").pattern(NAME, 64);
-const TIME: Param = Param::query(
-    "backup-time",
-    ParamKind::Integer,
-    "Snapshot time (epoch, from pbs_list_snapshots).",
-)
-.min(1);
-const JOB: Param = Param::path("id", ParamKind::String, "Job ID.").pattern(NAME, 32);
+const TIME: Param =
+    Param::query("backup-time", ParamKind::Integer, "Snapshot time (epoch).").min(1);
+const JOB: Param = Param::path("id", ParamKind::String, "The job ID.").pattern(NAME, 32);
 const TASK: Param = Param::path("upid", ParamKind::String, "PBS task UPID.").pattern(UPID, 512);
 
 /// In a form body (POST/PUT), the same parameters.
@@ -54,37 +42,16 @@ const fn body(p: Param) -> Param {
     }
 }
 
-const KEEP_LAST: Param = Param::body("keep-last", ParamKind::Integer, "Keep the newest N.").min(1);
-const KEEP_HOURLY: Param = Param::body(
-    "keep-hourly",
-    ParamKind::Integer,
-    "Keep one per hour, N hours.",
-)
-.min(1);
-const KEEP_DAILY: Param = Param::body(
-    "keep-daily",
-    ParamKind::Integer,
-    "Keep one per day, N days.",
-)
-.min(1);
-const KEEP_WEEKLY: Param = Param::body(
-    "keep-weekly",
-    ParamKind::Integer,
-    "Keep one per week, N weeks.",
-)
-.min(1);
-const KEEP_MONTHLY: Param = Param::body(
-    "keep-monthly",
-    ParamKind::Integer,
-    "Keep one per month, N months.",
-)
-.min(1);
-const KEEP_YEARLY: Param = Param::body(
-    "keep-yearly",
-    ParamKind::Integer,
-    "Keep one per year, N years.",
-)
-.min(1);
+const KEEP_LAST: Param = Param::body("keep-last", ParamKind::Integer, "The newest N.").min(1);
+const KEEP_HOURLY: Param =
+    Param::body("keep-hourly", ParamKind::Integer, "N hours, one each.").min(1);
+const KEEP_DAILY: Param = Param::body("keep-daily", ParamKind::Integer, "N days, one each.").min(1);
+const KEEP_WEEKLY: Param =
+    Param::body("keep-weekly", ParamKind::Integer, "N weeks, one each.").min(1);
+const KEEP_MONTHLY: Param =
+    Param::body("keep-monthly", ParamKind::Integer, "N months, one each.").min(1);
+const KEEP_YEARLY: Param =
+    Param::body("keep-yearly", ParamKind::Integer, "N years, one each.").min(1);
 
 /// The group a prune works on and its retention (PBS's own keep-* options).
 const PRUNE: &[Param] = &[
@@ -142,7 +109,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pbs_list_datastores",
         title: "List PBS datastores",
-        description: "Datastores of a Proxmox Backup Server.",
+        description: "Datastores of a Proxmox Backup Server, with comments.",
         params: &[PBS],
         backend: pbs(HttpMethod::Get, "/admin/datastore"),
         ..ROW
@@ -166,7 +133,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pbs_list_namespaces",
         title: "List PBS namespaces",
-        description: "Namespaces of a datastore (root is \"\").",
+        description: "Namespaces of a datastore, nested up to 8 deep (root is \"\").",
         params: &[
             PBS,
             STORE,
@@ -174,6 +141,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
                 .pattern(NS_PATTERN, 256),
         ],
         backend: pbs(HttpMethod::Get, "/admin/datastore/{store}/namespace"),
+        module: Module::Advanced,
         ..ROW
     },
     ToolSpec {
@@ -200,6 +168,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "The datastore's last garbage collection: when, removed, pending.",
         params: &[PBS, STORE],
         backend: pbs(HttpMethod::Get, "/admin/datastore/{store}/gc"),
+        module: Module::Advanced,
         ..ROW
     },
     ToolSpec {
@@ -287,6 +256,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Sync jobs: store, remote, schedule, last run state.",
         params: &[PBS],
         backend: pbs(HttpMethod::Get, "/admin/sync"),
+        module: Module::Advanced,
         ..ROW
     },
     ToolSpec {
@@ -298,6 +268,8 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         effect: DESTROYS,
         params: &[PBS, JOB],
         backend: pbs(HttpMethod::Post, "/admin/sync/{id}/run"),
+        // It pulls from (or pushes to) the job's remote.
+        open_world: true,
         ..ROW
     },
     ToolSpec {
@@ -306,6 +278,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Verification jobs: store, schedule, last run state.",
         params: &[PBS],
         backend: pbs(HttpMethod::Get, "/admin/verify"),
+        module: Module::Advanced,
         ..ROW
     },
     ToolSpec {
@@ -324,7 +297,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
         description: "Recent PBS tasks, newest first: type, status, times.",
         params: &[
             PBS,
-            Param::query("limit", ParamKind::Integer, "Max entries (default 50).").range(1, 500),
+            Param::query("limit", ParamKind::Integer, "Max entries.").range(1, 500),
             Param::query("running", ParamKind::Boolean, "Running only."),
             Param::query("errors", ParamKind::Boolean, "Failed only."),
             Param::query("store", ParamKind::String, "One datastore's.").pattern(NAME, 32),
@@ -345,7 +318,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "pbs_task_log",
         title: "PBS task log",
-        description: "Lines of a PBS task's log.",
+        description: "Lines of a PBS task's log, from start, limit lines.",
         params: &[
             PBS,
             TASK,
@@ -357,6 +330,7 @@ pub(super) const TOOLS: &[ToolSpec] = &[
             ..Legs::NONE
         },
         backend: pbs(HttpMethod::Get, "/nodes/localhost/tasks/{upid}/log"),
+        module: Module::Advanced,
         ..ROW
     },
 ];

@@ -130,3 +130,42 @@ fn budget_listed_aliases_cost_is_bounded() {
     assert!(listed > hidden, "listed aliases add entries");
     assert!(listed - hidden < 12_000, "{}", listed - hidden);
 }
+
+/// What a configured Proxmox Backup Server adds to a listing: its rows are listed only where
+/// one is, so the budgets above hold for every server without one. With one, the default
+/// listing still holds the default budget, and what PBS adds to full/advanced is budgeted
+/// on its own (19 tools; a ceiling a little above the measured 8,028 B).
+const PBS_ADDITION_BUDGET: usize = 8_500;
+
+#[test]
+fn budget_a_pbs_adds_a_bounded_listing() {
+    for (label, vars, whole) in [
+        ("default", &[][..], Some(DEFAULT_BUDGET)),
+        (
+            "full/advanced",
+            &[("PVE_ACCESS_TIER", "full"), ("PVE_MODULE_MODE", "advanced")][..],
+            None,
+        ),
+    ] {
+        let settings = settings(vars);
+        let size = |pbs: bool| {
+            let registry = Registry::build_for(&settings, Capabilities { ssh: false, pbs });
+            let tools = registry.tools().as_ref().clone();
+            (tools.len(), model_visible(&tools))
+        };
+        let ((without, bytes_without), (with, bytes_with)) = (size(false), size(true));
+        let added = bytes_with - bytes_without;
+        eprintln!(
+            "{label} with a PBS: {with} tools ({} more), {bytes_with} model-visible bytes ({added} more; budget {PBS_ADDITION_BUDGET})",
+            with - without
+        );
+        assert!(with > without, "{label}: a PBS lists its tools");
+        assert!(
+            added <= PBS_ADDITION_BUDGET,
+            "{label}: a PBS adds {added} B"
+        );
+        if let Some(budget) = whole {
+            assert!(bytes_with <= budget, "{label} with a PBS: {bytes_with} B");
+        }
+    }
+}

@@ -48,7 +48,11 @@ fn rows_are_well_formed() {
                 assert_eq!(p.kind, ParamKind::String, "{name}.{}", p.name);
             }
         }
-        let Some((method, path)) = spec.backend.method_and_path() else {
+        let Some((method, path)) = spec
+            .backend
+            .method_and_path()
+            .or(spec.backend.pbs_method_and_path())
+        else {
             // SSH rows: inputs are argv template arguments, never REST parameters.
             for p in spec.params {
                 assert_eq!(p.location, Location::Argument, "{name}.{}", p.name);
@@ -82,6 +86,8 @@ fn rows_are_well_formed() {
                 Location::Body => {
                     assert!(!method.uses_query(), "{name}.{}: body on {method}", p.name)
                 }
+                // A PBS row's `pbs` names the server; it is never sent.
+                Location::Argument if spec.backend.is_pbs() && p.name == "pbs" => {}
                 Location::Argument => panic!("{name}.{}: SSH argument on a REST row", p.name),
             }
         }
@@ -91,8 +97,9 @@ fn rows_are_well_formed() {
                 "{name}: confirm implies destructive"
             );
         }
-        // The agent ping is a POST in Proxmox's API that changes nothing.
-        let post_read = name == "pve_qemu_agent_ping";
+        // The agent ping is a POST in Proxmox's API that changes nothing; a PBS prune with
+        // `dry-run` fixed only lists (the PBS classifier proves it: tests/it/effects_pbs.rs).
+        let post_read = name == "pve_qemu_agent_ping" || name == "pbs_preview_prune";
         if spec.tier == Tier::ReadOnly {
             assert!(
                 spec.effect.is_read(),

@@ -104,6 +104,22 @@ async fn the_demo_banner_matches_the_tools_header() {
         .to_owned();
     let demo = d.run(&["run", "--demo"], &[], None).await;
     let stderr = String::from_utf8_lossy(&demo.stderr);
+    // The demo has a Proxmox Backup Server too: its core reads are served besides.
+    let default = nandi_proxmox_mcp::policy::Settings::default();
+    let with_pbs = nandi_proxmox_mcp::registry::Registry::build_for(
+        &default,
+        nandi_proxmox_mcp::registry::Capabilities {
+            ssh: false,
+            pbs: true,
+        },
+    )
+    .canonical_count();
+    let counts = nandi_proxmox_mcp::registry::tool_counts();
+    let header = header.replacen(
+        &format!("{} of", counts.default),
+        &format!("{with_pbs} of"),
+        1,
+    );
     assert!(stderr.contains(&header), "{stderr}");
     assert!(stderr.contains("template VM 9000"), "{stderr}");
 }

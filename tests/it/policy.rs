@@ -284,6 +284,8 @@ fn registry_counts_per_setting() {
         .filter(|s| s.tier == Tier::ReadOnly && s.module == Module::Core)
         // The cross-cluster overview is offered only by a process serving several clusters.
         .filter(|s| s.superseded_by.is_none() && !s.spans_clusters())
+        // Listed only where a Proxmox Backup Server is configured.
+        .filter(|s| !s.backend.is_pbs())
         .count();
     assert_eq!(count(&[]).0, read_only_core);
     assert_eq!(count(&[]), count(&[("PVE_ACCESS_TIER", "read-only")]));

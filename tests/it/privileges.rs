@@ -143,6 +143,8 @@ struct Row {
 
 fn rows(endpoints: &Value) -> Vec<Row> {
     catalog::all()
+        // A PBS row needs privileges on the PBS, not on PVE (`bootstrap --pbs`).
+        .filter(|spec| !spec.backend.is_pbs())
         .map(|spec| {
             // The endpoints the tool's requests reach: a composite's known requests, or the
             // schema templates a REST row's path template can reach (`{guest_type}` → both).

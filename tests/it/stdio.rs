@@ -65,6 +65,8 @@ async fn default_settings_list_only_read_only_core_tools() {
         .filter(|s| s.superseded_by.is_none())
         // Offered only when one server serves several clusters.
         .filter(|s| !s.spans_clusters())
+        // Listed only where a Proxmox Backup Server is configured.
+        .filter(|s| !s.backend.is_pbs())
         .map(|s| s.name)
         .collect();
     assert_eq!(listed, expected);
@@ -132,7 +134,12 @@ async fn full_tier_lists_the_whole_slice_with_gates() {
     assert_eq!(
         canonical,
         catalog::all()
-            .filter(|s| s.module == Module::Core && !s.backend.is_ssh() && !s.spans_clusters())
+            .filter(|s| {
+                s.module == Module::Core
+                    && !s.backend.is_ssh()
+                    && !s.backend.is_pbs()
+                    && !s.spans_clusters()
+            })
             .count(),
         "every core tool except the SSH ones (no SSH configured)"
     );

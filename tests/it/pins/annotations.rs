@@ -84,6 +84,12 @@ const WRITES: &[&str] = &[
     "pve_provision_qemu_guest",
     "pve_apply_plan",
     "pve_prune_backups",
+    "pbs_start_gc",
+    "pbs_verify",
+    "pbs_prune",
+    "pbs_set_snapshot_protected",
+    "pbs_run_sync_job",
+    "pbs_run_verify_job",
 ];
 const DESTRUCTIVE: &[&str] = &[
     "pve_stop_qemu_vm",
@@ -154,6 +160,9 @@ const DESTRUCTIVE: &[&str] = &[
     "pve_provision_qemu_guest",
     "pve_apply_plan",
     "pve_prune_backups",
+    "pbs_start_gc",
+    "pbs_prune",
+    "pbs_run_sync_job",
 ];
 const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_update_config",
@@ -165,6 +174,7 @@ const IDEMPOTENT_WRITES: &[&str] = &[
     "pve_qemu_agent_file_write",
     "pve_node_file_write",
     "pve_put_cloudinit_snippet",
+    "pbs_set_snapshot_protected",
 ];
 const OPEN_WORLD: &[&str] = &[
     "pve_create_storage",
@@ -181,4 +191,5 @@ const OPEN_WORLD: &[&str] = &[
     "pve_exec_in_container",
     "pve_node_shell_run",
     "pve_cli_run",
+    "pbs_run_sync_job",
 ];

@@ -8,6 +8,7 @@
 //! (the `tests/schema.rs` oracle). Nothing is printed: diagnostics go through `tracing`.
 
 mod api;
+mod error;
 mod ops;
 mod prune;
 mod routes;

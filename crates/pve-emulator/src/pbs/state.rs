@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use super::api::PbsError;
+use super::error::PbsError;
 use super::task::{Effect, PbsTask, SnapRef, Upid};
 
 /// One datastore.
