@@ -398,6 +398,7 @@ mod tests {
             one_cluster_max: 0,
             full_without_ssh: 0,
             ssh: 0,
+            pbs: 0,
             default: 0,
             alias_names: 0,
         };
