@@ -309,7 +309,7 @@ mod tests {
             err.contains("tokenName") && !err.contains("0123456789abcdef"),
             "{err}"
         );
-        let err = parse(json!({"host": "pbs.lan", "user": "mcp", "tokenName": "mcp", "tokenSecret": "0123456789abcdef", "tlsFingerprint": "AA", "allowInsecureTls": true}))
+        let err = parse(json!({"host": "pbs.lan", "user": "mcp", "tokenName": "mcp", "tokenSecret": "0123456789abcdef", "tlsFingerprint": "ab".repeat(32), "allowInsecureTls": true}))
             .unwrap_err()
             .to_string();
         assert!(

@@ -377,7 +377,7 @@ fn env_var_table_is_complete_and_exact() {
         .filter(|d| d.secret)
         .map(|d| d.name)
         .collect();
-    assert_eq!(secrets, ["PROXMOX_TOKEN_SECRET"]);
+    assert_eq!(secrets, ["PROXMOX_TOKEN_SECRET", "PBS_TOKEN_SECRET"]);
 }
 
 #[test]
