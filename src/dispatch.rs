@@ -48,10 +48,28 @@ pub async fn execute(
             };
             let request = build_request(spec, method, path, args, &[]);
             let outcome = server.client.call(request, cancel).await;
-            (outcome.result.map_err(failure_from), outcome.attempts)
+            let named = |failure| pbs_failure(&server.name, failure);
+            (
+                outcome.result.map_err(|e| named(failure_from(e))),
+                outcome.attempts,
+            )
         }
         (_, None) => (Err(not_configured()), 0),
         (_, Some(client)) => execute_api(client, spec, args, cancel).await,
+    }
+}
+
+/// A PBS's failure, saying which PBS answered; its token and privileges are PBS's own.
+fn pbs_failure(name: &str, mut failure: ToolFailure) -> ToolFailure {
+    failure.message = format!("Proxmox Backup Server {name:?}: {}", failure.message);
+    match failure.code {
+        "PROXMOX_AUTH_FAILED" => failure.with_hint(
+            "Check the PBS token (`user@realm!token` and its secret, PBS_* or the instance file's `pbs` entry); `nandi-proxmox-mcp bootstrap --pbs` prints the commands that create it.",
+        ),
+        "PROXMOX_ACL_FORBIDDEN" => failure.with_hint(
+            "Grant the PBS token a role on the datastore, e.g. `proxmox-backup-manager acl update /datastore/<store> DatastoreAudit --auth-id <user@realm!token>` (`bootstrap --pbs` lists the roles per tier).",
+        ),
+        _ => failure,
     }
 }
 

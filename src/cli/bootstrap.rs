@@ -53,6 +53,10 @@ pub struct BootstrapArgs {
     /// it can never do more than the person may.
     #[arg(long = "person", value_name = "USER@REALM")]
     pub people: Vec<String>,
+    /// Print the commands for a Proxmox Backup Server instead (run on the PBS; the realm
+    /// defaults to `pbs` there).
+    #[arg(long)]
+    pub pbs: bool,
 }
 
 /// First segments of the ACL paths Proxmox knows.
@@ -303,6 +307,16 @@ pub fn run(args: BootstrapArgs) -> Result<(), CliError> {
             args.tier
         ))
     })?;
+    if args.pbs {
+        // PBS has no `pve` realm: the default realm there is its own user database.
+        let realm = if realm == "pve" {
+            "pbs".to_owned()
+        } else {
+            realm
+        };
+        super::bootstrap_pbs::print(&user, &realm, &token, tier);
+        return Ok(());
+    }
     let acl_path = check_acl_path(&args.acl_path)?;
     let people = args
         .people

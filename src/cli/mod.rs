@@ -6,6 +6,7 @@
 
 pub mod audit;
 pub mod bootstrap;
+pub mod bootstrap_pbs;
 pub mod clients;
 mod completions;
 pub mod doctor;

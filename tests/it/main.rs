@@ -81,6 +81,8 @@ mod oauth_mock_server;
 mod oauth_token_kinds;
 mod packaging;
 mod pbs;
+mod pbs_canary;
+mod pbs_cli;
 mod peer_download_guard;
 mod peer_ssh_node_access;
 mod peer_tools;

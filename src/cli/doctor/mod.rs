@@ -8,6 +8,7 @@
 
 mod checks;
 mod clients;
+mod pbs;
 mod policy;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,7 +24,7 @@ use crate::config::{self, Config, ConfigError, ConfigSource, Instance, Paths, Pr
 use crate::pve;
 
 /// Every check, in the order they run.
-pub const CHECKS: [&str; 8] = [
+pub const CHECKS: [&str; 9] = [
     "mcp-config",
     "nodes",
     "vms",
@@ -32,13 +33,14 @@ pub const CHECKS: [&str; 8] = [
     "remote-op",
     "tls",
     "permissions",
+    "pbs",
 ];
 
 /// Flags of `doctor`.
 #[derive(Debug, Args, Default)]
 pub struct DoctorArgs {
     /// Checks to run, comma-separated [default: all]: mcp-config, nodes, vms, cts, node-status,
-    /// remote-op, tls, permissions.
+    /// remote-op, tls, permissions, pbs.
     #[arg(long, value_name = "LIST")]
     pub check: Option<String>,
     /// Container id for the remote-op check (or NANDI_DOCTOR_CTID).
@@ -506,6 +508,13 @@ async fn check_cluster(
             report.push(Item::green("tools", registry.exposure(&settings)));
         }
         Err(e) => report.push(Item::red("tools", e, None)),
+    }
+    if checks.contains("pbs") && !config.pbs.is_empty() {
+        let tier = served_settings(config, policy_env.as_ref())
+            .map_or(crate::catalog::Tier::ReadOnly, |s| s.tier);
+        for item in pbs::items(&config.pbs, tier).await {
+            report.push(item);
+        }
     }
     let Some(proxmox) = &config.proxmox else {
         return;
