@@ -113,9 +113,11 @@ mod tests {
         assert!(!read.contains("DatastoreAdmin"), "{read}");
         let full = script("mcp", "pbs", "mcp", Tier::Full);
         assert!(full.contains("DatastoreAdmin") && full.contains("RemoteSyncOperator"));
-        // What the read tools need is an auditor's; a prune's needs more.
+        // What the read tools need is an auditor's (and, for a prune's dry run, PBS's prune
+        // privilege); reading a sync job's remote comes in at full.
         assert!(privileges_named(Tier::ReadOnly).contains("Datastore.Audit"));
-        assert!(!privileges_named(Tier::ReadOnly).contains("Datastore.Prune"));
-        assert!(privileges_named(Tier::Full).contains("Datastore.Prune"));
+        assert!(!privileges_named(Tier::ReadOnly).contains("Remote.Read"));
+        assert!(privileges_named(Tier::ReadExecute).contains("Datastore.Verify"));
+        assert!(privileges_named(Tier::Full).contains("Remote.Read"));
     }
 }
