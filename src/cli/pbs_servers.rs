@@ -40,12 +40,17 @@ pub(crate) fn connection(c: &PbsConfig) -> pve::Connection {
         realm: c.realm.clone(),
         token_name: c.token_name.clone(),
         token_secret: c.token_secret.expose().to_owned(),
-        tls: match &c.tls {
-            TlsSetting::Verify => pve::TlsMode::Verify,
-            TlsSetting::CaFile(path) => pve::TlsMode::CaFile(path.clone()),
-            TlsSetting::Fingerprint(fp) => pve::TlsMode::Fingerprint(fp.clone()),
-            TlsSetting::Insecure => pve::TlsMode::Insecure,
-        },
+        tls: tls_mode(&c.tls),
+    }
+}
+
+/// The REST client's TLS mode for a configured one (PVE's and PBS's alike).
+pub(crate) fn tls_mode(setting: &TlsSetting) -> pve::TlsMode {
+    match setting {
+        TlsSetting::Verify => pve::TlsMode::Verify,
+        TlsSetting::CaFile(path) => pve::TlsMode::CaFile(path.clone()),
+        TlsSetting::Fingerprint(fp) => pve::TlsMode::Fingerprint(fp.clone()),
+        TlsSetting::Insecure => pve::TlsMode::Insecure,
     }
 }
 

@@ -12,7 +12,7 @@ use clap::Args;
 use rmcp::ServiceExt;
 
 use super::CliError;
-use crate::config::{self, Paths, ProcessEnv, TlsSetting};
+use crate::config::{self, Paths, ProcessEnv};
 use crate::policy::Settings;
 use crate::pve;
 use crate::registry::{Capabilities, Registry};
@@ -302,12 +302,7 @@ pub(super) fn connect(
         realm: proxmox.realm.clone(),
         token_name: proxmox.token_name.clone(),
         token_secret: proxmox.token_secret.expose().to_owned(),
-        tls: match &proxmox.tls {
-            TlsSetting::Verify => pve::TlsMode::Verify,
-            TlsSetting::CaFile(path) => pve::TlsMode::CaFile(path.clone()),
-            TlsSetting::Fingerprint(fp) => pve::TlsMode::Fingerprint(fp.clone()),
-            TlsSetting::Insecure => pve::TlsMode::Insecure,
-        },
+        tls: super::pbs_servers::tls_mode(&proxmox.tls),
     };
     let client = pve::Client::with_limits(&connection, limits)
         .map_err(|e| CliError::Config(e.to_string()))?;
