@@ -306,3 +306,42 @@ async fn a_read_only_tier_lists_no_pbs_write_and_no_pbs_lists_no_pbs_tool() {
     );
     client.cancel().await.ok();
 }
+
+/// The REST client's choke point classifies a PBS request by PBS's schema: outside a call's
+/// clearance a garbage collection never leaves, whatever sent it (no gate in between here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pbs_client_refuses_what_its_call_was_not_cleared_for() {
+    use nandi_proxmox_mcp::pve;
+    let server = pbs().await;
+    let client = pve::Client::pbs(
+        &pve::Connection {
+            host: server.host().to_owned(),
+            port: server.port(),
+            user: "mcp".into(),
+            realm: "pbs".into(),
+            token_name: "mcp".into(),
+            token_secret: PBS_CANARY.into(),
+            tls: pve::TlsMode::Fingerprint(server.cert_fingerprint().expect("https")),
+        },
+        pve::ClientLimits::default(),
+    )
+    .expect("client");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    server.clear_requests();
+    let read = client
+        .call(pve::ApiRequest::get("/admin/datastore"), &cancel)
+        .await;
+    assert!(read.result.is_ok(), "{:?}", read.result);
+    let gc = pve::ApiRequest {
+        method: pve::Method::Post,
+        path: "/admin/datastore/store1/gc".into(),
+        params: Vec::new(),
+        timeout: std::time::Duration::from_secs(5),
+        retry: pve::RetryPolicy::Never,
+    };
+    let refused = client.call(gc, &cancel).await;
+    assert_eq!(refused.attempts, 0, "{:?}", refused.result);
+    assert!(refused.result.is_err());
+    assert_eq!(server.requests().len(), 1, "only the read left");
+    assert_eq!(server.gc_runs("store1"), 0);
+}
